@@ -1,0 +1,43 @@
+# Two entry points a new machine needs: `make run` and `make test`.
+# Both create .venv when it is missing and (re)install the project when
+# pyproject.toml changed; nothing is assumed to be installed beforehand.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test lint bench clean install install-dev
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(VENV)/.installed $@
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+# The main job: every demo case on the embedded default agent (scripted:oracle).
+run: install
+	$(BIN)/capeval run
+
+test: install-dev
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: install-dev
+	$(BIN)/ruff check capeval tests benchmarks
+	$(BIN)/ruff format --check capeval tests benchmarks
+
+bench: install-dev
+	$(BIN)/python benchmarks/runner.py
+	$(BIN)/python benchmarks/gate.py
+	$(BIN)/python benchmarks/history.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

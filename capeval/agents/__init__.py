@@ -1,0 +1,1 @@
+"""Agent adapters: each launches one agent CLI headlessly and returns an AgentResult."""

@@ -1,0 +1,79 @@
+"""The adapter interface every agent shares.
+
+An adapter launches one agent CLI headlessly for one repeat and returns an
+`AgentResult`. The runner owns everything around it (workdir, HTTP fixture,
+grader, pass rule, row); the adapter owns the process and the stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from capeval.turns import RunSummary, TokenUsage
+
+STATUSES = ("done", "failed", "cancelled", "timeout")
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """An `[agents.NAME]` table from the configuration, resolved."""
+
+    name: str
+    type: str  # scripted | command | claude-code | codex | gemini | opencode
+    command: str | None = None  # binary path, or the command template for `command`
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    hook: str | None = None  # `command` agents: hook path inside the workdir
+    trajectory: str | None = None  # `scripted` agents: trajectory name
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AgentRequest:
+    """Everything an adapter needs for one repeat."""
+
+    workdir: Path
+    prompt: str
+    provider: str
+    model: str
+    case_dir: Path  # the case directory (scripted agents read trajectories here)
+    capture_dir: Path  # outside the workdir: hook captures, logs
+    timeout_s: float = 1200.0
+    max_turns: int | None = None
+    skip_permissions: bool = True
+    env: Mapping[str, str] = field(default_factory=dict)  # e.g. EVAL_HTTP_URL
+    http_url: str | None = None
+
+
+@dataclass
+class AgentResult:
+    exitCode: int | None
+    status: str  # one of STATUSES
+    sessionId: str | None = None
+    provider: str | None = None  # resolved provider, when the agent says it
+    model: str | None = None  # resolved model, when the agent says it
+    turnsUsed: int | None = None
+    toolCallCount: int | None = None
+    tokenUsage: TokenUsage | None = None
+    durationMs: float | None = None
+    textPreview: str = ""
+    summary: RunSummary | None = None  # None: the stream could not be captured/parsed
+    error: str | None = None
+    agentVersion: str | None = None
+
+
+class Adapter(Protocol):
+    """What the runner calls. Implementations live one per module in capeval/agents/."""
+
+    config: AgentConfig
+
+    def version(self) -> str | None:
+        """The agent's version string, or None if it cannot be told."""
+        ...
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        """Run the agent once; never raise for agent failures, report them in the result."""
+        ...

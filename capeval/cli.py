@@ -1,0 +1,66 @@
+"""The `capeval` command line.
+
+Subcommands are resolved lazily from `COMMANDS` so that `capeval --help`,
+`capeval validate` and `capeval run` never pay for importing the analysis
+stack (polars, DuckDB, scipy, matplotlib). Each command lives in its own
+module under `capeval/commands/`; those modules import heavy libraries only
+inside the command function.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from capeval import __version__
+
+# name -> "module:attribute". One line per command; the module is imported only
+# when the command is invoked or its help is shown.
+COMMANDS: dict[str, str] = {
+    "run": "capeval.commands.run:run",
+    "validate": "capeval.commands.validate:validate",
+    "behaviors": "capeval.commands.behaviors:behaviors",
+    "aggregate": "capeval.commands.aggregate:aggregate",
+    "compare": "capeval.commands.compare:compare",
+    "gate": "capeval.commands.gate:gate",
+    "report": "capeval.commands.report:report",
+    "baseline": "capeval.commands.baseline:baseline",
+    "history": "capeval.commands.history:history",
+    "query": "capeval.commands.query:query",
+    "plot": "capeval.commands.plot:plot",
+    "agents": "capeval.commands.agents:agents",
+    "paperclip": "capeval.commands.paperclip:paperclip",
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, _, attr = target.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                return None  # command not built yet
+            raise
+        return getattr(module, attr)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="capeval")
+def main() -> None:
+    """Capability evals of coding agents: run, judge, explore."""
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,1 @@
+"""One module per CLI command. Import only click and light modules at top level."""

@@ -1,0 +1,68 @@
+"""The result row: one per repeat (section 7 of the spec).
+
+Rows are plain JSON objects (dicts) so that unknown fields written by newer
+or older tools survive a read/write round trip. This module names the fields;
+it is the contract between the runner (which writes rows), the result files
+(which store them) and the analysis layer (which reads them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Fields every v3 `cases[]` entry has, in the order capeval writes them.
+CASE_FIELDS: tuple[str, ...] = (
+    "resultKey",  # f"{variantId}::{id}"
+    "id",  # case id
+    "tier",
+    "title",
+    "variantId",
+    "provider",  # the provider the agent really resolved
+    "model",  # the model the agent really resolved
+    "passed",
+    "agentExitCode",
+    "verifyExitCode",
+    "durationMs",
+    "agentDurationMs",
+    "verifyDurationMs",
+    "status",  # done | failed | cancelled | timeout
+    "sessionId",
+    "turnsUsed",
+    "toolCallCount",
+    "tokenUsage",  # {input, output, cacheRead, cacheWrite, thinking}
+    "maxTurns",
+    "overBudget",
+    "skipPermissions",
+    "error",
+    "repeat",  # 0-based
+    "behaviors",  # {<11 numeric metrics>, toolCallsByName} | None
+    "textPreview",
+)
+
+# Run context capeval adds to every JSONL row.
+CONTEXT_FIELDS: tuple[str, ...] = (
+    "runId",
+    "runStartedAt",
+    "requestedProvider",  # what the cell asked for
+    "requestedModel",
+    "agent",  # agent entry name (e.g. "scripted", "claude-code", "old")
+    "agentType",
+    "agentVersion",
+    "capevalVersion",
+    "gitCommit",
+    "gitDirty",
+    "bait",  # the case's {metric, threshold} | None
+)
+
+ROW_FIELDS: tuple[str, ...] = CASE_FIELDS + CONTEXT_FIELDS
+
+Row = dict[str, Any]
+
+
+def result_key(variant_id: str, case_id: str) -> str:
+    return f"{variant_id}::{case_id}"
+
+
+def triple(row: Row) -> tuple[str, str, int]:
+    """The identity of a repeat within a run: (variantId, caseId, repeat)."""
+    return (str(row.get("variantId")), str(row.get("id")), int(row.get("repeat") or 0))
