@@ -1,0 +1,252 @@
+"""Child processes that can always be stopped: one process group per child.
+
+Agents and graders start their own children (shells, test runners, servers).
+Killing only the direct child would leave those running and holding the
+workdir, the pipes or a port, so every child gets its own session and the
+whole group is signalled. Live groups are tracked in a registry, grouped in
+*scopes* (one per repeat), so that an agent timeout can stop exactly one
+repeat's processes and Ctrl-C or a crash can stop all of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+# GNU `timeout` convention: the exit code reported for a child stopped on time out.
+TIMEOUT_EXIT_CODE = 124
+
+# How long to keep reading a child's pipes after the group is dead. A process
+# that escaped the group (its own setsid) can hold them open forever; its
+# output is then truncated rather than hanging the runner.
+_PIPE_DRAIN_S = 2.0
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """What a finished child did.
+
+    `exit_code` is the child's exit status, 128+N when it died of signal N,
+    and 124 when it was stopped because it ran out of time.
+    `cancelled` is true when it was stopped by a scope cancel or shutdown.
+    """
+
+    exit_code: int
+    timed_out: bool
+    duration_ms: float
+    stdout: bytes
+    stderr: bytes
+    cancelled: bool = False
+
+
+class ProcessCancelled(RuntimeError):
+    """Raised instead of starting a child in a scope that was cancelled."""
+
+
+@dataclass(eq=False)
+class ProcessScope:
+    """A set of process groups that live and die together (one repeat)."""
+
+    name: str
+    groups: set[int] = field(default_factory=set)
+    cancelled: str | None = None  # reason, once cancelled
+
+    def cancel(self, reason: str, sig: int = signal.SIGKILL) -> int:
+        """Refuse new children and signal every live group; returns how many were signalled."""
+        with _LOCK:
+            if self.cancelled is None:
+                self.cancelled = reason
+            pgids = list(self.groups)
+        return sum(_signal_group(pgid, sig) for pgid in pgids)
+
+
+_LOCK = threading.Lock()
+_SCOPES: set[ProcessScope] = set()
+_ROOT = ProcessScope("root")
+_SHUTDOWN: list[str] = []  # non-empty once shutdown() was called
+_CURRENT: contextvars.ContextVar[ProcessScope | None] = contextvars.ContextVar(
+    "capeval_process_scope", default=None
+)
+
+
+@contextlib.contextmanager
+def process_scope(name: str) -> Iterator[ProcessScope]:
+    """Make `name` the scope of every child started by this thread inside the block."""
+    scope = ProcessScope(name)
+    with _LOCK:
+        _SCOPES.add(scope)
+        if _SHUTDOWN:
+            scope.cancelled = _SHUTDOWN[0]
+    token = _CURRENT.set(scope)
+    try:
+        yield scope
+    finally:
+        _CURRENT.reset(token)
+        with _LOCK:
+            _SCOPES.discard(scope)
+
+
+def current_scope() -> ProcessScope:
+    return _CURRENT.get() or _ROOT
+
+
+def live_groups() -> list[int]:
+    """Process group ids of every child still running, across all scopes."""
+    with _LOCK:
+        return sorted(_ROOT.groups.union(*(s.groups for s in _SCOPES)))
+
+
+def shutdown(reason: str = "interrupted", sig: int = signal.SIGKILL) -> int:
+    """Stop everything: no new children anywhere, every live group signalled.
+
+    For Ctrl-C, SIGTERM and crash paths. Returns how many groups were signalled.
+    """
+    with _LOCK:
+        if not _SHUTDOWN:
+            _SHUTDOWN.append(reason)
+        scopes = [_ROOT, *_SCOPES]
+    return sum(scope.cancel(reason, sig) for scope in scopes)
+
+
+def is_shutting_down() -> bool:
+    return bool(_SHUTDOWN)
+
+
+def reset_shutdown() -> None:
+    """Allow children again after a shutdown (a new run in the same process, e.g. tests)."""
+    with _LOCK:
+        _SHUTDOWN.clear()
+        _ROOT.cancelled = None
+
+
+def _signal_group(pgid: int, sig: int) -> int:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return 0
+    return 1
+
+
+def run_process(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str] | None = None,
+    timeout_s: float | None = None,
+    stdin: bytes | None = None,
+    kill_grace_s: float = 5.0,
+) -> ProcessResult:
+    """Run `argv` in its own process group and wait for it, whatever it does.
+
+    stdin is /dev/null unless bytes are given, so a child that waits for input
+    cannot hang a headless run. On timeout the group gets SIGTERM, then
+    SIGKILL after `kill_grace_s`. When the child exits, anything it left
+    running in its group is killed too: a repeat leaves no processes behind.
+    """
+    scope = current_scope()
+    start = time.monotonic()
+    with _LOCK:
+        reason = scope.cancelled or (_SHUTDOWN[0] if _SHUTDOWN else None)
+        if reason is not None:
+            raise ProcessCancelled(f"not starting {Path(str(argv[0])).name}: {reason}")
+        proc = subprocess.Popen(
+            [os.fspath(a) for a in argv],
+            cwd=os.fspath(cwd),
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        # With start_new_session the child's pid is its process group id.
+        scope.groups.add(proc.pid)
+
+    out_chunks: list[bytes] = []
+    err_chunks: list[bytes] = []
+    readers = [
+        threading.Thread(target=_drain, args=(proc.stdout, out_chunks), daemon=True),
+        threading.Thread(target=_drain, args=(proc.stderr, err_chunks), daemon=True),
+    ]
+    if stdin is not None:
+        readers.append(threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True))
+    for t in readers:
+        t.start()
+
+    exited = threading.Event()
+    threading.Thread(target=_await_exit, args=(proc, exited), daemon=True).start()
+
+    timed_out = False
+    if not exited.wait(timeout_s):
+        timed_out = True
+        _signal_group(proc.pid, signal.SIGTERM)
+        if not exited.wait(kill_grace_s):
+            _signal_group(proc.pid, signal.SIGKILL)
+            exited.wait()
+    # The leader has exited but is not reaped yet, so its pid (= our group id)
+    # cannot have been reused: killing stragglers here cannot hit a stranger.
+    _signal_group(proc.pid, signal.SIGKILL)
+    returncode = proc.wait()
+    with _LOCK:
+        scope.groups.discard(proc.pid)
+        cancelled = scope.cancelled is not None or bool(_SHUTDOWN)
+    for t in readers:
+        t.join(_PIPE_DRAIN_S)
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
+    duration_ms = (time.monotonic() - start) * 1000.0
+
+    if timed_out:
+        exit_code = TIMEOUT_EXIT_CODE
+    elif returncode < 0:
+        exit_code = 128 - returncode
+    else:
+        exit_code = returncode
+    return ProcessResult(
+        exit_code=exit_code,
+        timed_out=timed_out,
+        duration_ms=duration_ms,
+        stdout=b"".join(out_chunks),
+        stderr=b"".join(err_chunks),
+        cancelled=cancelled and not timed_out and returncode < 0,
+    )
+
+
+def _await_exit(proc: subprocess.Popen[bytes], exited: threading.Event) -> None:
+    """Wait for the leader to exit without reaping it (see run_process)."""
+    try:
+        if hasattr(os, "waitid"):
+            os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+        else:  # pragma: no cover - platforms without waitid reap here
+            proc.wait()
+    except ChildProcessError:  # pragma: no cover - already reaped
+        pass
+    finally:
+        exited.set()
+
+
+def _drain(pipe: IO[bytes] | None, chunks: list[bytes]) -> None:
+    if pipe is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        while chunk := pipe.read1(65536):  # type: ignore[attr-defined]
+            chunks.append(chunk)
+
+
+def _feed(pipe: IO[bytes] | None, data: bytes) -> None:
+    if pipe is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        pipe.write(data)
+    with contextlib.suppress(OSError, ValueError):
+        pipe.close()

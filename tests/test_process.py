@@ -1,0 +1,172 @@
+"""run_process: timeouts stop whole process groups, and scopes/shutdown stop repeats."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from capeval.runner import process
+from capeval.runner.process import (
+    TIMEOUT_EXIT_CODE,
+    ProcessCancelled,
+    live_groups,
+    process_scope,
+    run_process,
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for our purposes.
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> None:
+    process.reset_shutdown()
+
+
+def test_captures_output_and_exit_code(tmp_path: Path) -> None:
+    r = run_process(["bash", "-c", "echo out; echo err >&2; exit 3"], cwd=tmp_path)
+    assert (r.exit_code, r.timed_out, r.stdout, r.stderr) == (3, False, b"out\n", b"err\n")
+    assert r.duration_ms > 0
+
+
+def test_stdin_is_dev_null_unless_given(tmp_path: Path) -> None:
+    # `cat` would hang forever on an inherited terminal/pipe; /dev/null gives EOF.
+    r = run_process(["cat"], cwd=tmp_path, timeout_s=5)
+    assert (r.exit_code, r.stdout) == (0, b"")
+    r = run_process(["cat"], cwd=tmp_path, stdin=b"hello", timeout_s=5)
+    assert r.stdout == b"hello"
+
+
+def test_env_and_cwd_are_used(tmp_path: Path) -> None:
+    r = run_process(
+        ["bash", "-c", 'echo "$X $PWD"'], cwd=tmp_path, env={"X": "1", "PATH": os.environ["PATH"]}
+    )
+    assert r.stdout.decode().strip() == f"1 {tmp_path}"
+
+
+def test_timeout_kills_the_whole_group_on_time(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    start = time.monotonic()
+    r = run_process(
+        ["bash", "-c", f"sleep 60 & echo $! > {pidfile}; wait"],
+        cwd=tmp_path,
+        timeout_s=0.5,
+        kill_grace_s=1,
+    )
+    elapsed = time.monotonic() - start
+    assert r.timed_out and r.exit_code == TIMEOUT_EXIT_CODE
+    assert elapsed < 3, elapsed
+    grandchild = int(pidfile.read_text())
+    assert not _alive(grandchild)
+
+
+def test_sigterm_ignoring_child_gets_sigkill_after_grace(tmp_path: Path) -> None:
+    start = time.monotonic()
+    r = run_process(
+        ["bash", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"],
+        cwd=tmp_path,
+        timeout_s=0.3,
+        kill_grace_s=0.5,
+    )
+    elapsed = time.monotonic() - start
+    assert r.timed_out and r.exit_code == TIMEOUT_EXIT_CODE
+    assert 0.75 <= elapsed < 3, elapsed
+    assert r.stdout == b"ready\n"
+
+
+def test_leftover_background_children_are_killed_when_the_leader_exits(tmp_path: Path) -> None:
+    pidfile = tmp_path / "bg.pid"
+    r = run_process(
+        [
+            "bash",
+            "-c",
+            f"(sleep 60 >/dev/null 2>&1 &) ; sleep 60 >/dev/null 2>&1 & echo $! > {pidfile}",
+        ],
+        cwd=tmp_path,
+        timeout_s=5,
+    )
+    assert r.exit_code == 0 and not r.timed_out
+    assert not _alive(int(pidfile.read_text()))
+    assert live_groups() == []
+
+
+def test_signal_death_is_reported_as_128_plus_n(tmp_path: Path) -> None:
+    r = run_process(["bash", "-c", "kill -9 $$"], cwd=tmp_path)
+    assert r.exit_code == 128 + 9
+
+
+def test_scope_cancel_stops_its_children_and_refuses_new_ones(tmp_path: Path) -> None:
+    results: list[object] = []
+    started = threading.Event()
+
+    def worker() -> None:
+        with process_scope("repeat-1") as scope:
+            holder.append(scope)
+            started.set()
+            results.append(run_process(["sleep", "60"], cwd=tmp_path))
+            try:
+                run_process(["true"], cwd=tmp_path)
+            except ProcessCancelled as exc:
+                results.append(exc)
+
+    holder: list[process.ProcessScope] = []
+    t = threading.Thread(target=worker)
+    t.start()
+    started.wait(5)
+    deadline = time.monotonic() + 5
+    while not holder[0].groups and time.monotonic() < deadline:
+        time.sleep(0.01)
+    pgid = next(iter(holder[0].groups))
+    assert holder[0].cancel("agent timeout") == 1
+    t.join(5)
+    assert not t.is_alive()
+    first, second = results
+    assert isinstance(first, process.ProcessResult) and first.cancelled
+    assert isinstance(second, ProcessCancelled) and "agent timeout" in str(second)
+    assert not _group_alive(pgid)
+
+
+def test_shutdown_kills_every_live_group(tmp_path: Path) -> None:
+    done: list[process.ProcessResult] = []
+    threads = [
+        threading.Thread(target=lambda: done.append(run_process(["sleep", "60"], cwd=tmp_path)))
+        for _ in range(3)
+    ]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 5
+    while len(live_groups()) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    groups = live_groups()
+    assert len(groups) == 3
+    assert process.shutdown("test") == 3
+    for t in threads:
+        t.join(5)
+    assert len(done) == 3 and all(r.cancelled for r in done)
+    assert not any(_group_alive(g) for g in groups)
+    with pytest.raises(ProcessCancelled):
+        run_process(["true"], cwd=tmp_path)
+    process.reset_shutdown()
+    assert run_process(["true"], cwd=tmp_path).exit_code == 0
