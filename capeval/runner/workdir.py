@@ -1,0 +1,135 @@
+"""A fresh, committed git workdir per repeat, copied from the case's fixture.
+
+Agents expect a repository (`git diff`, `git status`, `HEAD`), and a grader
+may compare against the initial commit, so the copy is committed once. The
+commit must be identical on every machine and never run user hooks or ask
+for a signing key, hence the fixed identity, dates and config isolation.
+Symlinks are copied as links; one that points outside the fixture would let
+a repeat read or write files beyond its own copy, so it is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Protocol
+
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "capeval",
+    "GIT_AUTHOR_EMAIL": "capeval@localhost",
+    "GIT_COMMITTER_NAME": "capeval",
+    "GIT_COMMITTER_EMAIL": "capeval@localhost",
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
+}
+GIT_FLAGS = (
+    "-c",
+    "commit.gpgsign=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "init.defaultBranch=main",
+    "-c",
+    "core.autocrlf=false",
+)
+INITIAL_COMMIT_MESSAGE = "capeval fixture"
+
+
+class FixtureLike(Protocol):
+    id: str
+    fixture: str
+
+
+class WorkdirError(ValueError):
+    """A fixture that cannot be copied safely; the message names the path and the fix."""
+
+
+def git_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment for the runner's own git calls: no user or system config, fixed identity."""
+    env = dict(os.environ if base is None else base)
+    env.update(GIT_IDENTITY)
+    env["GIT_CONFIG_NOSYSTEM"] = "1"
+    env["GIT_CONFIG_GLOBAL"] = os.devnull
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env.pop("GIT_DIR", None)
+    env.pop("GIT_WORK_TREE", None)
+    env.pop("GIT_INDEX_FILE", None)
+    return env
+
+
+def fixture_path(root: Path, case: FixtureLike) -> Path:
+    """The case's fixture directory, refusing one that escapes the workspace root."""
+    root = root.resolve()
+    path = (root / case.fixture).resolve()
+    if not path.is_relative_to(root):
+        raise WorkdirError(
+            f"case {case.id}: fixture: {case.fixture!r} resolves outside the workspace root; "
+            "use a directory under the workspace (e.g. evals/capability/fixtures/<name>)"
+        )
+    if not path.is_dir():
+        raise WorkdirError(
+            f"case {case.id}: fixture: {case.fixture!r} is not a directory; "
+            "create it or fix the path (it is relative to the workspace root)"
+        )
+    return path
+
+
+def check_symlinks(fixture: Path) -> None:
+    """Refuse absolute symlinks and links that resolve outside the fixture."""
+    fixture = fixture.resolve()
+    for dirpath, dirnames, filenames in os.walk(fixture):
+        for name in dirnames + filenames:
+            link = Path(dirpath) / name
+            if not link.is_symlink():
+                continue
+            target = os.readlink(link)
+            rel = link.relative_to(fixture)
+            if os.path.isabs(target):
+                raise WorkdirError(
+                    f"{rel}: symlink target {target!r} is absolute; in the copy it would "
+                    "point back at the original; make it relative to the fixture"
+                )
+            if not Path(os.path.realpath(link)).is_relative_to(fixture):
+                raise WorkdirError(
+                    f"{rel}: symlink target {target!r} points outside the fixture; "
+                    "copy the file into the fixture instead"
+                )
+
+
+def prepare_workdir(root: Path, case: FixtureLike, *, dest: Path | None = None) -> Path:
+    """Copy the case's fixture to `dest` (default: a new temp dir) and commit it once.
+
+    Returns the workdir. The caller removes it when the repeat is over.
+    """
+    src = fixture_path(root, case)
+    try:
+        check_symlinks(src)
+    except WorkdirError as exc:
+        raise WorkdirError(f"case {case.id}: fixture {case.fixture}/{exc}") from None
+    if dest is None:
+        dest = Path(tempfile.mkdtemp(prefix=f"capeval-{case.id}-"))
+        dest.rmdir()
+    shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    env = git_env()
+    for args in (
+        ("init", "-q"),
+        ("add", "-A"),
+        ("commit", "-q", "--allow-empty", "--no-verify", "-m", INITIAL_COMMIT_MESSAGE),
+    ):
+        proc = subprocess.run(
+            ["git", *GIT_FLAGS, *args],
+            cwd=dest,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            raise WorkdirError(
+                f"case {case.id}: git {args[0]} failed in the workdir copy of {case.fixture}: "
+                f"{proc.stderr.strip()}"
+            )
+    return dest

@@ -1,0 +1,113 @@
+"""prepare_workdir: a deterministic committed copy; unsafe fixtures are refused."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from capeval.runner.workdir import WorkdirError, prepare_workdir
+
+
+@dataclass
+class FakeCase:
+    """Only the two fields prepare_workdir reads; the real Case has many more."""
+
+    id: str
+    fixture: str
+
+
+def _fixture(root: Path) -> Path:
+    fx = root / "evals/capability/fixtures/demo"
+    (fx / "src").mkdir(parents=True)
+    (fx / "src/app.py").write_text("print('hi')\n")
+    (fx / "README.md").write_text("demo\n")
+    return fx
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True
+    ).stdout
+
+
+def test_copy_is_committed_with_a_fixed_identity(tmp_path: Path) -> None:
+    _fixture(tmp_path)
+    case = FakeCase("demo", "evals/capability/fixtures/demo")
+    a = prepare_workdir(tmp_path, case, dest=tmp_path / "a")
+    b = prepare_workdir(tmp_path, case, dest=tmp_path / "b")
+    assert (a / "src/app.py").read_text() == "print('hi')\n"
+    assert _git(a, "status", "--porcelain") == ""
+    assert (
+        _git(a, "log", "--format=%an <%ae> %cn %ad")
+        .strip()
+        .startswith("capeval <capeval@localhost> capeval")
+    )
+    # Deterministic: the same fixture gives the same commit id everywhere.
+    assert _git(a, "rev-parse", "HEAD") == _git(b, "rev-parse", "HEAD")
+
+
+def test_default_dest_is_a_fresh_temp_dir(tmp_path: Path) -> None:
+    _fixture(tmp_path)
+    case = FakeCase("demo", "evals/capability/fixtures/demo")
+    a = prepare_workdir(tmp_path, case)
+    b = prepare_workdir(tmp_path, case)
+    try:
+        assert a != b and not a.is_relative_to(tmp_path)
+    finally:
+        import shutil
+
+        shutil.rmtree(a)
+        shutil.rmtree(b)
+
+
+def test_user_hooks_and_signing_are_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fixture(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[commit]\n\tgpgsign = true\n[user]\n\tsigningkey = NOPE\n")
+    monkeypatch.setenv("HOME", str(home))
+    wd = prepare_workdir(
+        tmp_path, FakeCase("demo", "evals/capability/fixtures/demo"), dest=tmp_path / "w"
+    )
+    assert _git(wd, "rev-parse", "HEAD").strip()
+
+
+def test_internal_symlink_is_copied_as_a_link(tmp_path: Path) -> None:
+    fx = _fixture(tmp_path)
+    os.symlink("src/app.py", fx / "link.py")
+    wd = prepare_workdir(
+        tmp_path, FakeCase("demo", "evals/capability/fixtures/demo"), dest=tmp_path / "w"
+    )
+    assert (wd / "link.py").is_symlink() and os.readlink(wd / "link.py") == "src/app.py"
+
+
+@pytest.mark.parametrize("target", ["../../../../etc/passwd", "/etc/passwd", "../../sibling/x"])
+def test_symlink_leaving_the_fixture_is_refused(tmp_path: Path, target: str) -> None:
+    fx = _fixture(tmp_path)
+    os.symlink(target, fx / "src/bad")
+    with pytest.raises(WorkdirError, match=r"src/bad: symlink target"):
+        prepare_workdir(
+            tmp_path, FakeCase("demo", "evals/capability/fixtures/demo"), dest=tmp_path / "w"
+        )
+    assert not (tmp_path / "w").exists()
+
+
+def test_fixture_outside_the_root_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (tmp_path / "outside").mkdir()
+    with pytest.raises(
+        WorkdirError, match=r"fixture: '\.\./outside' resolves outside the workspace root"
+    ):
+        prepare_workdir(root, FakeCase("demo", "../outside"), dest=tmp_path / "w")
+
+
+def test_missing_fixture_names_the_case_and_field(tmp_path: Path) -> None:
+    with pytest.raises(WorkdirError, match="case demo: fixture: 'nope' is not a directory"):
+        prepare_workdir(tmp_path, FakeCase("demo", "nope"), dest=tmp_path / "w")
