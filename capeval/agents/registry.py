@@ -1,0 +1,56 @@
+"""Which adapter class runs which agent type, and the agents that exist unconfigured.
+
+Adapters are imported only when an agent of their type is used, so that a
+broken or slow import in one adapter cannot affect runs of another, and the
+CLI start-up stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from capeval.agents.base import Adapter, AgentConfig
+
+# agent type -> "module:Class". One line per adapter.
+ADAPTERS: dict[str, str] = {
+    "scripted": "capeval.agents.scripted:ScriptedAdapter",
+}
+
+# Agents usable by name without any [agents.NAME] table: name -> type.
+BUILTIN_AGENTS: dict[str, str] = {
+    "scripted": "scripted",
+    "claude-code": "claude-code",
+    "codex": "codex",
+    "gemini": "gemini",
+    "opencode": "opencode",
+}
+
+
+class UnknownAgentError(ValueError):
+    """An agent type with no adapter; the message lists the known types."""
+
+
+def agent_types() -> list[str]:
+    return sorted(ADAPTERS)
+
+
+def builtin_agents() -> dict[str, AgentConfig]:
+    """The agents that exist without configuration, keyed by name."""
+    return {name: AgentConfig(name=name, type=kind) for name, kind in BUILTIN_AGENTS.items()}
+
+
+def adapter_class(agent_type: str) -> type:
+    target = ADAPTERS.get(agent_type)
+    if target is None:
+        known = ", ".join(agent_types()) or "none"
+        raise UnknownAgentError(
+            f"agent type {agent_type!r} has no adapter (known types: {known}); "
+            "fix `type` in the [agents.NAME] table"
+        )
+    module_name, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def make_adapter(config: AgentConfig) -> Adapter:
+    """The adapter instance that runs `config`."""
+    return adapter_class(config.type)(config)
