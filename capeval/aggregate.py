@@ -1,0 +1,122 @@
+"""Per-cell aggregates and run totals, always recomputed from the rows.
+
+Pure: no I/O and no polars, so the runner can print its final table and the
+readers can recompute what a v3 file claims without pulling in the analysis
+stack. A stored aggregate is never trusted (section 7 of the spec): a
+hand-edited number must not be able to drift into a gate verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from capeval.metrics import METRIC_NAMES
+
+TOKEN_FIELDS: tuple[str, ...] = ("input", "output", "cacheRead", "cacheWrite", "thinking")
+SUMMED_FIELDS: tuple[str, ...] = ("durationMs", "turnsUsed", "toolCallCount")
+
+
+def backfill_behaviors(behaviors: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """Older rows predate `taskToolCallCount`; derive it as section 6 says."""
+    if behaviors is None or "taskToolCallCount" in behaviors:
+        return behaviors
+    by_name = behaviors.get("toolCallsByName") or {}
+    count = sum(v for k, v in by_name.items() if k in ("task", "spawn_agent") and _is_number(v))
+    return {**behaviors, "taskToolCallCount": count}
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def median(values: Iterable[float]) -> float:
+    """The usual median: the middle value, or the mean of the two middle values.
+
+    An integral mean of two integers is returned as an int so that JSON output
+    reads `17`, as the original harness wrote it, rather than `17.0`.
+    """
+    ordered = sorted(values)
+    n = len(ordered)
+    if n == 0:
+        raise ValueError("median of no values")
+    mid = n // 2
+    if n % 2:
+        return ordered[mid]
+    low, high = ordered[mid - 1], ordered[mid]
+    total = low + high
+    if isinstance(total, int):
+        return total // 2 if total % 2 == 0 else total / 2
+    return total / 2
+
+
+def row_result_key(row: Mapping[str, Any]) -> str:
+    """The row's cell: its stored `resultKey`, else `variantId::id`."""
+    key = row.get("resultKey")
+    if isinstance(key, str) and key:
+        return key
+    return f"{row.get('variantId')}::{row.get('id')}"
+
+
+def behavior_stats(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """{metric: {min, median, max}} over the repeats that captured behaviors.
+
+    A repeat whose `behaviors` is null (stream not captured) contributes
+    nothing: counting it as zeros would make a broken capture look like good
+    behavior. Metrics absent from every repeat are left out.
+    """
+    captured = [b for b in (backfill_behaviors(r.get("behaviors")) for r in rows) if b is not None]
+    stats: dict[str, dict[str, float]] = {}
+    for metric in METRIC_NAMES:
+        values = [b[metric] for b in captured if _is_number(b.get(metric))]
+        if values:
+            stats[metric] = {"min": min(values), "median": median(values), "max": max(values)}
+    return stats
+
+
+def aggregate(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One aggregate per cell (`resultKey`), sorted by `resultKey`."""
+    cells: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        cells.setdefault(row_result_key(row), []).append(row)
+    out: list[dict[str, Any]] = []
+    for key in sorted(cells):
+        group = cells[key]
+        first = group[0]
+        variant = first.get("variantId")
+        if not isinstance(variant, str):
+            variant = key.rsplit("::", 1)[0]
+        passes = sum(1 for r in group if r.get("passed") is True)
+        out.append(
+            {
+                "resultKey": key,
+                "id": first.get("id"),
+                "variantId": variant,
+                "repeats": len(group),
+                "passCount": passes,
+                "passRate": passes / len(group),
+                "behaviorStats": behavior_stats(group),
+            }
+        )
+    return out
+
+
+def totals(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Sums over every repeat; a field a repeat did not report counts as 0."""
+    result: dict[str, Any] = {"total": 0, "passed": 0, "failed": 0}
+    result.update(dict.fromkeys(SUMMED_FIELDS, 0))
+    tokens = dict.fromkeys(TOKEN_FIELDS, 0)
+    for row in rows:
+        result["total"] += 1
+        result["passed" if row.get("passed") is True else "failed"] += 1
+        for field in SUMMED_FIELDS:
+            value = row.get(field)
+            if _is_number(value):
+                result[field] += value
+        usage = row.get("tokenUsage") or {}
+        for field in TOKEN_FIELDS:
+            value = usage.get(field)
+            if _is_number(value):
+                tokens[field] += value
+    result["tokenUsage"] = tokens
+    return result

@@ -1,0 +1,186 @@
+"""The JSON Lines row stream: one result row per line, durable as each repeat ends.
+
+A run may crash (or be killed) at any moment, so the file is only ever
+appended to, each row is flushed and fsynced before `write` returns, and a
+torn last line left by a crash mid-write is set aside on reopen instead of
+being glued to the next row. The reader mirrors that: a torn last line is a
+warning, anything else that is not a row is an error naming file and line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import warnings
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from capeval.results.errors import ResultFileError, ResultFileWarning
+from capeval.results.rowcheck import row_problem
+
+_CHUNK = 1 << 16
+
+
+def _tail_start(handle: Any, size: int) -> int:
+    """Offset just after the last newline of the file (0 when there is none)."""
+    end = size
+    while end > 0:
+        start = max(0, end - _CHUNK)
+        handle.seek(start)
+        chunk = handle.read(end - start)
+        pos = chunk.rfind(b"\n")
+        if pos >= 0:
+            return start + pos + 1
+        end = start
+    return 0
+
+
+def _is_complete_row(data: bytes) -> bool:
+    try:
+        return isinstance(json.loads(data), dict)
+    except (ValueError, UnicodeDecodeError):
+        return False
+
+
+def torn_sidecar(path: str | Path) -> Path:
+    """Where the writer keeps the bytes of a torn line it removed (never deleted)."""
+    path = Path(path)
+    return path.with_name(path.name + ".torn")
+
+
+class JsonlWriter:
+    """Appends rows to a JSON Lines file; one writer may be shared by threads.
+
+    Reopening an existing file appends. If that file ends in a partial line (a
+    crash mid-write), the partial bytes are moved to `<file>.torn` and cut
+    from the stream, with a warning, so every later row starts on its own
+    line. A final line that is a complete row merely missing its newline is
+    kept and terminated.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.warnings: list[str] = []
+        self._lock = threading.Lock()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._repair_tail()
+        self._handle: Any = open(self.path, "ab")  # noqa: SIM115 - closed by close()
+
+    def _warn(self, message: str) -> None:
+        self.warnings.append(message)
+        warnings.warn(message, ResultFileWarning, stacklevel=3)
+
+    def _repair_tail(self) -> None:
+        if not self.path.exists():
+            return
+        with open(self.path, "r+b") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            if size == 0:
+                return
+            handle.seek(size - 1)
+            if handle.read(1) == b"\n":
+                return
+            start = _tail_start(handle, size)
+            handle.seek(start)
+            tail = handle.read(size - start)
+            if _is_complete_row(tail):
+                handle.seek(size)
+                handle.write(b"\n")
+            else:
+                sidecar = torn_sidecar(self.path)
+                with open(sidecar, "ab") as keep:
+                    keep.write(tail + b"\n")
+                    keep.flush()
+                    os.fsync(keep.fileno())
+                handle.truncate(start)
+                handle.seek(0)
+                line = sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(_CHUNK), b""))
+                self._warn(
+                    f"{self.path}:{line + 1}: torn last line ({len(tail)} bytes, left by a "
+                    f"crash mid-write) moved to {sidecar.name}; appending after the last "
+                    "complete row"
+                )
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def write(self, row: dict[str, Any]) -> None:
+        """Append one row and make it durable before returning."""
+        if not isinstance(row, dict):
+            raise TypeError(f"a result row must be a dict, got {type(row).__name__}")
+        # Serialise outside the lock: a row that cannot be stored fails here
+        # without touching the file.
+        data = json.dumps(row, ensure_ascii=False, allow_nan=False).encode("utf-8") + b"\n"
+        with self._lock:
+            if self._handle is None:
+                raise ValueError(f"{self.path}: writer is closed")
+            self._handle.write(data)
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+
+    def close(self) -> None:
+        with self._lock:
+            if self._handle is not None:
+                self._handle.close()
+                self._handle = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def read_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """Rows of a JSON Lines result file, and warnings about what was skipped.
+
+    Only a torn last line (no trailing newline, not valid JSON) is skipped;
+    blank lines are ignored; any other bad line raises `ResultFileError`
+    naming the file and line, because silently dropping a row in the middle
+    would change pass rates.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ResultFileError(path, f"cannot read: {exc.strerror or exc}") from exc
+    return parse_jsonl(data, path)
+
+
+def parse_jsonl(data: bytes, path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """`read_jsonl` on bytes already read; `path` is only used in messages."""
+    lines = data.split(b"\n")
+    last = len(lines) - 1  # index of the text after the final newline ('' if terminated)
+    rows: list[dict[str, Any]] = []
+    found: list[str] = []
+    for index, raw in enumerate(lines):
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            if index == last:
+                found.append(
+                    f"{path}:{index + 1}: skipped a torn last line ({len(raw)} bytes, no "
+                    "newline): a crash mid-write; every complete row before it was read"
+                )
+                continue
+            detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
+            raise ResultFileError(
+                path,
+                f"line is not valid JSON ({detail}); only the last line of a row stream "
+                "may be torn by a crash. Repair or delete this line by hand; the other "
+                "rows are intact",
+                line=index + 1,
+            ) from exc
+        problem = row_problem(row)
+        if problem is not None:
+            raise ResultFileError(path, problem, line=index + 1)
+        rows.append(row)
+    return rows, found

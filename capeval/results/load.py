@@ -1,0 +1,120 @@
+"""Read any result file into rows: JSON Lines streams and v3 JSON alike.
+
+The format is told by content, not by name, because users rename files; the
+suffix only breaks the tie when the content is too broken to tell. Rows come
+back with older behavior records brought up to date (`taskToolCallCount`), so
+everything downstream sees one shape.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from capeval.aggregate import backfill_behaviors
+from capeval.results.errors import ResultFileError, ResultFileWarning
+from capeval.results.jsonl import parse_jsonl
+from capeval.results.v3 import parse_v3
+
+__all__ = ["ResultFileError", "detect_format", "read_many", "read_rows"]
+
+Format = Literal["jsonl", "v3"]
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except IsADirectoryError as exc:
+        raise ResultFileError(path, "is a directory; pass result files") from exc
+    except OSError as exc:
+        raise ResultFileError(path, f"cannot read: {exc.strerror or exc}") from exc
+
+
+def _sniff(data: bytes, path: Path) -> tuple[Format, Any]:
+    """(format, the parsed document when sniffing already parsed all of it)."""
+    stripped = data.strip()
+    if not stripped:
+        if path.suffix == ".json":
+            raise ResultFileError(path, "file is empty; expected a v3 results object")
+        return "jsonl", None
+    first, _, rest = stripped.partition(b"\n")
+    try:
+        obj = json.loads(first)
+    except (ValueError, UnicodeDecodeError):
+        return ("jsonl" if path.suffix in JSONL_SUFFIXES else "v3"), None
+    if isinstance(obj, dict) and ("version" in obj or "cases" in obj):
+        return "v3", (obj if not rest.strip() else None)
+    if isinstance(obj, dict):
+        return "jsonl", None
+    return "v3", (obj if not rest.strip() else None)
+
+
+def detect_format(path: str | Path) -> Format:
+    """'jsonl' or 'v3', by content."""
+    path = Path(path)
+    return _sniff(_read_bytes(path), path)[0]
+
+
+def _up_to_date(row: dict[str, Any]) -> dict[str, Any]:
+    behaviors = row.get("behaviors")
+    filled = backfill_behaviors(behaviors)
+    if filled is behaviors:
+        return row
+    return {**row, "behaviors": filled}
+
+
+def _default_warn(message: str) -> None:
+    warnings.warn(message, ResultFileWarning, stacklevel=4)
+
+
+def read_rows(
+    path: str | Path, *, on_warning: Callable[[str], None] | None = None
+) -> list[dict[str, Any]]:
+    """Every row of one result file (JSON Lines or v3), behaviors backfilled.
+
+    Raises `ResultFileError` naming the file for anything that is not a
+    result file. Skipped torn lines are reported through `on_warning`
+    (default: a `ResultFileWarning`).
+    """
+    path = Path(path)
+    data = _read_bytes(path)
+    fmt, doc = _sniff(data, path)
+    if fmt == "jsonl":
+        rows, found = parse_jsonl(data, path)
+        for message in found:
+            (on_warning or _default_warn)(message)
+    else:
+        if doc is None:
+            try:
+                doc = json.loads(data)
+            except json.JSONDecodeError as exc:
+                raise ResultFileError(
+                    path,
+                    f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
+                    "expected a v3 results object or a JSON Lines row stream",
+                ) from exc
+            except UnicodeDecodeError as exc:
+                raise ResultFileError(path, "not UTF-8 text; is this a result file?") from exc
+        rows = parse_v3(doc, path)[1]
+    return [_up_to_date(row) for row in rows]
+
+
+def read_many(
+    paths: Iterable[str | Path], *, on_warning: Callable[[str], None] | None = None
+) -> list[dict[str, Any]]:
+    """Rows of several files, in file order then row order."""
+    out: list[dict[str, Any]] = []
+    for path in paths:
+        out.extend(read_rows(path, on_warning=on_warning))
+    return out
+
+
+def rows_by_file(
+    paths: Iterable[str | Path], *, on_warning: Callable[[str], None] | None = None
+) -> list[tuple[Path, list[dict[str, Any]]]]:
+    """Like `read_many` but keeps which file each batch came from."""
+    return [(Path(p), read_rows(p, on_warning=on_warning)) for p in paths]

@@ -1,0 +1,160 @@
+"""The v3 results JSON: the interchange format of old baselines and other tools.
+
+`{version: 3, startedAt, finishedAt, provider, model, repeats, variants,
+aggregates, totals, cases}`. On write, aggregates and totals are computed from
+the rows; on read they are dropped and callers recompute them with
+`capeval.aggregate`, so a hand-edited aggregate can never reach a verdict.
+Unknown fields, at the top level and in rows, are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from capeval.aggregate import aggregate, totals
+from capeval.results.errors import ResultFileError
+from capeval.results.rowcheck import row_problem
+
+VERSION = 3
+# Stored, but never trusted on read: see the module docstring.
+DERIVED_FIELDS: tuple[str, ...] = ("aggregates", "totals")
+
+
+def default_variants(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Variants in first-seen order, with the provider/model each cell asked for."""
+    seen: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        vid = row.get("variantId")
+        if not isinstance(vid, str) or vid in seen:
+            continue
+        entry: dict[str, Any] = {"id": vid}
+        for field, source in (("provider", "requestedProvider"), ("model", "requestedModel")):
+            if row.get(source) is not None:
+                entry[field] = row[source]
+        seen[vid] = entry
+    return list(seen.values())
+
+
+def build_v3(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    started_at: str | None,
+    finished_at: str | None,
+    provider: str | None = None,
+    model: str | None = None,
+    repeats: int | None = None,
+    variants: Sequence[Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The v3 document for `rows` (pure; `write_v3` stores it)."""
+    for index, row in enumerate(rows):
+        problem = row_problem(row)
+        if problem is not None:
+            raise ValueError(f"rows[{index}]: {problem}")
+    if repeats is None and rows:
+        repeats = max(int(r.get("repeat") or 0) for r in rows) + 1
+    return {
+        "version": VERSION,
+        "startedAt": started_at,
+        "finishedAt": finished_at,
+        "provider": provider,
+        "model": model,
+        "repeats": repeats,
+        "variants": [dict(v) for v in variants] if variants is not None else default_variants(rows),
+        "aggregates": aggregate(rows),
+        "totals": totals(rows),
+        "cases": [dict(r) for r in rows],
+    }
+
+
+def write_v3(
+    path: str | Path,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    started_at: str | None,
+    finished_at: str | None,
+    provider: str | None = None,
+    model: str | None = None,
+    repeats: int | None = None,
+    variants: Sequence[Mapping[str, Any]] | None = None,
+) -> None:
+    """Write a v3 file atomically: readers see the old file or the new one, never half."""
+    doc = build_v3(
+        rows,
+        started_at=started_at,
+        finished_at=finished_at,
+        provider=provider,
+        model=model,
+        repeats=repeats,
+        variants=variants,
+    )
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(doc, ensure_ascii=False, allow_nan=False, indent=2).encode("utf-8") + b"\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def parse_v3(doc: Any, path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Check an already-parsed v3 document; return (header, rows).
+
+    The header is every top-level field except `cases` and the derived
+    `aggregates`/`totals`.
+    """
+    if not isinstance(doc, dict):
+        raise ResultFileError(
+            path, f"top level is a JSON {type(doc).__name__}, expected a v3 results object"
+        )
+    if "version" not in doc:
+        raise ResultFileError(
+            path,
+            "no 'version' field: capeval reads v3 results JSON ({\"version\": 3, ..., "
+            '"cases": [...]}) and JSON Lines row streams (one row object per line)',
+        )
+    version = doc["version"]
+    if version != VERSION or isinstance(version, bool):
+        raise ResultFileError(
+            path, f"field 'version' is {json.dumps(version)}; capeval reads version 3 files only"
+        )
+    cases = doc.get("cases")
+    if not isinstance(cases, list):
+        what = "missing" if "cases" not in doc else f"a JSON {type(cases).__name__}"
+        raise ResultFileError(
+            path, f"field 'cases' is {what}; it must be the list of per-repeat rows"
+        )
+    for index, row in enumerate(cases):
+        problem = row_problem(row)
+        if problem is not None:
+            raise ResultFileError(path, f"cases[{index}]: {problem}")
+    header = {k: v for k, v in doc.items() if k != "cases" and k not in DERIVED_FIELDS}
+    return header, cases
+
+
+def read_v3(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(header, rows) of a v3 file; stored aggregates and totals are not returned."""
+    path = Path(path)
+    try:
+        text = path.read_bytes()
+    except OSError as exc:
+        raise ResultFileError(path, f"cannot read: {exc.strerror or exc}") from exc
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultFileError(
+            path, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise ResultFileError(path, "not UTF-8 text; is this a result file?") from exc
+    return parse_v3(doc, path)
