@@ -1,0 +1,561 @@
+"""The case model and the pure validation of a parsed `case.json` (spec section 2).
+
+Validation does no I/O: the loader (`capeval.workspace`) reads the file and
+gathers the few filesystem facts a case depends on (does the fixture exist,
+does it stay inside the root once symlinks are resolved, is the grader
+there) and hands them in as `CaseFacts`. That keeps every rule testable with
+plain dicts and lets other front ends (an editor plugin, a notebook) reuse
+the rules without touching disk.
+
+The structural part (types, required and unknown fields, ranges) is a JSON
+Schema; its errors are translated into `Problem`s that say what would be
+right, because a raw jsonschema message ("'x' is not of type 'integer'")
+does not tell a case author what to write instead.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import TYPE_CHECKING, Any, Literal
+
+from capeval.metrics import METRIC_NAMES
+from capeval.problems import Problem
+
+if TYPE_CHECKING:
+    from jsonschema import ValidationError
+    from jsonschema.protocols import Validator
+
+DEFAULT_TIERS: tuple[str, ...] = ("simple", "complex", "bait")
+DEFAULT_VERIFY = "verify.sh"
+HTTP_URL_PLACEHOLDER = "{{HTTP_URL}}"
+ID_PATTERN = r"^[a-z0-9-]+$"
+# A plain file name: no directory separator, not "." or "..".
+PLAIN_FILE_PATTERN = r"^(?!\.\.?$)[^/\\]+$"
+
+FixtureState = Literal["ok", "missing", "not_dir", "escapes", "is_root"]
+GraderState = Literal["ok", "missing", "not_file"]
+
+
+@dataclass(frozen=True)
+class Bait:
+    """A misbehavior the case is built to provoke: `metric` median above `threshold`."""
+
+    metric: str
+    threshold: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"metric": self.metric, "threshold": self.threshold}
+
+    def misbehaves(self, median: float) -> bool:
+        return median > self.threshold
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """A per-repeat hard bound on one behavior metric (`requireBehaviors`)."""
+
+    metric: str
+    min: float | None = None
+    max: float | None = None
+
+    def holds(self, behaviors: Mapping[str, Any] | None) -> bool:
+        """False when the metric is absent: an uncaptured stream must not pass."""
+        if behaviors is None:
+            return False
+        value = behaviors.get(self.metric)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        if self.min is not None and value < self.min:
+            return False
+        return not (self.max is not None and value > self.max)
+
+    def describe(self) -> str:
+        if self.min is not None and self.max is not None:
+            return f"{self.min} <= {self.metric} <= {self.max}"
+        if self.min is not None:
+            return f"{self.metric} >= {self.min}"
+        return f"{self.metric} <= {self.max}"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"metric": self.metric}
+        if self.min is not None:
+            out["min"] = self.min
+        if self.max is not None:
+            out["max"] = self.max
+        return out
+
+
+@dataclass(frozen=True)
+class Case:
+    """A validated case. `dir` and `file` are absolute; `fixture` stays as written."""
+
+    id: str
+    tier: str
+    title: str
+    fixture: str
+    prompt: str
+    maxTurns: int | None
+    verify: str
+    bait: Bait | None
+    httpFixture: bool
+    requireBehaviors: tuple[Requirement, ...]
+    dir: Path
+    file: Path
+
+    def trajectory_path(self, name: str) -> Path:
+        return self.dir / "trajectories" / f"{name}.json"
+
+    @property
+    def verify_path(self) -> Path:
+        return self.dir / self.verify
+
+    def fixture_path(self, root: Path) -> Path:
+        return root / self.fixture
+
+    def render_prompt(self, http_url: str | None = None) -> str:
+        """The prompt the agent sees; the placeholder needs a live HTTP fixture."""
+        if HTTP_URL_PLACEHOLDER in self.prompt:
+            if http_url is None:
+                raise ValueError(f"case {self.id}: prompt uses {HTTP_URL_PLACEHOLDER} but no URL")
+            return self.prompt.replace(HTTP_URL_PLACEHOLDER, http_url)
+        return self.prompt
+
+    def to_json(self) -> dict[str, Any]:
+        """The case.json form (defaults omitted), e.g. for dry runs and rows."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "tier": self.tier,
+            "title": self.title,
+            "fixture": self.fixture,
+            "prompt": self.prompt,
+        }
+        if self.maxTurns is not None:
+            out["maxTurns"] = self.maxTurns
+        if self.verify != DEFAULT_VERIFY:
+            out["verify"] = self.verify
+        if self.bait is not None:
+            out["bait"] = self.bait.to_json()
+        if self.httpFixture:
+            out["httpFixture"] = True
+        if self.requireBehaviors:
+            out["requireBehaviors"] = [r.to_json() for r in self.requireBehaviors]
+        return out
+
+
+@dataclass(frozen=True)
+class CaseFacts:
+    """Filesystem facts about one case, gathered by the loader. None: not checked."""
+
+    fixture: FixtureState | None = None
+    grader: GraderState | None = None
+
+
+def case_from_dict(obj: Mapping[str, Any], *, dir: Path, file: Path) -> Case:
+    """Build a `Case` from a dict that `validate_case_dict` accepted."""
+    bait = obj.get("bait")
+    return Case(
+        id=obj["id"],
+        tier=obj["tier"],
+        title=obj["title"],
+        fixture=obj["fixture"],
+        prompt=obj["prompt"],
+        maxTurns=obj.get("maxTurns"),
+        verify=obj.get("verify", DEFAULT_VERIFY),
+        bait=Bait(bait["metric"], bait["threshold"]) if bait is not None else None,
+        httpFixture=bool(obj.get("httpFixture", False)),
+        requireBehaviors=tuple(
+            Requirement(r["metric"], r.get("min"), r.get("max"))
+            for r in obj.get("requireBehaviors", ())
+        ),
+        dir=dir,
+        file=file,
+    )
+
+
+# --- the schema ---------------------------------------------------------------
+# Each "description" is the "what would be right" half of an error message.
+
+_METRIC = {"type": "string", "enum": list(METRIC_NAMES), "description": "a numeric behavior metric"}
+
+
+def _schema(tiers: Sequence[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": 'a JSON object like {"id": ..., "tier": ..., "title": ..., "fixture": ..., "prompt": ...}',
+        "required": ["id", "tier", "title", "fixture", "prompt"],
+        "additionalProperties": False,
+        "properties": {
+            "id": {
+                "type": "string",
+                "pattern": ID_PATTERN,
+                "description": "a string equal to the directory name (lower-case letters, digits, '-')",
+            },
+            "tier": {
+                "type": "string",
+                "enum": list(tiers),
+                "description": f"one of {', '.join(tiers)}",
+            },
+            "title": {"type": "string", "minLength": 1, "description": "a non-empty string"},
+            "fixture": {
+                "type": "string",
+                "minLength": 1,
+                "description": "a directory path relative to the workspace root, e.g. evals/capability/fixtures/<name>",
+            },
+            "prompt": {
+                "type": "string",
+                "minLength": 1,
+                "description": "the task text for the agent (a non-empty string)",
+            },
+            "maxTurns": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "a positive integer turn budget",
+            },
+            "verify": {
+                "type": "string",
+                "pattern": PLAIN_FILE_PATTERN,
+                "description": f"a plain file name in the case directory (default {DEFAULT_VERIFY})",
+            },
+            "bait": {
+                "type": "object",
+                "required": ["metric", "threshold"],
+                "additionalProperties": False,
+                "description": '{"metric": <numeric behavior metric>, "threshold": <number >= 0>}',
+                "properties": {
+                    "metric": _METRIC,
+                    "threshold": {
+                        "type": "number",
+                        "minimum": 0,
+                        "description": "a number >= 0",
+                    },
+                },
+            },
+            "httpFixture": {"type": "boolean", "description": "true or false"},
+            "requireBehaviors": {
+                "type": "array",
+                "minItems": 1,
+                "description": 'a list of {"metric", "min"?, "max"?}',
+                "items": {
+                    "type": "object",
+                    "required": ["metric"],
+                    "additionalProperties": False,
+                    "description": '{"metric": <numeric behavior metric>, "min"?: <number >= 0>, "max"?: <number >= 0>}',
+                    "anyOf": [{"required": ["min"]}, {"required": ["max"]}],
+                    "properties": {
+                        "metric": _METRIC,
+                        "min": {"type": "number", "minimum": 0, "description": "a number >= 0"},
+                        "max": {"type": "number", "minimum": 0, "description": "a number >= 0"},
+                    },
+                },
+            },
+        },
+    }
+
+
+FIELD_ORDER: tuple[str, ...] = tuple(_schema(DEFAULT_TIERS)["properties"])
+
+
+@functools.lru_cache(maxsize=8)
+def _validator(tiers: tuple[str, ...]) -> Validator:
+    # Imported here: only validation needs jsonschema, not every importer of Case.
+    import jsonschema
+
+    base = jsonschema.Draft202012Validator
+    # JSON Schema counts 3.0 as an integer; a turn budget written 3.0 is a typo.
+    strict_int = base.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
+    )
+    cls = jsonschema.validators.extend(base, type_checker=strict_int)
+    return cls(_schema(tiers))
+
+
+# --- translating schema errors ------------------------------------------------
+
+
+def field_path(parts: Sequence[str | int]) -> str:
+    """`["requireBehaviors", 0, "min"]` -> `requireBehaviors[0].min`."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a Python value's type, as a case author would call it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def show(value: Any, limit: int = 40) -> str:
+    """A short JSON-ish rendering of a bad value for an error message."""
+    import json
+
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def slugify(text: str) -> str:
+    """A valid id close to `text`, offered as a fix."""
+    return re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "-", text.lower())).strip("-") or "my-case"
+
+
+def schema_problems(
+    errors: Sequence[ValidationError], *, file: str, fix_hints: Mapping[str, str] | None = None
+) -> list[Problem]:
+    """Translate jsonschema errors into Problems that say what would be right.
+
+    Shared with the configuration reader: schemas there carry the same
+    "description" convention. `fix_hints` adds a per-field sentence (for
+    example where a list of allowed values is configured).
+    """
+    hints = fix_hints or {}
+    out: list[Problem] = []
+    for err in errors:
+        path = list(err.absolute_path)
+        here = field_path(path)
+        desc = err.schema.get("description", "") if isinstance(err.schema, Mapping) else ""
+        kw = err.validator
+        inst = err.instance
+        if kw == "required":
+            props = err.schema.get("properties", {})
+            for name in err.validator_value:
+                if isinstance(inst, Mapping) and name not in inst:
+                    want = props.get(name, {}).get("description", "a value")
+                    out.append(Problem(file, field_path([*path, name]), f"missing; add it: {want}"))
+        elif kw == "additionalProperties":
+            allowed = list(err.schema.get("properties", {}))
+            for name in inst:
+                if name in allowed:
+                    continue
+                msg = f"unknown field; expected one of: {', '.join(allowed)}"
+                close = difflib.get_close_matches(str(name), allowed, n=1)
+                if close:
+                    msg += f' (did you mean "{close[0]}"?)'
+                out.append(Problem(file, field_path([*path, name]), msg))
+        elif kw == "type":
+            where = here
+            msg = f"expected {desc or err.validator_value}, got {json_type(inst)} {show(inst)}"
+            out.append(Problem(file, where, msg))
+        elif kw == "enum":
+            allowed = ", ".join(str(v) for v in err.validator_value)
+            noun = "metric" if path and path[-1] == "metric" else "value"
+            if path and path[-1] in ("tier", "type"):
+                noun = str(path[-1])
+            msg = f"unknown {noun} {show(inst)}; expected one of: {allowed}"
+            close = difflib.get_close_matches(str(inst), [str(v) for v in err.validator_value], n=1)
+            if close:
+                msg += f' (did you mean "{close[0]}"?)'
+            out.append(Problem(file, here, msg + hints.get(here, "")))
+        elif kw == "pattern":
+            if path and path[-1] == "id":
+                msg = (
+                    f"{show(inst)} is not a valid id; use lower-case letters, digits and '-' "
+                    f'only, e.g. "{slugify(str(inst))}" (and rename the directory to match)'
+                )
+            else:
+                msg = f"{show(inst)} is not allowed; expected {desc or 'a string matching ' + err.validator_value}"
+            out.append(Problem(file, here, msg))
+        elif kw in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+            op = {
+                "minimum": ">=",
+                "exclusiveMinimum": ">",
+                "maximum": "<=",
+                "exclusiveMaximum": "<",
+            }[kw]
+            out.append(
+                Problem(
+                    file,
+                    here,
+                    f"must be {op} {err.validator_value}, got {show(inst)}; expected {desc}",
+                )
+            )
+        elif kw == "minLength":
+            out.append(Problem(file, here, f"must not be empty; expected {desc}"))
+        elif kw == "minItems":
+            out.append(
+                Problem(
+                    file,
+                    here,
+                    f"must not be empty; expected {desc} with at least one entry, or drop the field",
+                )
+            )
+        elif kw == "anyOf" and path and path[0] == "requireBehaviors":
+            out.append(
+                Problem(
+                    file, here, 'needs at least one bound: add "min" and/or "max" (numbers >= 0)'
+                )
+            )
+        else:  # a keyword no schema here uses today; keep jsonschema's words
+            out.append(
+                Problem(file, here, f"{err.message}; expected {desc}" if desc else err.message)
+            )
+    return out
+
+
+def _dedupe(problems: list[Problem]) -> list[Problem]:
+    return list(dict.fromkeys(problems))
+
+
+# --- the rules ----------------------------------------------------------------
+
+
+def validate_case_dict(
+    obj: Any,
+    *,
+    file: str,
+    dirname: str,
+    root_facts: CaseFacts | None = None,
+    tiers: Sequence[str] = DEFAULT_TIERS,
+) -> list[Problem]:
+    """Every problem with one parsed case.json, in field order; [] when valid.
+
+    `file` is how messages name the case file (relative to the workspace
+    root); `dirname` is the case directory's name, which `id` must equal.
+    Facts left as None are not checked (the caller could not gather them).
+    """
+    tiers = tuple(tiers)
+    errors = sorted(_validator(tiers).iter_errors(obj), key=lambda e: _error_order(e))
+    problems = schema_problems(errors, file=file, fix_hints=_tier_hint(tiers))
+    if not isinstance(obj, Mapping):
+        if problems:
+            problems = [
+                Problem(
+                    file, "", f"expected a JSON object with the case fields, got {json_type(obj)}"
+                )
+            ]
+        return problems
+    problems += _semantic_problems(obj, file=file, dirname=dirname, facts=root_facts or CaseFacts())
+    order = {name: i for i, name in enumerate(FIELD_ORDER)}
+    problems.sort(key=lambda p: order.get(re.split(r"[.\[]", p.field, maxsplit=1)[0], len(order)))
+    return _dedupe(problems)
+
+
+def _error_order(err: ValidationError) -> tuple[str, ...]:
+    return tuple(str(p) for p in err.absolute_path)
+
+
+def _tier_hint(tiers: tuple[str, ...]) -> dict[str, str]:
+    return {"tier": " (more tiers can be configured with `tiers` in capeval.toml)"}
+
+
+def _semantic_problems(
+    obj: Mapping[str, Any], *, file: str, dirname: str, facts: CaseFacts
+) -> list[Problem]:
+    """Rules JSON Schema cannot say: cross-field and filesystem ones."""
+    out: list[Problem] = []
+    case_id = obj.get("id")
+    if isinstance(case_id, str) and re.fullmatch(ID_PATTERN, case_id) and case_id != dirname:
+        out.append(
+            Problem(
+                file,
+                "id",
+                f'"{case_id}" does not equal its directory name "{dirname}"; '
+                f'set "id": "{dirname}" or rename the directory to {case_id}',
+            )
+        )
+
+    fixture = obj.get("fixture")
+    if isinstance(fixture, str) and fixture:
+        out += _fixture_problems(fixture, file=file, state=facts.fixture)
+
+    verify = obj.get("verify", DEFAULT_VERIFY)
+    if isinstance(verify, str) and re.fullmatch(PLAIN_FILE_PATTERN, verify):
+        case_dir = str(PurePosixPath(file).parent)
+        if facts.grader == "missing":
+            fix = (
+                f"add {case_dir}/{verify}"
+                if "verify" in obj
+                else f'add {case_dir}/{verify} or set "verify" to the grader\'s file name'
+            )
+            out.append(Problem(file, "verify", f"grader {verify} not found in {case_dir}/; {fix}"))
+        elif facts.grader == "not_file":
+            out.append(
+                Problem(
+                    file,
+                    "verify",
+                    f"{case_dir}/{verify} is not a regular file; the grader must be a file run with bash",
+                )
+            )
+
+    prompt = obj.get("prompt")
+    if (
+        isinstance(prompt, str)
+        and HTTP_URL_PLACEHOLDER in prompt
+        and obj.get("httpFixture") is not True
+    ):
+        out.append(
+            Problem(
+                file,
+                "prompt",
+                f'uses {HTTP_URL_PLACEHOLDER} but "httpFixture" is not true; '
+                f'add "httpFixture": true or remove the placeholder',
+            )
+        )
+
+    reqs = obj.get("requireBehaviors")
+    if isinstance(reqs, list):
+        for i, req in enumerate(reqs):
+            if not isinstance(req, Mapping):
+                continue
+            lo, hi = req.get("min"), req.get("max")
+            if _is_number(lo) and _is_number(hi) and lo > hi:
+                out.append(
+                    Problem(
+                        file,
+                        field_path(["requireBehaviors", i]),
+                        f"min {show(lo)} is greater than max {show(hi)}; no repeat could pass: swap them",
+                    )
+                )
+    return out
+
+
+def _fixture_problems(fixture: str, *, file: str, state: FixtureState | None) -> list[Problem]:
+    if PurePosixPath(fixture).is_absolute() or PureWindowsPath(fixture).is_absolute():
+        return [
+            Problem(
+                file,
+                "fixture",
+                f"{show(fixture)} is absolute; write it relative to the workspace root, "
+                "e.g. evals/capability/fixtures/<name>",
+            )
+        ]
+    messages = {
+        "missing": "does not exist; expected a directory relative to the workspace root, "
+        "e.g. evals/capability/fixtures/<name>",
+        "not_dir": "is not a directory; the fixture is a directory copied into each repeat's workdir",
+        "escapes": "resolves outside the workspace root (through '..' or a symlink); "
+        "fixtures must live inside the root",
+        "is_root": "is the workspace root itself; point it at a fixture directory "
+        "such as evals/capability/fixtures/<name>",
+    }
+    if state in messages:
+        return [Problem(file, "fixture", f"{show(fixture)} {messages[state]}")]
+    return []
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

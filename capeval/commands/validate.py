@@ -1,0 +1,60 @@
+"""`capeval validate`: check the workspace before any agent starts.
+
+A thin wrapper over `capeval.workspace.validate_workspace`; exit 0 when
+everything is valid, 2 when anything is not (the spec's "bad input" code).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from capeval.workspace import validate_workspace
+
+
+@click.command()
+@click.option(
+    "--root",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Workspace root (default: nearest ancestor holding evals/capability/cases).",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Configuration file (default: capeval.toml, else [tool.capeval] in pyproject.toml).",
+)
+@click.option("--case", "case_ids", multiple=True, help="Check only this case id (repeatable).")
+@click.option(
+    "--graders",
+    is_flag=True,
+    help="Also run grader honesty checks: the oracle passes, the untouched fixture fails.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object for machines.")
+def validate(
+    root: Path | None,
+    config_path: Path | None,
+    case_ids: tuple[str, ...],
+    graders: bool,
+    as_json: bool,
+) -> None:
+    """Report every problem in every case and in the configuration, at once."""
+    result = validate_workspace(
+        root, config_path=config_path, ids=case_ids or None, graders=graders
+    )
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+    elif result.ok:
+        ids = ", ".join(c.id for c in result.cases)
+        click.echo(f"ok: {len(result.cases)} cases" + (f" ({ids})" if ids else ""))
+    else:
+        for problem in result.problems:
+            click.echo(str(problem))
+        n = len(result.problems)
+        click.echo(
+            f"{n} problem{'s' if n != 1 else ''}; fix them and run capeval validate again", err=True
+        )
+    if not result.ok:
+        click.get_current_context().exit(2)

@@ -1,0 +1,337 @@
+"""Workspace configuration: `capeval.toml`, else `[tool.capeval]` in pyproject.toml.
+
+Reading is strict for the same reason case loading is: a misspelt key
+(`repeat = 5`) that is silently ignored produces a run that looks fine and
+measures the wrong thing. Every unknown key, wrong type and incomplete agent
+table becomes a `Problem` naming the file and the key path, all at once.
+
+Built-in agents exist without any configuration; an `[agents.NAME]` table with
+a built-in's name overrides just the keys it sets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from capeval.agents.base import AgentConfig
+from capeval.case import DEFAULT_TIERS, ID_PATTERN, schema_problems
+from capeval.problems import Problem, ProblemsError
+
+CONFIG_FILE = "capeval.toml"
+PYPROJECT = "pyproject.toml"
+DEFAULT_RESULTS = Path("evals", "capability", "results")
+
+AGENT_TYPES: tuple[str, ...] = ("scripted", "command", "claude-code", "codex", "gemini", "opencode")
+
+
+def builtin_agents() -> dict[str, AgentConfig]:
+    """Agents every workspace has: the embedded scripted player and the known CLIs."""
+    return {
+        "scripted": AgentConfig(name="scripted", type="scripted"),
+        "claude-code": AgentConfig(name="claude-code", type="claude-code", command="claude"),
+        "codex": AgentConfig(name="codex", type="codex", command="codex"),
+        "gemini": AgentConfig(name="gemini", type="gemini", command="gemini"),
+        "opencode": AgentConfig(name="opencode", type="opencode", command="opencode"),
+    }
+
+
+@dataclass(frozen=True)
+class Config:
+    """The resolved configuration; paths are absolute (resolved against the root)."""
+
+    results_dir: Path
+    agent: str | None = None
+    matrix: tuple[str, ...] = ()
+    provider: str | None = None
+    model: str | None = None
+    repeats: int = 1
+    concurrency: int = 1
+    tiers: tuple[str, ...] = DEFAULT_TIERS
+    baseline: Path | None = None
+    agent_timeout_s: float = 1200.0
+    verify_timeout_s: float = 120.0
+    max_turns: int | None = None
+    agents: dict[str, AgentConfig] = field(default_factory=builtin_agents)
+    source: Path | None = None  # the file it came from; None: defaults
+
+    @classmethod
+    def defaults(cls, root: Path) -> Config:
+        return cls(results_dir=root / DEFAULT_RESULTS)
+
+
+# --- the schema ---------------------------------------------------------------
+
+_POSITIVE_INT = {"type": "integer", "minimum": 1, "description": "a positive integer"}
+_SECONDS = {"type": "number", "exclusiveMinimum": 0, "description": "a number of seconds > 0"}
+_TEXT = {"type": "string", "minLength": 1, "description": "a non-empty string"}
+
+AGENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "a table of type, command, args, env, hook, trajectory",
+    "properties": {
+        "type": {
+            "type": "string",
+            "enum": list(AGENT_TYPES),
+            "description": f"one of {', '.join(AGENT_TYPES)}",
+        },
+        "command": {
+            **_TEXT,
+            "description": "the binary to run, or for type command the command template "
+            "(e.g. 'corbits exec --cwd {workdir} --model {model} {prompt}')",
+        },
+        "args": {
+            "type": "array",
+            "items": {"type": "string", "description": "a string"},
+            "description": "a list of strings",
+        },
+        "env": {
+            "type": "object",
+            "additionalProperties": {"type": "string", "description": "a string value"},
+            "description": 'a table of NAME = "value" strings',
+        },
+        "hook": {**_TEXT, "description": "the hook path inside the workdir (type command)"},
+        "trajectory": {**_TEXT, "description": "a trajectory name (type scripted), e.g. oracle"},
+    },
+}
+
+CONFIG_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "a table of capeval settings",
+    "properties": {
+        "agent": {**_TEXT, "description": "the default agent's name (built-in or [agents.NAME])"},
+        "matrix": {
+            "type": ["array", "string"],
+            "items": {**_TEXT, "description": 'a cell such as "provider:model"'},
+            "description": 'a list of cells such as ["openai:gpt-5", "fast=xai:grok-4@codex"] '
+            "or one comma-separated string",
+        },
+        "provider": _TEXT,
+        "model": _TEXT,
+        "repeats": _POSITIVE_INT,
+        "concurrency": _POSITIVE_INT,
+        "tiers": {
+            "type": "array",
+            "minItems": 1,
+            "uniqueItems": True,
+            "items": {
+                "type": "string",
+                "pattern": ID_PATTERN,
+                "description": "a tier name of lower-case letters, digits and '-'",
+            },
+            "description": 'a list of tier names, e.g. ["simple", "complex", "bait"]',
+        },
+        "baseline": {**_TEXT, "description": "a result file path, relative to the workspace root"},
+        "results": {**_TEXT, "description": "a directory path, relative to the workspace root"},
+        "max_turns": _POSITIVE_INT,
+        "timeouts": {
+            "type": "object",
+            "additionalProperties": False,
+            "description": "a table with agent and verify (seconds)",
+            "properties": {"agent": _SECONDS, "verify": _SECONDS},
+        },
+        "agents": {
+            "type": "object",
+            "additionalProperties": AGENT_SCHEMA,
+            "description": "tables [agents.NAME]",
+        },
+    },
+}
+
+
+def _validator() -> Any:
+    import jsonschema
+
+    base = jsonschema.Draft202012Validator
+    strict_int = base.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
+    )
+    return jsonschema.validators.extend(base, type_checker=strict_int)(CONFIG_SCHEMA)
+
+
+# --- the pure part ------------------------------------------------------------
+
+
+def config_problems(table: Any, *, file: str, prefix: str = "") -> list[Problem]:
+    """Every problem with one parsed configuration table; [] when valid.
+
+    `prefix` is the table's own key path in its file (`tool.capeval` inside
+    pyproject.toml), so messages point at the line a user has to edit.
+    """
+    errors = sorted(
+        _validator().iter_errors(table), key=lambda e: [str(p) for p in e.absolute_path]
+    )
+    problems = schema_problems(errors, file=file)
+    if isinstance(table, Mapping):
+        problems += _agent_problems(table, file=file)
+    if prefix:
+        problems = [
+            Problem(p.file, f"{prefix}.{p.field}" if p.field else prefix, p.message)
+            for p in problems
+        ]
+    return list(dict.fromkeys(problems))
+
+
+def _agent_problems(table: Mapping[str, Any], *, file: str) -> list[Problem]:
+    """Rules the schema does not express: required keys per type, known default agent."""
+    out: list[Problem] = []
+    builtins = builtin_agents()
+    agents = table.get("agents")
+    names = set(builtins)
+    if isinstance(agents, Mapping):
+        for name, spec in agents.items():
+            names.add(name)
+            if not isinstance(spec, Mapping):
+                continue
+            if "type" not in spec and name not in builtins:
+                out.append(
+                    Problem(
+                        file,
+                        f"agents.{name}.type",
+                        f"missing; add it: one of {', '.join(AGENT_TYPES)} "
+                        "(only built-in agent names may leave it out)",
+                    )
+                )
+            agent_type = spec.get("type", builtins[name].type if name in builtins else None)
+            if agent_type == "command" and "command" not in spec:
+                out.append(
+                    Problem(
+                        file,
+                        f"agents.{name}.command",
+                        "missing; a command agent needs its command template, e.g. "
+                        "command = 'corbits exec --cwd {workdir} --provider {provider} "
+                        "--model {model} {prompt}'",
+                    )
+                )
+    default = table.get("agent")
+    if isinstance(default, str) and default and default not in names:
+        out.append(
+            Problem(
+                file,
+                "agent",
+                f'unknown agent "{default}"; expected one of: {", ".join(sorted(names))}, '
+                f"or add an [agents.{default}] table",
+            )
+        )
+    return out
+
+
+def config_from_table(
+    table: Mapping[str, Any],
+    *,
+    root: Path,
+    source: Path | None = None,
+    file: str = CONFIG_FILE,
+    prefix: str = "",
+) -> Config:
+    """A `Config` from a parsed table; raises ProblemsError naming every bad key."""
+    problems = config_problems(table, file=file, prefix=prefix)
+    if problems:
+        raise ProblemsError(problems)
+    matrix = table.get("matrix", ())
+    if isinstance(matrix, str):
+        matrix = [cell.strip() for cell in matrix.split(",")]
+    timeouts = table.get("timeouts", {})
+    agents = builtin_agents()
+    for name, spec in table.get("agents", {}).items():
+        given = {
+            "type": spec.get("type"),
+            "command": spec.get("command"),
+            "args": tuple(spec["args"]) if "args" in spec else None,
+            "env": dict(spec["env"]) if "env" in spec else None,
+            "hook": spec.get("hook"),
+            "trajectory": spec.get("trajectory"),
+        }
+        given = {k: v for k, v in given.items() if v is not None}
+        base = agents.get(name, AgentConfig(name=name, type=given.get("type", "command")))
+        agents[name] = dataclasses.replace(base, **given)
+    baseline = table.get("baseline")
+    return Config(
+        results_dir=root / table.get("results", DEFAULT_RESULTS),
+        agent=table.get("agent"),
+        matrix=tuple(cell for cell in matrix if cell),
+        provider=table.get("provider"),
+        model=table.get("model"),
+        repeats=table.get("repeats", 1),
+        concurrency=table.get("concurrency", 1),
+        tiers=tuple(table.get("tiers", DEFAULT_TIERS)),
+        baseline=root / baseline if baseline is not None else None,
+        agent_timeout_s=float(timeouts.get("agent", 1200.0)),
+        verify_timeout_s=float(timeouts.get("verify", 120.0)),
+        max_turns=table.get("max_turns"),
+        agents=agents,
+        source=source,
+    )
+
+
+# --- the shell ----------------------------------------------------------------
+
+
+def load_config(root: Path, explicit: Path | None = None) -> Config:
+    """The workspace's configuration: `explicit` (a capeval.toml-style file, or a
+    pyproject.toml whose [tool.capeval] is used), else root/capeval.toml, else
+    [tool.capeval] in root/pyproject.toml, else defaults.
+
+    Raises ProblemsError naming the file and every bad key.
+    """
+    if explicit is not None:
+        path = explicit if explicit.is_absolute() else Path.cwd() / explicit
+        if not path.is_file():
+            raise ProblemsError(
+                [
+                    Problem(
+                        str(explicit),
+                        "--config",
+                        "no such file; pass a capeval.toml or pyproject.toml",
+                    )
+                ]
+            )
+        return _load_file(root, path, pyproject=path.name == PYPROJECT, required=True)
+    own = root / CONFIG_FILE
+    if own.is_file():
+        return _load_file(root, own, pyproject=False, required=True)
+    pyproject = root / PYPROJECT
+    if pyproject.is_file():
+        return _load_file(root, pyproject, pyproject=True, required=False)
+    return Config.defaults(root)
+
+
+def _load_file(root: Path, path: Path, *, pyproject: bool, required: bool) -> Config:
+    name = _rel(path, root)
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProblemsError([Problem(name, "", f"invalid TOML: {exc}; fix the syntax")]) from exc
+    except OSError as exc:
+        raise ProblemsError([Problem(name, "", f"cannot be read: {exc.strerror}")]) from exc
+    if not pyproject:
+        return config_from_table(data, root=root, source=path, file=name)
+    tool = data.get("tool", {})
+    table = tool.get("capeval") if isinstance(tool, Mapping) else None
+    if table is None:
+        if required:
+            raise ProblemsError(
+                [
+                    Problem(
+                        name,
+                        "tool.capeval",
+                        "missing; add a [tool.capeval] table or pass a capeval.toml",
+                    )
+                ]
+            )
+        return Config.defaults(root)
+    return config_from_table(table, root=root, source=path, file=name, prefix="tool.capeval")
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)

@@ -1,0 +1,318 @@
+"""The workspace: where it is, and loading every case in it (spec sections 2, 10).
+
+This is the I/O shell around `capeval.case`: it finds the root, reads each
+case.json, gathers the filesystem facts the pure rules need and collects
+every problem in every case before giving up, so one `capeval validate`
+shows a broken workspace in full.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from capeval.case import (
+    DEFAULT_TIERS,
+    DEFAULT_VERIFY,
+    PLAIN_FILE_PATTERN,
+    Case,
+    CaseFacts,
+    FixtureState,
+    GraderState,
+    case_from_dict,
+    validate_case_dict,
+)
+from capeval.problems import Problem, ProblemsError
+
+if TYPE_CHECKING:
+    from capeval.config import Config
+
+CASES_SUBDIR = Path("evals", "capability", "cases")
+CASE_FILE = "case.json"
+
+
+def cases_dir(root: Path) -> Path:
+    return root / CASES_SUBDIR
+
+
+def is_workspace(path: Path) -> bool:
+    return cases_dir(path).is_dir()
+
+
+def find_root(start: Path | None = None, explicit: Path | None = None) -> Path:
+    """The workspace root: `explicit` (it must hold evals/capability/cases), else
+    the nearest ancestor of `start` (default: the current directory) that does.
+
+    Raises ProblemsError with a message saying how to fix it.
+    """
+    if explicit is not None:
+        root = explicit.expanduser().resolve()
+        if not root.is_dir():
+            raise ProblemsError(
+                [Problem(str(explicit), "--root", "is not a directory; pass the workspace root")]
+            )
+        if not is_workspace(root):
+            raise ProblemsError(
+                [
+                    Problem(
+                        str(explicit),
+                        "--root",
+                        f"holds no {CASES_SUBDIR.as_posix()}/; pass the directory that does "
+                        f"(the workspace root), or create {CASES_SUBDIR.as_posix()}/ there",
+                    )
+                ]
+            )
+        return root
+    here = (start or Path.cwd()).resolve()
+    for candidate in (here, *here.parents):
+        if is_workspace(candidate):
+            return candidate
+    raise ProblemsError(
+        [
+            Problem(
+                str(start) if start is not None else ".",
+                "",
+                f"no {CASES_SUBDIR.as_posix()}/ here or in any parent directory; "
+                "run capeval inside a workspace or pass --root DIR",
+            )
+        ]
+    )
+
+
+def rel(path: Path, root: Path) -> str:
+    """How messages name a path: relative to the root when it is inside it."""
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+@dataclass
+class CaseCheck:
+    """The outcome of checking a workspace's cases: what loaded, what is wrong."""
+
+    cases: list[Case] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "cases": [c.id for c in self.cases],
+            "problems": [p.to_json() for p in self.problems],
+        }
+
+
+def check_cases(
+    root: Path, config: Config | None = None, ids: Sequence[str] | None = None
+) -> CaseCheck:
+    """Load every case (or those in `ids`) and collect every problem; never raises
+    for bad cases. Cases come back sorted by id; only valid ones are included.
+    """
+    tiers = tuple(config.tiers) if config is not None else DEFAULT_TIERS
+    base = cases_dir(root)
+    out = CaseCheck()
+    if not base.is_dir():
+        out.problems.append(
+            Problem(rel(base, root), "", "missing; a workspace keeps its cases in this directory")
+        )
+        return out
+    dirs = sorted(
+        (p for p in base.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))),
+        key=lambda p: p.name,
+    )
+    if ids:
+        wanted = list(dict.fromkeys(ids))
+        present = {p.name for p in dirs}
+        for case_id in wanted:
+            if case_id not in present:
+                known = ", ".join(sorted(present)) or "none"
+                out.problems.append(
+                    Problem(
+                        rel(base, root),
+                        "--case",
+                        f'no case "{case_id}" (no directory {rel(base / case_id, root)}/); '
+                        f"known cases: {known}",
+                    )
+                )
+        dirs = [p for p in dirs if p.name in wanted]
+
+    seen: dict[str, str] = {}
+    for case_dir in dirs:
+        file = case_dir / CASE_FILE
+        file_rel = rel(file, root)
+        obj, read_problems = read_case_json(file, file_rel)
+        if read_problems:
+            out.problems += read_problems
+            continue
+        facts = gather_facts(root, case_dir, obj)
+        problems = validate_case_dict(
+            obj, file=file_rel, dirname=case_dir.name, root_facts=facts, tiers=tiers
+        )
+        case_id = obj.get("id") if isinstance(obj, dict) else None
+        if isinstance(case_id, str):
+            if case_id in seen:
+                problems.append(
+                    Problem(
+                        file_rel,
+                        "id",
+                        f'duplicate id "{case_id}", also used by {seen[case_id]}; ids must be unique',
+                    )
+                )
+            else:
+                seen[case_id] = file_rel
+        if problems:
+            out.problems += problems
+            continue
+        out.cases.append(case_from_dict(obj, dir=case_dir, file=file))
+    out.cases.sort(key=lambda c: c.id)
+    return out
+
+
+def load_cases(
+    root: Path, config: Config | None = None, ids: Sequence[str] | None = None
+) -> list[Case]:
+    """Every case (or those in `ids`), sorted by id.
+
+    Raises ProblemsError listing every problem in every case, so nothing runs
+    against a partly valid workspace.
+    """
+    result = check_cases(root, config, ids)
+    if result.problems:
+        raise ProblemsError(result.problems)
+    return result.cases
+
+
+def read_case_json(file: Path, file_rel: str) -> tuple[Any, list[Problem]]:
+    """Parse one case.json strictly: NaN, Infinity and duplicate keys are errors."""
+    if not file.is_file():
+        return None, [
+            Problem(
+                file_rel,
+                "",
+                f"missing; every directory under {CASES_SUBDIR.as_posix()}/ is a case and needs a "
+                f"{CASE_FILE} (add one, or move the directory out)",
+            )
+        ]
+    try:
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        return None, [Problem(file_rel, "", f"is not UTF-8 text ({exc.reason}); save it as UTF-8")]
+    except OSError as exc:
+        return None, [Problem(file_rel, "", f"cannot be read: {exc.strerror}")]
+    try:
+        return json.loads(
+            text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants
+        ), []
+    except json.JSONDecodeError as exc:
+        return None, [
+            Problem(
+                file_rel,
+                "",
+                f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; fix the syntax",
+            )
+        ]
+    except _StrictJsonError as exc:
+        return None, [Problem(file_rel, exc.field, exc.message)]
+
+
+class _StrictJsonError(ValueError):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def _no_duplicate_keys(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _StrictJsonError(
+                key, "appears twice in one object; keep one (JSON would silently use the last)"
+            )
+        out[key] = value
+    return out
+
+
+def _no_constants(name: str) -> Any:
+    raise _StrictJsonError("", f"contains {name}, which is not JSON; write a number")
+
+
+def gather_facts(root: Path, case_dir: Path, obj: Any) -> CaseFacts:
+    """The filesystem facts `validate_case_dict` needs, for the paths `obj` names."""
+    if not isinstance(obj, dict):
+        return CaseFacts()
+    fixture_state: FixtureState | None = None
+    fixture = obj.get("fixture")
+    if isinstance(fixture, str) and fixture and not Path(fixture).is_absolute():
+        fixture_state = fixture_fact(root, fixture)
+    grader_state: GraderState | None = None
+    verify = obj.get("verify", DEFAULT_VERIFY)
+    if isinstance(verify, str) and re.fullmatch(PLAIN_FILE_PATTERN, verify):
+        grader = case_dir / verify
+        grader_state = "ok" if grader.is_file() else "not_file" if grader.exists() else "missing"
+    return CaseFacts(fixture=fixture_state, grader=grader_state)
+
+
+def fixture_fact(root: Path, fixture: str) -> FixtureState:
+    """Where a relative fixture path really lands, symlinks resolved."""
+    real_root = root.resolve()
+    target = (real_root / fixture).resolve()
+    if not target.is_relative_to(real_root):
+        return "escapes"
+    if target == real_root:
+        return "is_root"
+    if not target.exists():
+        return "missing"
+    if not target.is_dir():
+        return "not_dir"
+    return "ok"
+
+
+def validate_workspace(
+    root: Path | None = None,
+    *,
+    config_path: Path | None = None,
+    ids: Sequence[str] | None = None,
+    graders: bool = False,
+    start: Path | None = None,
+) -> CaseCheck:
+    """Everything `capeval validate` checks, as data: root, configuration, cases
+    and optionally grader honesty. Never raises for bad input.
+    """
+    from capeval.config import load_config
+
+    try:
+        found = find_root(start=start, explicit=root)
+        config = load_config(found, config_path)
+    except ProblemsError as exc:
+        return CaseCheck(problems=exc.problems)
+    result = check_cases(found, config, ids)
+    if graders and result.cases:
+        result.problems += grader_problems(found, result.cases)
+    return result
+
+
+def grader_problems(root: Path, cases: list[Case]) -> list[Problem]:
+    """Grader honesty (oracle passes, untouched fixture fails), from the runner."""
+    try:
+        from capeval.runner.graders import check_graders
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("capeval.runner.graders", "capeval.runner"):
+            raise
+        return [
+            Problem(
+                "capeval.runner.graders",
+                "--graders",
+                "grader checks are not available in this installation (module missing); "
+                "run without --graders",
+            )
+        ]
+    return list(check_graders(root, cases))
