@@ -1,0 +1,105 @@
+"""The pass rule as a table, including the fail-closed budget and requirements."""
+
+from __future__ import annotations
+
+import pytest
+
+from capeval.case import Requirement
+from capeval.runner.passrule import decide, effective_budget, is_over_budget, provider_mismatch
+
+WEB = (Requirement("webFetchToolCallCount", min=1),)
+GOOD = {"webFetchToolCallCount": 2}
+
+
+@pytest.mark.parametrize(
+    ("budget", "turns", "over"),
+    [
+        (None, None, False),  # no budget: nothing to check
+        (None, 99, False),
+        (5, 5, False),
+        (5, 6, True),
+        (5, None, True),  # fail closed: a budget with no reported turns
+    ],
+)
+def test_over_budget(budget: int | None, turns: int | None, over: bool) -> None:
+    assert is_over_budget(budget, turns) is over
+
+
+def test_max_turns_flag_overrides_the_case() -> None:
+    assert effective_budget(10, 3) == 3
+    assert effective_budget(10, None) == 10
+    assert effective_budget(None, None) is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "passed", "reason"),
+    [
+        ({}, True, None),
+        ({"agent_exit_code": 1}, False, "agent exited 1"),
+        ({"agent_exit_code": None}, False, "agent did not exit"),
+        ({"verify_exit_code": 1}, False, "grader exited 1"),
+        ({"verify_exit_code": 124}, False, "grader timed out (exit 124)"),
+        ({"verify_exit_code": None}, False, "grader did not run"),
+        (
+            {"over_budget": True, "budget": 3, "turns_used": 4},
+            False,
+            "over budget: 4 turns > maxTurns 3",
+        ),
+        (
+            {"over_budget": True, "budget": 3, "turns_used": None},
+            False,
+            "turnsUsed was not reported",
+        ),
+        ({"requirements": WEB, "behaviors": GOOD}, True, None),
+        (
+            {"requirements": WEB, "behaviors": {"webFetchToolCallCount": 0}},
+            False,
+            "webFetchToolCallCount >= 1 does not hold",
+        ),
+        ({"requirements": WEB, "behaviors": None}, False, "no behaviors were captured"),
+        (
+            {"requirements": (), "behaviors": None},
+            True,
+            None,
+        ),  # no requirement: null behaviors are fine
+        ({"provider_error": "provider/model mismatch: x"}, False, "mismatch"),
+    ],
+)
+def test_decide(kwargs: dict, passed: bool, reason: str | None) -> None:
+    args = {"agent_exit_code": 0, "verify_exit_code": 0, "over_budget": False, **kwargs}
+    verdict = decide(**args)
+    assert verdict.passed is passed
+    if reason is None:
+        assert verdict.error is None
+    else:
+        assert reason in (verdict.error or "")
+
+
+def test_every_failure_is_listed() -> None:
+    v = decide(agent_exit_code=2, verify_exit_code=1, over_budget=True, budget=1, turns_used=9)
+    assert len(v.reasons) == 3 and not v.passed
+
+
+@pytest.mark.parametrize(
+    ("resolved", "ok"),
+    [
+        ((None, None), True),  # the agent did not say: nothing to check
+        (("scripted", "oracle"), True),
+        (("Anthropic", "claude-sonnet-4-5-20250929"), True),  # alias -> dated snapshot
+        (("anthropic", "anthropic/claude-sonnet-4-5"), True),
+        (("anthropic", "claude-haiku-4-5"), False),
+        (("zen", "claude-sonnet-4-5"), False),
+        (("anthropic", "claude-sonnet-4-5-mini"), False),
+    ],
+)
+def test_provider_check(resolved: tuple[str | None, str | None], ok: bool) -> None:
+    req = (
+        ("anthropic", "claude-sonnet-4-5") if resolved[0] != "scripted" else ("scripted", "oracle")
+    )
+    err = provider_mismatch(*req, *resolved)
+    assert (err is None) is ok
+    if not ok:
+        assert (
+            "requested anthropic:claude-sonnet-4-5" in err
+            and f"resolved {resolved[0]}:{resolved[1]}" in err
+        )
