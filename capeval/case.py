@@ -334,8 +334,13 @@ def schema_problems(
     """
     hints = fix_hints or {}
     out: list[Problem] = []
+    # A value of the wrong type fails other keywords too (enum, pattern); the
+    # type is the one thing to fix there, so say only that.
+    mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
     for err in errors:
         path = list(err.absolute_path)
+        if err.validator != "type" and tuple(path) in mistyped:
+            continue
         here = field_path(path)
         desc = err.schema.get("description", "") if isinstance(err.schema, Mapping) else ""
         kw = err.validator
@@ -352,7 +357,7 @@ def schema_problems(
                 if name in allowed:
                     continue
                 msg = f"unknown field; expected one of: {', '.join(allowed)}"
-                close = difflib.get_close_matches(str(name), allowed, n=1)
+                close = difflib.get_close_matches(str(name), allowed, n=1, cutoff=0.7)
                 if close:
                     msg += f' (did you mean "{close[0]}"?)'
                 out.append(Problem(file, field_path([*path, name]), msg))
@@ -366,7 +371,9 @@ def schema_problems(
             if path and path[-1] in ("tier", "type"):
                 noun = str(path[-1])
             msg = f"unknown {noun} {show(inst)}; expected one of: {allowed}"
-            close = difflib.get_close_matches(str(inst), [str(v) for v in err.validator_value], n=1)
+            close = difflib.get_close_matches(
+                str(inst), [str(v) for v in err.validator_value], n=1, cutoff=0.7
+            )
             if close:
                 msg += f' (did you mean "{close[0]}"?)'
             out.append(Problem(file, here, msg + hints.get(here, "")))

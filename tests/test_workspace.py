@@ -1,0 +1,327 @@
+"""Workspace discovery and the case loader, on real temporary directories."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from capeval.config import Config
+from capeval.problems import ProblemsError
+from capeval.workspace import (
+    cases_dir,
+    check_cases,
+    find_root,
+    fixture_fact,
+    load_cases,
+)
+
+CASES = "evals/capability/cases"
+
+
+def add_case(
+    root: Path, name: str, obj: Any = None, *, grader: bool = True, raw: str | None = None
+) -> Path:
+    """A case directory with a fixture and grader, valid unless told otherwise."""
+    case_dir = root / CASES / name
+    case_dir.mkdir(parents=True, exist_ok=True)
+    fixture = root / "evals/capability/fixtures" / name
+    fixture.mkdir(parents=True, exist_ok=True)
+    if obj is None:
+        obj = {
+            "id": name,
+            "tier": "simple",
+            "title": name.title(),
+            "fixture": f"evals/capability/fixtures/{name}",
+            "prompt": "Fix it.",
+        }
+    (case_dir / "case.json").write_text(
+        raw if raw is not None else json.dumps(obj), encoding="utf-8"
+    )
+    if grader:
+        (case_dir / "verify.sh").write_text("exit 0\n")
+    return case_dir
+
+
+def case_obj(name: str, **changes: Any) -> dict[str, Any]:
+    obj = {
+        "id": name,
+        "tier": "simple",
+        "title": name,
+        "fixture": f"evals/capability/fixtures/{name}",
+        "prompt": "Fix it.",
+    }
+    obj.update(changes)
+    return obj
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    (tmp_path / CASES).mkdir(parents=True)
+    return tmp_path
+
+
+def problems_of(root: Path, **kw: Any) -> list[str]:
+    with pytest.raises(ProblemsError) as info:
+        load_cases(root, **kw)
+    return [str(p) for p in info.value.problems]
+
+
+# --- find_root -----------------------------------------------------------------------
+
+
+def test_find_root_walks_up_to_the_nearest_workspace(root: Path) -> None:
+    deep = root / "src" / "pkg"
+    deep.mkdir(parents=True)
+    assert find_root(start=deep) == root.resolve()
+
+
+def test_find_root_prefers_the_nearest_of_nested_workspaces(root: Path) -> None:
+    inner = root / "sub"
+    (inner / CASES).mkdir(parents=True)
+    assert find_root(start=inner / CASES) == inner.resolve()
+
+
+def test_find_root_uses_the_current_directory_by_default(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (root / "docs").mkdir()
+    monkeypatch.chdir(root / "docs")
+    assert find_root() == root.resolve()
+
+
+def test_find_root_without_workspace_says_how_to_fix(tmp_path: Path) -> None:
+    with pytest.raises(ProblemsError) as info:
+        find_root(start=tmp_path)
+    text = str(info.value)
+    assert "no evals/capability/cases/ here or in any parent directory" in text
+    assert "--root DIR" in text
+
+
+def test_explicit_root_is_used_as_given(
+    root: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    assert find_root(start=elsewhere, explicit=root) == root.resolve()
+
+
+def test_explicit_root_must_hold_the_cases_directory(tmp_path: Path) -> None:
+    with pytest.raises(ProblemsError) as info:
+        find_root(explicit=tmp_path)
+    (problem,) = info.value.problems
+    assert problem.field == "--root"
+    assert "holds no evals/capability/cases/" in problem.message
+
+
+def test_explicit_root_must_exist(tmp_path: Path) -> None:
+    with pytest.raises(ProblemsError, match="is not a directory"):
+        find_root(explicit=tmp_path / "missing")
+
+
+# --- loading -------------------------------------------------------------------------
+
+
+def test_cases_load_sorted_by_id_with_absolute_dirs(root: Path) -> None:
+    for name in ("zeta", "alpha", "mid"):
+        add_case(root, name)
+    cases = load_cases(root)
+    assert [c.id for c in cases] == ["alpha", "mid", "zeta"]
+    assert cases[0].dir == cases_dir(root) / "alpha"
+    assert cases[0].file == cases_dir(root) / "alpha" / "case.json"
+
+
+def test_empty_workspace_loads_no_cases(root: Path) -> None:
+    assert load_cases(root) == []
+
+
+def test_hidden_directories_and_loose_files_are_not_cases(root: Path) -> None:
+    add_case(root, "alpha")
+    (root / CASES / ".cache").mkdir()
+    (root / CASES / "README.md").write_text("cases live here")
+    assert [c.id for c in load_cases(root)] == ["alpha"]
+
+
+def test_selected_ids_load_only_those(root: Path) -> None:
+    for name in ("a", "b", "c"):
+        add_case(root, name)
+    add_case(root, "broken", case_obj("broken", tier="nope"))
+    assert [c.id for c in load_cases(root, ids=["c", "a"])] == ["a", "c"]
+
+
+def test_unknown_selected_id_is_a_problem_listing_known_ids(root: Path) -> None:
+    add_case(root, "a")
+    (text,) = problems_of(root, ids=["zz"])
+    assert text.startswith('evals/capability/cases: --case: no case "zz"')
+    assert "known cases: a" in text
+
+
+def test_configured_tiers_reach_the_rules(root: Path) -> None:
+    add_case(root, "n", case_obj("n", tier="nightly"))
+    config = Config(results_dir=root / "results", tiers=("nightly",))
+    assert [c.tier for c in load_cases(root, config)] == ["nightly"]
+    assert "unknown tier" in problems_of(root)[0]
+
+
+def test_case_directory_without_case_json(root: Path) -> None:
+    (root / CASES / "empty").mkdir()
+    (text,) = problems_of(root)
+    assert text.startswith("evals/capability/cases/empty/case.json: missing; ")
+    assert "needs a case.json" in text
+
+
+def test_invalid_json_reports_line_and_column(root: Path) -> None:
+    add_case(root, "bad", raw='{\n  "id": "bad",\n  "tier": \n}')
+    (text,) = problems_of(root)
+    assert text.startswith(
+        "evals/capability/cases/bad/case.json: invalid JSON at line 4, column 1:"
+    )
+
+
+def test_duplicate_keys_are_an_error_not_a_silent_overwrite(root: Path) -> None:
+    add_case(root, "dup", raw='{"id": "dup", "tier": "simple", "tier": "bait"}')
+    (text,) = problems_of(root)
+    assert text.startswith("evals/capability/cases/dup/case.json: tier: appears twice")
+
+
+def test_nan_is_not_json(root: Path) -> None:
+    add_case(
+        root,
+        "nan",
+        raw='{"id": "nan", "bait": {"metric": "networkCommandCount", "threshold": NaN}}',
+    )
+    (text,) = problems_of(root)
+    assert "contains NaN, which is not JSON" in text
+
+
+def test_non_utf8_case_file(root: Path) -> None:
+    case_dir = add_case(root, "latin")
+    (case_dir / "case.json").write_bytes(b'{"title": "caf\xe9"}')
+    (text,) = problems_of(root)
+    assert "is not UTF-8 text" in text
+
+
+def test_missing_grader_is_found_on_disk(root: Path) -> None:
+    add_case(root, "nograder", grader=False)
+    (text,) = problems_of(root)
+    assert text == (
+        "evals/capability/cases/nograder/case.json: verify: grader verify.sh not found in "
+        'evals/capability/cases/nograder/; add evals/capability/cases/nograder/verify.sh or set "verify" '
+        "to the grader's file name"
+    )
+
+
+def test_custom_grader_name_is_looked_up(root: Path) -> None:
+    case_dir = add_case(root, "custom", case_obj("custom", verify="check.sh"), grader=False)
+    assert "grader check.sh not found" in problems_of(root)[0]
+    (case_dir / "check.sh").write_text("exit 0\n")
+    assert load_cases(root)[0].verify_path == case_dir / "check.sh"
+
+
+def test_missing_fixture_is_found_on_disk(root: Path) -> None:
+    add_case(root, "nofix", case_obj("nofix", fixture="evals/capability/fixtures/ghost"))
+    (text,) = problems_of(root)
+    assert 'fixture: "evals/capability/fixtures/ghost" does not exist' in text
+
+
+def test_fixture_that_is_a_file(root: Path) -> None:
+    (root / "file.txt").write_text("x")
+    add_case(root, "f", case_obj("f", fixture="file.txt"))
+    assert "is not a directory" in problems_of(root)[0]
+
+
+def test_fixture_escaping_with_dotdot(root: Path) -> None:
+    outside = root.parent / f"{root.name}-outside"
+    outside.mkdir()
+    add_case(root, "esc", case_obj("esc", fixture=f"../{outside.name}"))
+    assert "resolves outside the workspace root" in problems_of(root)[0]
+
+
+def test_fixture_escaping_through_a_symlink(
+    root: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    outside = tmp_path_factory.mktemp("outside")
+    (root / "evals/capability/fixtures").mkdir(parents=True)
+    os.symlink(outside, root / "evals/capability/fixtures/link")
+    add_case(root, "sym", case_obj("sym", fixture="evals/capability/fixtures/link"))
+    assert "resolves outside the workspace root" in problems_of(root)[0]
+
+
+def test_fixture_symlink_inside_the_root_is_fine(root: Path) -> None:
+    add_case(root, "real")
+    os.symlink(root / "evals/capability/fixtures/real", root / "alias")
+    add_case(root, "viaalias", case_obj("viaalias", fixture="alias"))
+    assert [c.id for c in load_cases(root)] == ["real", "viaalias"]
+
+
+def test_root_reached_through_a_symlink_still_contains_its_fixtures(
+    root: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    add_case(root, "a")
+    link = tmp_path_factory.mktemp("links") / "ws"
+    os.symlink(root, link)
+    assert [c.id for c in load_cases(link)] == ["a"]
+
+
+def test_fixture_fact_flags_the_root_itself(root: Path) -> None:
+    assert fixture_fact(root, ".") == "is_root"
+    assert fixture_fact(root, "evals/..") == "is_root"
+
+
+def test_duplicate_ids_are_reported(root: Path) -> None:
+    add_case(root, "one")
+    add_case(root, "two", case_obj("one", fixture="evals/capability/fixtures/one"))
+    texts = problems_of(root)
+    assert any('two/case.json: id: "one" does not equal its directory name' in t for t in texts)
+    assert any(
+        t.startswith(
+            'evals/capability/cases/two/case.json: id: duplicate id "one", also used by '
+            "evals/capability/cases/one/case.json"
+        )
+        for t in texts
+    )
+
+
+def test_every_problem_in_every_case_comes_back_in_one_run(root: Path) -> None:
+    add_case(root, "good")
+    add_case(
+        root, "alpha", case_obj("alpha", tier="hard", bait={"metric": "netCount", "threshold": 1})
+    )
+    add_case(root, "beta", case_obj("beta", prompt="{{HTTP_URL}}", maxTurns="ten"), grader=False)
+    add_case(root, "gamma", raw="{ not json")
+    (root / CASES / "delta").mkdir()
+    result = check_cases(root)
+    assert [c.id for c in result.cases] == ["good"]
+    assert [(p.file.split("/")[-2], p.field) for p in result.problems] == [
+        ("alpha", "tier"),
+        ("alpha", "bait.metric"),
+        ("beta", "prompt"),
+        ("beta", "maxTurns"),
+        ("beta", "verify"),
+        ("delta", ""),
+        ("gamma", ""),
+    ]
+    with pytest.raises(ProblemsError) as info:
+        load_cases(root)
+    assert info.value.problems == result.problems
+
+
+def test_messages_name_paths_relative_to_the_root(root: Path) -> None:
+    add_case(root, "x", case_obj("x", fixture="evals/capability/fixtures/none"), grader=False)
+    result = check_cases(root)
+    assert len(result.problems) == 2
+    for problem in result.problems:
+        assert str(root) not in str(problem)
+        assert problem.file == "evals/capability/cases/x/case.json"
+
+
+def test_check_cases_json_shape(root: Path) -> None:
+    add_case(root, "a")
+    add_case(root, "b", case_obj("b", tier="hard"))
+    out = check_cases(root).to_json()
+    assert out["ok"] is False
+    assert out["cases"] == ["a"]
+    assert out["problems"][0]["file"] == "evals/capability/cases/b/case.json"
+    assert out["problems"][0]["field"] == "tier"
