@@ -45,7 +45,11 @@ def _sniff(data: bytes, path: Path) -> tuple[Format, Any]:
     try:
         obj = json.loads(first)
     except (ValueError, UnicodeDecodeError):
-        return ("jsonl" if path.suffix in JSONL_SUFFIXES else "v3"), None
+        # A pretty-printed document, or a stream whose only line is torn.
+        try:
+            return "v3", json.loads(stripped)
+        except (ValueError, UnicodeDecodeError):
+            return ("jsonl" if path.suffix in JSONL_SUFFIXES else "v3"), None
     if isinstance(obj, dict) and ("version" in obj or "cases" in obj):
         return "v3", (obj if not rest.strip() else None)
     if isinstance(obj, dict):

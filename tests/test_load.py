@@ -1,0 +1,122 @@
+"""Reading any result file: format told by content, rows brought up to date."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from capeval.results.errors import ResultFileError, ResultFileWarning
+from capeval.results.jsonl import JsonlWriter
+from capeval.results.load import detect_format, read_many, read_rows
+from capeval.results.v3 import build_v3, write_v3
+
+
+def make_row(case: str = "c", repeat: int = 0, **extra: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "resultKey": f"v::{case}",
+        "id": case,
+        "variantId": "v",
+        "passed": True,
+        "repeat": repeat,
+        "behaviors": {"shellCommandCount": 1, "taskToolCallCount": 0},
+    }
+    row.update(extra)
+    return row
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    with JsonlWriter(path) as writer:
+        for row in rows:
+            writer.write(row)
+    return path
+
+
+def test_jsonl_named_json_is_read_as_jsonl(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "stream.json", [make_row("a"), make_row("b")])
+    assert detect_format(path) == "jsonl"
+    assert [r["id"] for r in read_rows(path)] == ["a", "b"]
+
+
+def test_single_row_jsonl_is_not_mistaken_for_v3(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "one.json", [make_row("a")])
+    assert detect_format(path) == "jsonl"
+    assert read_rows(path) == [make_row("a")]
+
+
+@pytest.mark.parametrize("pretty", [True, False])
+def test_v3_named_jsonl_is_read_as_v3(tmp_path: Path, pretty: bool) -> None:
+    path = tmp_path / "results.jsonl"
+    doc = build_v3([make_row("a")], started_at=None, finished_at=None)
+    path.write_text(json.dumps(doc, indent=2 if pretty else None))
+    assert detect_format(path) == "v3"
+    assert read_rows(path) == [make_row("a")]
+
+
+def test_older_rows_get_task_tool_call_count(tmp_path: Path) -> None:
+    old = make_row("a", behaviors={"shellCommandCount": 1, "toolCallsByName": {"spawn_agent": 2}})
+    none = make_row("b", behaviors={"shellCommandCount": 1, "toolCallsByName": {"read": 2}})
+    kept = make_row("c", behaviors={"taskToolCallCount": 5, "toolCallsByName": {"task": 1}})
+    null = make_row("d", behaviors=None)
+    path = tmp_path / "old.json"
+    write_v3(path, [old, none, kept, null], started_at=None, finished_at=None)
+    rows = read_rows(path)
+    assert [r["behaviors"] and r["behaviors"]["taskToolCallCount"] for r in rows] == [2, 0, 5, None]
+    # Nothing else about the row changes.
+    assert {k: v for k, v in rows[0].items() if k != "behaviors"} == {
+        k: v for k, v in old.items() if k != "behaviors"
+    }
+
+
+def test_torn_line_goes_to_on_warning(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "torn.jsonl", [make_row("a")])
+    with open(path, "a") as handle:
+        handle.write('{"id": "b"')
+    seen: list[str] = []
+    assert [r["id"] for r in read_rows(path, on_warning=seen.append)] == ["a"]
+    assert len(seen) == 1 and "torn.jsonl:2" in seen[0]
+
+
+def test_torn_line_default_is_a_python_warning(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "torn.jsonl", [make_row("a")])
+    with open(path, "a") as handle:
+        handle.write('{"id": "b"')
+    with pytest.warns(ResultFileWarning, match="torn last line"):
+        read_rows(path)
+
+
+def test_torn_only_line_in_jsonl_named_file_is_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "crashed.jsonl"
+    path.write_text('{"id": "a", "pass')
+    seen: list[str] = []
+    assert read_rows(path, on_warning=seen.append) == []
+    assert len(seen) == 1
+
+
+def test_empty_jsonl_has_no_rows_but_empty_json_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "empty.jsonl").write_text("")
+    assert read_rows(tmp_path / "empty.jsonl") == []
+    (tmp_path / "empty.json").write_text("\n")
+    with pytest.raises(ResultFileError, match=r"empty\.json: file is empty"):
+        read_rows(tmp_path / "empty.json")
+
+
+def test_broken_json_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "half.json"
+    path.write_text('{\n  "version": 3,\n  "cases": [\n')
+    with pytest.raises(ResultFileError, match=r"half\.json: not valid JSON .*line 4"):
+        read_rows(path)
+
+
+def test_directory_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ResultFileError, match="is a directory"):
+        read_rows(tmp_path)
+
+
+def test_read_many_keeps_file_then_row_order(tmp_path: Path) -> None:
+    first = write_jsonl(tmp_path / "1.jsonl", [make_row("b"), make_row("a")])
+    second = tmp_path / "2.json"
+    write_v3(second, [make_row("c")], started_at=None, finished_at=None)
+    assert [r["id"] for r in read_many([first, second])] == ["b", "a", "c"]
