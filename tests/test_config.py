@@ -1,0 +1,289 @@
+"""Configuration reading (spec section 10): sources, values, and precise errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from capeval.agents.base import AgentConfig
+from capeval.config import Config, builtin_agents, config_from_table, load_config
+from capeval.problems import ProblemsError
+
+BUILTINS = {"scripted", "claude-code", "codex", "gemini", "opencode"}
+
+
+def write(root: Path, name: str, text: str) -> Path:
+    path = root / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def problems(root: Path, explicit: Path | None = None) -> list[str]:
+    with pytest.raises(ProblemsError) as info:
+        load_config(root, explicit)
+    return [str(p) for p in info.value.problems]
+
+
+# --- sources -------------------------------------------------------------------------
+
+
+def test_no_configuration_gives_defaults_and_builtin_agents(tmp_path: Path) -> None:
+    config = load_config(tmp_path)
+    assert config == Config.defaults(tmp_path)
+    assert config.source is None
+    assert set(config.agents) == BUILTINS
+    assert config.agents["scripted"].type == "scripted"
+    assert (config.repeats, config.concurrency, config.tiers) == (
+        1,
+        1,
+        ("simple", "complex", "bait"),
+    )
+    assert (config.agent_timeout_s, config.verify_timeout_s) == (1200.0, 120.0)
+    assert config.results_dir == tmp_path / "evals/capability/results"
+    assert config.agent is None and config.baseline is None and config.max_turns is None
+
+
+def test_capeval_toml_sets_every_key(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "capeval.toml",
+        """
+agent = "corbits"
+matrix = ["openai:gpt-5", "fast=xai:grok-4@codex"]
+provider = "openai"
+model = "gpt-5"
+repeats = 5
+concurrency = 2
+tiers = ["simple", "nightly"]
+baseline = "evals/capability/results/baseline.json"
+results = "out/results"
+max_turns = 30
+
+[timeouts]
+agent = 600
+verify = 30.5
+
+[agents.corbits]
+type = "command"
+command = "corbits exec --cwd {workdir} --model {model} {prompt}"
+args = ["--force"]
+env = { CORBITS_HOME = "/tmp/x" }
+hook = ".corbits/hooks/eval-run-capture.sh"
+
+[agents.sloppy]
+type = "scripted"
+trajectory = "sloppy"
+""",
+    )
+    config = load_config(tmp_path)
+    assert config.source == path
+    assert config.agent == "corbits"
+    assert config.matrix == ("openai:gpt-5", "fast=xai:grok-4@codex")
+    assert (config.provider, config.model, config.repeats, config.concurrency) == (
+        "openai",
+        "gpt-5",
+        5,
+        2,
+    )
+    assert config.tiers == ("simple", "nightly")
+    assert config.baseline == tmp_path / "evals/capability/results/baseline.json"
+    assert config.results_dir == tmp_path / "out/results"
+    assert config.max_turns == 30
+    assert (config.agent_timeout_s, config.verify_timeout_s) == (600.0, 30.5)
+    assert config.agents["corbits"] == AgentConfig(
+        name="corbits",
+        type="command",
+        command="corbits exec --cwd {workdir} --model {model} {prompt}",
+        args=("--force",),
+        env={"CORBITS_HOME": "/tmp/x"},
+        hook=".corbits/hooks/eval-run-capture.sh",
+    )
+    assert config.agents["sloppy"] == AgentConfig(
+        name="sloppy", type="scripted", trajectory="sloppy"
+    )
+    assert set(config.agents) >= BUILTINS
+
+
+def test_matrix_as_a_comma_separated_string(tmp_path: Path) -> None:
+    write(tmp_path, "capeval.toml", 'matrix = "a:b, c:d ,,"\n')
+    assert load_config(tmp_path).matrix == ("a:b", "c:d")
+
+
+def test_pyproject_tool_table_is_used_without_capeval_toml(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, "pyproject.toml", '[project]\nname = "x"\n\n[tool.capeval]\nrepeats = 3\n'
+    )
+    config = load_config(tmp_path)
+    assert (config.repeats, config.source) == (3, path)
+
+
+def test_capeval_toml_wins_over_pyproject(tmp_path: Path) -> None:
+    write(tmp_path, "pyproject.toml", "[tool.capeval]\nrepeats = 3\n")
+    write(tmp_path, "capeval.toml", "repeats = 7\n")
+    assert load_config(tmp_path).repeats == 7
+
+
+def test_pyproject_without_tool_table_means_defaults(tmp_path: Path) -> None:
+    write(tmp_path, "pyproject.toml", '[project]\nname = "x"\n')
+    assert load_config(tmp_path) == Config.defaults(tmp_path)
+
+
+def test_explicit_config_file_is_used_instead_of_the_root_one(tmp_path: Path) -> None:
+    write(tmp_path, "capeval.toml", "repeats = 7\n")
+    other = write(tmp_path, "ci.toml", "repeats = 2\n")
+    assert load_config(tmp_path, other).repeats == 2
+
+
+def test_explicit_pyproject_reads_its_tool_table(tmp_path: Path) -> None:
+    other = tmp_path / "sub" / "pyproject.toml"
+    other.parent.mkdir()
+    other.write_text("[tool.capeval]\nconcurrency = 4\n")
+    assert load_config(tmp_path, other).concurrency == 4
+
+
+def test_explicit_pyproject_without_tool_table_is_an_error(tmp_path: Path) -> None:
+    other = write(tmp_path, "pyproject.toml", '[project]\nname = "x"\n')
+    assert problems(tmp_path, other) == [
+        "pyproject.toml: tool.capeval: missing; add a [tool.capeval] table or pass a capeval.toml"
+    ]
+
+
+def test_explicit_config_that_does_not_exist(tmp_path: Path) -> None:
+    (text,) = problems(tmp_path, tmp_path / "nope.toml")
+    assert text.endswith("nope.toml: --config: no such file; pass a capeval.toml or pyproject.toml")
+
+
+# --- agents --------------------------------------------------------------------------
+
+
+def test_builtin_override_changes_only_the_keys_it_sets(tmp_path: Path) -> None:
+    write(tmp_path, "capeval.toml", '[agents.claude-code]\ncommand = "/opt/claude/bin/claude"\n')
+    agent = load_config(tmp_path).agents["claude-code"]
+    assert agent == AgentConfig(
+        name="claude-code", type="claude-code", command="/opt/claude/bin/claude"
+    )
+    assert builtin_agents()["claude-code"].command == "claude"
+
+
+def test_unknown_agent_type_names_the_key_path(tmp_path: Path) -> None:
+    write(tmp_path, "capeval.toml", '[agents.old]\ntype = "shell"\ncommand = "x"\n')
+    (text,) = problems(tmp_path)
+    assert text.startswith(
+        'capeval.toml: agents.old.type: unknown type "shell"; expected one of: scripted, command'
+    )
+
+
+def test_command_agent_needs_a_command(tmp_path: Path) -> None:
+    write(tmp_path, "capeval.toml", '[agents.corbits]\ntype = "command"\n')
+    (text,) = problems(tmp_path)
+    assert text.startswith(
+        "capeval.toml: agents.corbits.command: missing; a command agent needs its command template"
+    )
+
+
+def test_new_agent_needs_a_type(tmp_path: Path) -> None:
+    write(tmp_path, "capeval.toml", '[agents.mine]\ncommand = "x"\n')
+    (text,) = problems(tmp_path)
+    assert text.startswith("capeval.toml: agents.mine.type: missing; add it: one of scripted")
+
+
+def test_unknown_agent_key_is_reported_with_a_suggestion(tmp_path: Path) -> None:
+    write(tmp_path, "capeval.toml", '[agents.codex]\ncomand = "codex"\n')
+    (text,) = problems(tmp_path)
+    assert text.startswith("capeval.toml: agents.codex.comand: unknown field")
+    assert 'did you mean "command"?' in text
+
+
+def test_agent_env_values_must_be_strings(tmp_path: Path) -> None:
+    write(tmp_path, "capeval.toml", "[agents.codex.env]\nDEBUG = 1\n")
+    (text,) = problems(tmp_path)
+    assert text.startswith(
+        "capeval.toml: agents.codex.env.DEBUG: expected a string value, got integer 1"
+    )
+
+
+def test_default_agent_must_exist(tmp_path: Path) -> None:
+    write(tmp_path, "capeval.toml", 'agent = "corbits"\n')
+    (text,) = problems(tmp_path)
+    assert text.startswith('capeval.toml: agent: unknown agent "corbits"; expected one of: ')
+    assert "or add an [agents.corbits] table" in text
+
+
+def test_default_agent_may_be_a_configured_one(tmp_path: Path) -> None:
+    write(tmp_path, "capeval.toml", 'agent = "mine"\n[agents.mine]\ntype = "scripted"\n')
+    assert load_config(tmp_path).agent == "mine"
+
+
+# --- values --------------------------------------------------------------------------
+
+
+def test_unknown_top_level_key_suggests_the_right_one(tmp_path: Path) -> None:
+    write(tmp_path, "capeval.toml", "repeat = 5\n")
+    (text,) = problems(tmp_path)
+    assert text.startswith("capeval.toml: repeat: unknown field; expected one of: agent, matrix")
+    assert 'did you mean "repeats"?' in text
+
+
+@pytest.mark.parametrize(
+    ("line", "field", "words"),
+    [
+        ('repeats = "3"', "repeats", 'expected a positive integer, got string "3"'),
+        ("repeats = 0", "repeats", "must be >= 1, got 0"),
+        ("concurrency = 1.5", "concurrency", "expected a positive integer, got number 1.5"),
+        ("max_turns = true", "max_turns", "expected a positive integer, got boolean true"),
+        ("matrix = 3", "matrix", "expected a list of cells"),
+        ("tiers = []", "tiers", "must not be empty"),
+        ('tiers = ["Simple"]', "tiers[0]", "is not allowed; expected a tier name"),
+        ("baseline = 1", "baseline", "expected a result file path"),
+        ("[timeouts]\nagent = 0", "timeouts.agent", "must be > 0, got 0"),
+        ('[timeouts]\nverify = "2m"', "timeouts.verify", "expected a number of seconds > 0"),
+        (
+            "[timeouts]\ngrader = 5",
+            "timeouts.grader",
+            "unknown field; expected one of: agent, verify",
+        ),
+    ],
+)
+def test_bad_values_name_file_key_path_and_fix(
+    tmp_path: Path, line: str, field: str, words: str
+) -> None:
+    write(tmp_path, "capeval.toml", line + "\n")
+    (text,) = problems(tmp_path)
+    assert text.startswith(f"capeval.toml: {field}: "), text
+    assert words in text
+
+
+def test_pyproject_problems_carry_the_tool_capeval_prefix(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "pyproject.toml",
+        '[tool.capeval]\nrepeats = 0\n[tool.capeval.agents.old]\ntype = "cmd"\n',
+    )
+    texts = problems(tmp_path)
+    assert texts[0].startswith("pyproject.toml: tool.capeval.agents.old.type: unknown type")
+    assert texts[1].startswith("pyproject.toml: tool.capeval.repeats: must be >= 1")
+
+
+def test_invalid_toml_names_line_and_column(tmp_path: Path) -> None:
+    write(tmp_path, "capeval.toml", "repeats = 1\nmatrix = [\n\n]]\n")
+    (text,) = problems(tmp_path)
+    assert text.startswith("capeval.toml: invalid TOML: ")
+    assert "(at line 4, column 2)" in text
+
+
+def test_every_problem_comes_back_at_once(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "capeval.toml",
+        'agent = "ghost"\nrepeats = 0\ncolour = "red"\n[agents.a]\ntype = "command"\n[agents.b]\ntype = "nope"\n',
+    )
+    fields = sorted(t.split(": ")[1] for t in problems(tmp_path))
+    assert fields == ["agent", "agents.a.command", "agents.b.type", "colour", "repeats"]
+
+
+def test_config_from_table_is_usable_without_files(tmp_path: Path) -> None:
+    config = config_from_table({"repeats": 2}, root=tmp_path)
+    assert config.repeats == 2 and config.source is None
+    with pytest.raises(ProblemsError, match=r"capeval\.toml: repeats: must be >= 1"):
+        config_from_table({"repeats": 0}, root=tmp_path)
