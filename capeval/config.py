@@ -5,8 +5,9 @@ Reading is strict for the same reason case loading is: a misspelt key
 measures the wrong thing. Every unknown key, wrong type and incomplete agent
 table becomes a `Problem` naming the file and the key path, all at once.
 
-Built-in agents exist without any configuration; an `[agents.NAME]` table with
-a built-in's name overrides just the keys it sets.
+Built-in agents (`capeval.agents.registry.builtin_agents`) exist without any
+configuration; an `[agents.NAME]` table with a built-in's name overrides just
+the keys it sets.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from capeval.agents.base import AgentConfig
+from capeval.agents.registry import builtin_agents
 from capeval.case import DEFAULT_TIERS, ID_PATTERN, schema_problems
 from capeval.problems import Problem, ProblemsError
 
@@ -27,17 +29,6 @@ PYPROJECT = "pyproject.toml"
 DEFAULT_RESULTS = Path("evals", "capability", "results")
 
 AGENT_TYPES: tuple[str, ...] = ("scripted", "command", "claude-code", "codex", "gemini", "opencode")
-
-
-def builtin_agents() -> dict[str, AgentConfig]:
-    """Agents every workspace has: the embedded scripted player and the known CLIs."""
-    return {
-        "scripted": AgentConfig(name="scripted", type="scripted"),
-        "claude-code": AgentConfig(name="claude-code", type="claude-code", command="claude"),
-        "codex": AgentConfig(name="codex", type="codex", command="codex"),
-        "gemini": AgentConfig(name="gemini", type="gemini", command="gemini"),
-        "opencode": AgentConfig(name="opencode", type="opencode", command="opencode"),
-    }
 
 
 @dataclass(frozen=True)

@@ -163,7 +163,7 @@ def test_builtin_override_changes_only_the_keys_it_sets(tmp_path: Path) -> None:
     assert agent == AgentConfig(
         name="claude-code", type="claude-code", command="/opt/claude/bin/claude"
     )
-    assert builtin_agents()["claude-code"].command == "claude"
+    assert builtin_agents()["claude-code"].command is None  # the adapter's default binary
 
 
 def test_unknown_agent_type_names_the_key_path(tmp_path: Path) -> None:
