@@ -14,6 +14,11 @@ from capeval.agents.base import Adapter, AgentConfig
 # agent type -> "module:Class". One line per adapter.
 ADAPTERS: dict[str, str] = {
     "scripted": "capeval.agents.scripted:ScriptedAdapter",
+    "command": "capeval.agents.command:CommandAdapter",
+    "claude-code": "capeval.agents.claude_code:ClaudeCodeAdapter",
+    "codex": "capeval.agents.codex:CodexAdapter",
+    "gemini": "capeval.agents.gemini:GeminiAdapter",
+    "opencode": "capeval.agents.opencode:OpencodeAdapter",
 }
 
 # Agents usable by name without any [agents.NAME] table: name -> type.

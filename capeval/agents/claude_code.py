@@ -1,0 +1,185 @@
+"""Claude Code (`claude -p ... --output-format stream-json --verbose`).
+
+Claude prints one `assistant` line per content block, and every block of one
+model response carries the same `message.id` and the same usage: grouping
+by that id is what makes one response one turn, and usage counted once. The
+`result` line is the verdict (a run can exit 0 and still have failed, e.g.
+`error_max_turns`) and carries the final usage, which wins over the
+per-message usage the stream shows mid-flight.
+
+Not passed: `--max-turns`. capeval's turn budget is soft (judged after the
+run, never stopping the agent), so the CLI must not enforce it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from capeval.agents.base import AgentRequest
+from capeval.agents.cliadapter import CliAdapter, is_root, isolated_dir
+from capeval.agents.streams import (
+    ParsedStream,
+    Skipped,
+    TurnBuilder,
+    as_float,
+    as_int,
+    build_summary,
+    json_events,
+    make_call,
+    preview,
+    text_of,
+    timestamp_ms,
+)
+from capeval.turns import TokenUsage
+
+
+def _usage(raw: Any) -> TokenUsage | None:
+    if not isinstance(raw, Mapping):
+        return None
+    details = raw.get("output_tokens_details")
+    thinking = as_int(details.get("thinking_tokens")) if isinstance(details, Mapping) else 0
+    return TokenUsage(
+        input=as_int(raw.get("input_tokens")),
+        output=as_int(raw.get("output_tokens")),
+        cacheRead=as_int(raw.get("cache_read_input_tokens")),
+        cacheWrite=as_int(raw.get("cache_creation_input_tokens")),
+        thinking=thinking,
+    )
+
+
+def parse_claude_stream(lines: Iterable[str]) -> ParsedStream:
+    """Claude Code stream-json lines -> turns, usage, verdict, session and model."""
+    skipped = Skipped("claude-code")
+    turns: dict[str, TurnBuilder] = {}  # message.id -> turn, in first-seen order
+    usage_by_message: dict[str, TokenUsage] = {}
+    results: dict[str, str] = {}
+    texts: list[str] = []
+    session = init_model = message_model = version = None
+    result: Mapping[str, Any] | None = None
+    current: TurnBuilder | None = None
+    last_ts: float | None = None
+
+    for event in json_events(lines, "claude-code"):
+        kind = event.get("type")
+        ts = timestamp_ms(event.get("timestamp"))
+        session = event.get("session_id") or session
+        if kind == "system":
+            if event.get("subtype") == "init":
+                init_model = event.get("model") or init_model
+                version = event.get("claude_code_version") or version
+            else:
+                skipped.add(f"system/{event.get('subtype')}")
+            continue
+        if kind == "assistant":
+            message = event.get("message")
+            if not isinstance(message, Mapping):
+                skipped.add("assistant(no message)")
+                continue
+            if event.get("parent_tool_use_id"):
+                # A sub-agent's response: its work shows up as the parent's
+                # Agent/Task call; counting it as our turn would double count.
+                skipped.add("assistant(sub-agent)")
+                continue
+            message_id = str(message.get("id") or f"anon-{uuid.uuid4().hex}")
+            if message_id not in turns:
+                turns[message_id] = TurnBuilder(start=last_ts, opened=True)
+            current = turns[message_id]
+            message_model = message.get("model") or message_model
+            usage = _usage(message.get("usage"))
+            if usage is not None:
+                usage_by_message[message_id] = usage
+            for block in message.get("content") or ():
+                if not isinstance(block, Mapping):
+                    continue
+                btype = block.get("type")
+                if btype == "text" and isinstance(block.get("text"), str):
+                    current.texts.append(block["text"])
+                    texts.append(block["text"])
+                elif btype == "tool_use":
+                    current.calls.append(
+                        make_call(block.get("id") or "", str(block.get("name")), block.get("input"))
+                    )
+                # thinking / redacted_thinking blocks: not text, not calls
+        elif kind == "user":
+            message = event.get("message")
+            content = message.get("content") if isinstance(message, Mapping) else None
+            if isinstance(content, list):
+                for block in content:
+                    if isinstance(block, Mapping) and block.get("type") == "tool_result":
+                        results[str(block.get("tool_use_id"))] = text_of(block.get("content"))
+        elif kind == "result":
+            result = event
+        else:
+            skipped.add(kind)
+        if current is not None:
+            current.touch(ts)
+        last_ts = ts if ts is not None else last_ts
+
+    usage = _usage(result.get("usage")) if result is not None else None
+    if usage is None and usage_by_message:
+        usage = sum(usage_by_message.values(), TokenUsage())
+    if result is None:
+        status, error = "failed", "stream ended without a `result` event"
+    elif result.get("subtype") == "success" and not result.get("is_error"):
+        status, error = "done", None
+    else:
+        status = "failed"
+        detail = result.get("result") or result.get("errors") or ""
+        error = f"claude-code {result.get('subtype') or 'error'}: {text_of(detail)[:300]}".rstrip(
+            ": "
+        )
+        denials = result.get("permission_denials")
+        if denials:
+            error += f" ({len(denials)} permission denial(s))"
+    duration = as_float(result.get("duration_ms")) if result is not None else None
+    summary = build_summary(
+        turns.values(),
+        status=status,
+        usage=usage,
+        durationMs=duration,
+        error=error,
+        results=results,
+    )
+    return ParsedStream(
+        summary=summary,
+        status=status,
+        sessionId=(result or {}).get("session_id") or session,
+        provider=None,  # Claude never names its provider in the stream
+        model=init_model or message_model,
+        durationMs=duration,
+        error=error,
+        agentVersion=version,
+        textPreview=preview(texts),
+        skipped=dict(skipped.counts),
+    )
+
+
+class ClaudeCodeAdapter(CliAdapter):
+    type = "claude-code"
+    default_binary = "claude"
+    parse = staticmethod(parse_claude_stream)
+
+    def cli_args(self, request: AgentRequest) -> list[str]:
+        args = ["-p", "--output-format", "stream-json", "--verbose", "--model", request.model]
+        if request.skip_permissions:
+            args.append("--dangerously-skip-permissions")
+        else:
+            # Headless, nobody can approve: tools needing approval are denied
+            # and listed in result.permission_denials.
+            args += ["--permission-mode", "default"]
+        return args
+
+    def cli_env(self, request: AgentRequest) -> dict[str, str]:
+        env = {
+            "CLAUDE_CONFIG_DIR": isolated_dir(request, "claude-config"),
+            "DISABLE_TELEMETRY": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+        }
+        if request.skip_permissions and is_root():
+            # As root Claude refuses --dangerously-skip-permissions unless it is
+            # told it runs in a sandbox; capeval's workdirs are throwaway copies.
+            env["IS_SANDBOX"] = "1"
+        return env

@@ -1,0 +1,211 @@
+"""The launching half every stream-printing CLI adapter shares.
+
+Claude Code, Codex, Gemini CLI and opencode differ in flags and in their
+event streams, but not in how a repeat runs: start the binary headlessly in
+the workdir with stdin closed, under the agent timeout, keep its raw output
+outside the workdir (never lose data), parse the stream with the CLI's pure
+parser, and fold the process outcome and the stream's own verdict into one
+`AgentResult`. Subclasses say only what differs: flags, environment, parser.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import ClassVar
+
+from capeval.agents.base import AgentConfig, AgentRequest, AgentResult
+from capeval.agents.streams import ParsedStream
+
+log = logging.getLogger(__name__)
+
+VERSION_TIMEOUT_S = 30.0
+_VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:[-+.][0-9A-Za-z.-]+)?")
+
+
+def resolve_binary(command: str) -> str | None:
+    """The executable `command` names (a path or a name on PATH), or None."""
+    if os.sep in command or (os.altsep and os.altsep in command):
+        path = Path(command).expanduser()
+        return str(path) if path.is_file() and os.access(path, os.X_OK) else None
+    return shutil.which(command)
+
+
+def probe_version(exe: str, args: tuple[str, ...] = ("--version",)) -> str | None:
+    """The first version-looking token `exe --version` prints, or None."""
+    from capeval.runner.process import run_process
+
+    try:
+        proc = run_process([exe, *args], cwd=Path.cwd(), timeout_s=VERSION_TIMEOUT_S)
+    except OSError:
+        return None
+    m = _VERSION.search(proc.stdout.decode(errors="replace")) if proc.exit_code == 0 else None
+    return m.group(0) if m else None
+
+
+def is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def classify(
+    *, timed_out: bool, cancelled: bool, exit_code: int | None, stream_status: str | None
+) -> str:
+    """One status from the process outcome and what the stream concluded.
+
+    Timeout and cancellation win (the stream is cut short then); a stream
+    that reports failure fails even with exit 0, and a non-zero exit fails
+    even when the stream looked fine.
+    """
+    if timed_out:
+        return "timeout"
+    if cancelled:
+        return "cancelled"
+    if exit_code != 0 or stream_status == "failed":
+        return "failed"
+    return stream_status or "done"
+
+
+class CliAdapter:
+    """Base for adapters that launch one CLI and parse its JSON-lines stdout."""
+
+    type: ClassVar[str]
+    default_binary: ClassVar[str]
+    version_args: ClassVar[tuple[str, ...]] = ("--version",)
+    parse: ClassVar[Callable[[Iterable[str]], ParsedStream]]
+
+    def __init__(self, config: AgentConfig) -> None:
+        self.config = config
+
+    # -- what subclasses define ------------------------------------------
+
+    def cli_args(self, request: AgentRequest) -> list[str]:
+        """Flags before `config.args`; the prompt is added by `prompt_args`."""
+        raise NotImplementedError
+
+    def prompt_args(self, request: AgentRequest) -> list[str]:
+        # `--` ends option parsing, so a prompt starting with `-` stays a prompt.
+        return ["--", request.prompt]
+
+    def cli_env(self, request: AgentRequest) -> dict[str, str]:
+        """Variables the adapter sets (config isolation, quiet side traffic)."""
+        return {}
+
+    # -- shared ------------------------------------------------------------
+
+    @property
+    def binary(self) -> str:
+        return self.config.command or self.default_binary
+
+    def argv(self, request: AgentRequest) -> list[str]:
+        return [
+            self.binary,
+            *self.cli_args(request),
+            *self.config.args,
+            *self.prompt_args(request),
+        ]
+
+    def environment(self, request: AgentRequest) -> dict[str, str]:
+        """The agent's environment: ours, then the adapter's, the request's, the config's.
+
+        The config comes last so a user can override anything we set (for
+        example point CLAUDE_CONFIG_DIR at their own login).
+        """
+        env = dict(os.environ)
+        env.update(self.cli_env(request))
+        env.update(request.env)
+        env.update(self.config.env)
+        return env
+
+    def version(self) -> str | None:
+        exe = resolve_binary(self.binary)
+        return probe_version(exe, self.version_args) if exe else None
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        from capeval.runner.process import ProcessCancelled, run_process
+
+        exe = resolve_binary(self.binary)
+        if exe is None:
+            return AgentResult(
+                exitCode=None,
+                status="failed",
+                error=(
+                    f"agent {self.config.name!r}: binary {self.binary!r} not found; install it "
+                    f"or set `command` in [agents.{self.config.name}] to its path"
+                ),
+            )
+        request.capture_dir.mkdir(parents=True, exist_ok=True)
+        argv = [exe, *self.argv(request)[1:]]
+        started = datetime.now(UTC)
+        try:
+            proc = run_process(
+                argv,
+                cwd=request.workdir,
+                env=self.environment(request),
+                timeout_s=request.timeout_s,
+            )
+        except ProcessCancelled as exc:
+            return AgentResult(exitCode=None, status="cancelled", error=str(exc))
+        except OSError as exc:
+            return AgentResult(
+                exitCode=None, status="failed", error=f"could not start {exe}: {exc}"
+            )
+
+        stdout = proc.stdout.decode(errors="replace")
+        stderr = proc.stderr.decode(errors="replace")
+        (request.capture_dir / f"{self.type}-stream.jsonl").write_text(stdout)
+        (request.capture_dir / f"{self.type}-stderr.log").write_text(stderr)
+
+        parsed = type(self).parse(stdout.splitlines())
+        status = classify(
+            timed_out=proc.timed_out,
+            cancelled=proc.cancelled,
+            exit_code=proc.exit_code,
+            stream_status=parsed.status,
+        )
+        duration = parsed.durationMs if parsed.durationMs is not None else proc.duration_ms
+        error = parsed.error
+        if status == "timeout":
+            error = f"agent timed out after {request.timeout_s:g} s"
+        elif status == "failed" and error is None:
+            tail = stderr.strip().splitlines()[-1:] or [f"exit code {proc.exit_code}"]
+            error = f"{self.type} failed: {tail[0][:300]}"
+
+        # A stream with no turn at all was not captured: behaviors must be null, not zeros.
+        summary = None
+        if parsed.summary.turns or parsed.sessionId is not None:
+            summary = replace(
+                parsed.summary,
+                status=status,
+                startedAt=started.isoformat(),
+                finishedAt=(started + timedelta(milliseconds=proc.duration_ms)).isoformat(),
+                durationMs=duration,
+                error=error,
+            )
+        return AgentResult(
+            exitCode=proc.exit_code,
+            status=status,
+            sessionId=parsed.sessionId,
+            provider=parsed.provider,
+            model=parsed.model,
+            turnsUsed=parsed.summary.turnsUsed if summary is not None else None,
+            toolCallCount=parsed.summary.toolCallCount if summary is not None else None,
+            tokenUsage=parsed.summary.tokenUsage,
+            durationMs=duration,
+            textPreview=parsed.textPreview,
+            summary=summary,
+            error=error,
+            agentVersion=parsed.agentVersion,
+        )
+
+
+def isolated_dir(request: AgentRequest, name: str) -> str:
+    """A per-repeat config directory inside capture_dir, so a CLI's own config never leaks in."""
+    path = request.capture_dir / name
+    path.mkdir(parents=True, exist_ok=True)
+    return str(path)

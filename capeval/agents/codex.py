@@ -1,0 +1,197 @@
+"""OpenAI Codex CLI (`codex exec --json ...`).
+
+Codex reports items, not model responses, so turns are reconstructed. One
+model response is: any reasoning/message items, then the tool calls it
+requested, which Codex runs concurrently when there are several. Hence:
+
+- a tool item that starts while no tool of the current turn is still running,
+  after that turn already made a call, opens a new turn (its response could
+  only be requested once the earlier results were in);
+- a tool item that starts while another is in flight joins its turn
+  (parallel calls of one response);
+- a message or reasoning item after the current turn's calls opens a new turn.
+
+This matches the request count of the scripted model server exactly (the
+real-CLI tests check it). Codex's `exec` run is one `turn.started` /
+`turn.completed` pair (a *user* turn): its usage is summed, it is not a
+model turn. No duration is reported: wall time is used.
+
+`input` token usage is Codex's `input_tokens` as reported (it includes the
+cached part, which is also given as `cacheRead`); `thinking` is
+`reasoning_output_tokens`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from capeval.agents.base import AgentRequest
+from capeval.agents.cliadapter import CliAdapter, isolated_dir
+from capeval.agents.streams import (
+    ParsedStream,
+    Skipped,
+    TurnBuilder,
+    as_int,
+    build_summary,
+    json_events,
+    make_call,
+    preview,
+)
+from capeval.turns import TokenUsage, ToolCall
+
+TEXT_ITEMS = ("agent_message", "reasoning")
+TOOL_ITEMS = ("command_execution", "file_change", "mcp_tool_call", "web_search", "todo_list")
+
+
+def _tool_call(item: Mapping[str, Any]) -> ToolCall:
+    """A Codex item as a tool call named for the tool the model used."""
+    item_id = str(item.get("id") or "")
+    itype = item.get("type")
+    if itype == "command_execution":
+        return make_call(
+            item_id,
+            "command_execution",
+            {"command": item.get("command")},
+            item.get("aggregated_output"),
+        )
+    if itype == "file_change":
+        return make_call(
+            item_id, "apply_patch", {"changes": item.get("changes") or []}, item.get("status")
+        )
+    if itype == "mcp_tool_call":
+        name = f"mcp__{item.get('server')}__{item.get('tool')}"
+        return make_call(
+            item_id, name, item.get("arguments"), item.get("result") or item.get("error")
+        )
+    if itype == "web_search":
+        return make_call(item_id, "web_search", {"query": item.get("query")})
+    return make_call(
+        item_id, str(itype), {k: v for k, v in item.items() if k not in ("id", "type")}
+    )
+
+
+def parse_codex_stream(lines: Iterable[str]) -> ParsedStream:
+    """Codex `exec --json` lines -> turns, usage, verdict, session."""
+    skipped = Skipped("codex")
+    builders: list[TurnBuilder] = [TurnBuilder()]
+    placed: dict[str, tuple[TurnBuilder, int]] = {}  # tool item id -> (turn, index in calls)
+    in_flight: set[str] = set()
+    usage: TokenUsage | None = None
+    texts: list[str] = []
+    warnings: list[str] = []
+    session = None
+    failed: str | None = None
+    completed = False
+
+    def place(item: Mapping[str, Any]) -> None:
+        item_id = str(item.get("id") or "")
+        if item_id in placed:
+            return
+        current = builders[-1]
+        if current.calls and not (in_flight & {c.id for c in current.calls}):
+            current = TurnBuilder()
+            builders.append(current)
+        current.calls.append(_tool_call(item))
+        placed[item_id] = (current, len(current.calls) - 1)
+
+    for event in json_events(lines, "codex"):
+        kind = event.get("type")
+        if kind == "thread.started":
+            session = event.get("thread_id") or session
+        elif kind in ("turn.started",):
+            pass
+        elif kind == "turn.completed":
+            completed = True
+            raw = event.get("usage")
+            if isinstance(raw, Mapping):
+                usage = (usage or TokenUsage()) + TokenUsage(
+                    input=as_int(raw.get("input_tokens")),
+                    output=as_int(raw.get("output_tokens")),
+                    cacheRead=as_int(raw.get("cached_input_tokens")),
+                    cacheWrite=as_int(raw.get("cache_write_input_tokens")),
+                    thinking=as_int(raw.get("reasoning_output_tokens")),
+                )
+        elif kind == "turn.failed":
+            err = event.get("error")
+            failed = str(err.get("message") if isinstance(err, Mapping) else err)
+        elif kind == "error":
+            warnings.append(str(event.get("message")))
+        elif kind in ("item.started", "item.updated", "item.completed"):
+            item = event.get("item")
+            if not isinstance(item, Mapping):
+                skipped.add(f"{kind}(no item)")
+                continue
+            itype = item.get("type")
+            item_id = str(item.get("id") or "")
+            if itype in TOOL_ITEMS:
+                place(item)
+                if kind == "item.completed":
+                    in_flight.discard(item_id)
+                    turn, index = placed[item_id]
+                    turn.calls[index] = _tool_call(item)
+                else:
+                    in_flight.add(item_id)
+            elif itype in TEXT_ITEMS:
+                if kind != "item.completed":
+                    continue
+                if builders[-1].calls:
+                    builders.append(TurnBuilder())
+                if itype == "agent_message" and isinstance(item.get("text"), str):
+                    builders[-1].texts.append(item["text"])
+                    texts.append(item["text"])
+            elif itype == "error":
+                # e.g. "Model metadata for `x` not found": a warning, not a turn.
+                if kind == "item.completed":
+                    warnings.append(str(item.get("message")))
+            else:
+                skipped.add(f"item/{itype}")
+        else:
+            skipped.add(kind)
+
+    if failed is not None:
+        status, error = "failed", f"codex turn failed: {failed}"
+    elif completed:
+        status, error = "done", None
+    else:
+        status = "failed"
+        error = "codex: " + (warnings[-1] if warnings else "stream ended without `turn.completed`")
+    summary = build_summary(builders, status=status, usage=usage, error=error)
+    return ParsedStream(
+        summary=summary,
+        status=status,
+        sessionId=session,
+        provider=None,  # Codex does not name the model or provider in its stream
+        model=None,
+        durationMs=None,
+        error=error,
+        textPreview=preview(texts),
+        skipped=dict(skipped.counts),
+    )
+
+
+class CodexAdapter(CliAdapter):
+    type = "codex"
+    default_binary = "codex"
+    parse = staticmethod(parse_codex_stream)
+
+    def cli_args(self, request: AgentRequest) -> list[str]:
+        args = [
+            "exec",
+            "--json",
+            "-m",
+            request.model,
+            "-C",
+            str(request.workdir),
+            "--skip-git-repo-check",
+        ]
+        if request.skip_permissions:
+            args.append("--dangerously-bypass-approvals-and-sandbox")
+        # else: Codex's own defaults (sandboxed; `exec` never prompts, so a
+        # command needing approval is refused).
+        if request.provider:
+            args += ["-c", f"model_provider={request.provider}"]
+        return args
+
+    def cli_env(self, request: AgentRequest) -> dict[str, str]:
+        return {"CODEX_HOME": isolated_dir(request, "codex-home")}

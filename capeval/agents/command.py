@@ -1,0 +1,244 @@
+"""Any agent CLI run from a command template, its turn stream from a post-run hook.
+
+This is how a product like corbits plugs in without capeval knowing its flags:
+
+    [agents.corbits]
+    type = "command"
+    command = "corbits exec --cwd {workdir} --provider {provider} --model {model} --dangerously-skip-permissions --force {prompt}"
+    hook = ".corbits/hooks/eval-run-capture.sh"
+
+The template is split with shlex first and the placeholders are substituted
+per argument afterwards, so `{prompt}` is always exactly one argv element
+and never passes through a shell, whatever quotes or `$(...)` it contains.
+An argument whose placeholder has no value (`{max_turns}` without a budget)
+is dropped, together with the flag right before it when the placeholder was
+the whole argument (`--max-turns {max_turns}` disappears entirely).
+
+Before the run capeval writes a small hook script at the configured path
+inside the workdir (and hides it from `git status` via `.git/info/exclude`).
+The product calls `sh <hook> postRun` with its run summary JSON on stdin;
+the hook stores it *outside* the workdir (its destination is baked into the
+script), so neither the agent nor the grader can see or alter it. Other hook
+kinds (`postTurn`, ...) are read and ignored. No hook call means no summary:
+behaviors are null and `turnsUsed` is unknown, so a budgeted case fails
+closed in the pass rule instead of passing on missing data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from capeval.agents.base import AgentConfig, AgentRequest, AgentResult
+from capeval.agents.cliadapter import classify, probe_version, resolve_binary
+from capeval.agents.streams import preview
+from capeval.turns import RunSummary
+
+DEFAULT_HOOK = ".corbits/hooks/eval-run-capture.sh"
+CAPTURE_FILE = "run-summary.json"
+_PLACEHOLDER = re.compile(r"\{(workdir|prompt|provider|model|max_turns)\}")
+
+
+class CommandTemplateError(ValueError):
+    """A command template or hook path that cannot work; the message names the fix."""
+
+
+def render_command(
+    template: str, values: Mapping[str, str | None], extra_args: tuple[str, ...] = ()
+) -> list[str]:
+    """argv from a template: shlex split first, then placeholders per argument."""
+    try:
+        words = shlex.split(template)
+    except ValueError as exc:
+        raise CommandTemplateError(f"command template {template!r} does not split: {exc}") from exc
+    if not words:
+        raise CommandTemplateError(
+            "command template is empty: set `command` in the [agents.NAME] table"
+        )
+    argv: list[str] = []
+    for word in [*words, *extra_args]:
+        names = _PLACEHOLDER.findall(word)
+        if any(values.get(name) is None for name in names):
+            if _PLACEHOLDER.fullmatch(word) and argv and argv[-1].startswith("-") and len(argv) > 1:
+                argv.pop()  # the flag that took this value
+            continue
+        argv.append(_PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), word))
+    return argv
+
+
+def hook_script(destination: Path) -> str:
+    """The hook capeval installs; `destination` lies outside the workdir."""
+    dest = shlex.quote(str(destination))
+    return (
+        "#!/bin/sh\n"
+        "# Installed by capeval for this eval run: hands the run summary back to the\n"
+        "# harness. Called as `sh <this file> <kind>` with the JSON on stdin.\n"
+        'if [ "$1" != "postRun" ]; then cat >/dev/null; exit 0; fi\n'
+        f"dest={dest}\n"
+        'tmp="$dest.tmp.$$"\n'
+        'cat > "$tmp" && mv -f "$tmp" "$dest"\n'
+    )
+
+
+def hook_path(workdir: Path, configured: str | None) -> Path:
+    rel = PurePosixPath(configured or DEFAULT_HOOK)
+    if rel.is_absolute() or ".." in rel.parts:
+        raise CommandTemplateError(
+            f"hook path {str(rel)!r} must be relative to the workdir and stay inside it: "
+            "fix `hook` in the [agents.NAME] table"
+        )
+    return workdir.joinpath(*rel.parts)
+
+
+def install_hook(workdir: Path, configured: str | None, destination: Path) -> Path:
+    """Write the hook into the workdir, executable, and keep it out of `git status`."""
+    path = hook_path(workdir, configured)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(hook_script(destination))
+    path.chmod(0o755)
+    exclude = workdir / ".git" / "info" / "exclude"
+    if exclude.parent.is_dir():
+        rel = path.relative_to(workdir).as_posix()
+        with exclude.open("a") as fh:
+            fh.write(f"/{rel}\n")
+    return path
+
+
+def read_capture(path: Path) -> tuple[RunSummary | None, Mapping[str, Any], str | None]:
+    """(summary, the raw JSON object, error). No file: (None, {}, None)."""
+    from capeval.runsummary import RunSummaryError, read_summary
+
+    if not path.exists():
+        return None, {}, None
+    try:
+        summary = read_summary(path)
+    except (RunSummaryError, OSError, ValueError) as exc:
+        return None, {}, f"run summary {path.name} from the hook is unusable: {exc}"
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, ValueError):
+        raw = {}
+    return summary, raw if isinstance(raw, Mapping) else {}, None
+
+
+class CommandAdapter:
+    def __init__(self, config: AgentConfig) -> None:
+        self.config = config
+
+    def _values(self, request: AgentRequest) -> dict[str, str | None]:
+        return {
+            "workdir": str(request.workdir),
+            "prompt": request.prompt,
+            "provider": request.provider,
+            "model": request.model,
+            "max_turns": None if request.max_turns is None else str(request.max_turns),
+        }
+
+    def argv(self, request: AgentRequest) -> list[str]:
+        if not self.config.command:
+            raise CommandTemplateError(
+                f"agent {self.config.name!r} has type command but no `command` template: "
+                f"set command in [agents.{self.config.name}]"
+            )
+        return render_command(self.config.command, self._values(request), tuple(self.config.args))
+
+    def version(self) -> str | None:
+        try:
+            exe = resolve_binary(shlex.split(self.config.command or "")[0])
+        except (ValueError, IndexError):
+            return None
+        return probe_version(exe) if exe else None
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        from capeval.runner.process import ProcessCancelled, run_process
+
+        try:
+            argv = self.argv(request)
+            request.capture_dir.mkdir(parents=True, exist_ok=True)
+            capture = request.capture_dir / CAPTURE_FILE
+            capture.unlink(missing_ok=True)
+            install_hook(request.workdir, self.config.hook, capture)
+        except (CommandTemplateError, OSError) as exc:
+            return AgentResult(exitCode=None, status="failed", error=str(exc))
+        exe = resolve_binary(argv[0])
+        if exe is None:
+            return AgentResult(
+                exitCode=None,
+                status="failed",
+                error=(
+                    f"agent {self.config.name!r}: {argv[0]!r} not found; fix the first word of "
+                    f"`command` in [agents.{self.config.name}]"
+                ),
+            )
+        env = {**os.environ, **request.env, **self.config.env}
+        try:
+            proc = run_process(
+                [exe, *argv[1:]], cwd=request.workdir, env=env, timeout_s=request.timeout_s
+            )
+        except ProcessCancelled as exc:
+            return AgentResult(exitCode=None, status="cancelled", error=str(exc))
+        except OSError as exc:
+            return AgentResult(
+                exitCode=None, status="failed", error=f"could not start {exe}: {exc}"
+            )
+        (request.capture_dir / "command-stdout.log").write_bytes(proc.stdout)
+        (request.capture_dir / "command-stderr.log").write_bytes(proc.stderr)
+
+        summary, raw, capture_error = read_capture(capture)
+        stated = (
+            summary.status if summary is not None and summary.status in ("done", "failed") else None
+        )
+        status = classify(
+            timed_out=proc.timed_out,
+            cancelled=proc.cancelled,
+            exit_code=proc.exit_code,
+            stream_status=stated,
+        )
+        errors = [e for e in (summary.error if summary else None, capture_error) if e]
+        if status == "timeout":
+            errors.insert(0, f"agent timed out after {request.timeout_s:g} s")
+        elif summary is None and capture_error is None:
+            errors.append(
+                f"the post-run hook was never called: no turn stream (hook {self.config.hook or DEFAULT_HOOK})"
+            )
+        if status == "failed" and proc.exit_code != 0:
+            tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:]
+            errors.insert(0, f"exit code {proc.exit_code}" + (f": {tail[0][:300]}" if tail else ""))
+
+        if summary is None:
+            return AgentResult(
+                exitCode=proc.exit_code,
+                status=status,
+                durationMs=proc.duration_ms,
+                error="; ".join(errors) or None,
+            )
+        turns_used = summary.turnsUsed if summary.turnsUsed is not None else len(summary.turns)
+        tool_calls = (
+            summary.toolCallCount
+            if summary.toolCallCount is not None
+            else sum(len(t.toolCalls) for t in summary.turns)
+        )
+        return AgentResult(
+            exitCode=proc.exit_code,
+            status=status,
+            sessionId=_str(raw.get("sessionId")),
+            provider=_str(raw.get("provider")),
+            model=_str(raw.get("model")),
+            turnsUsed=turns_used,
+            toolCallCount=tool_calls,
+            tokenUsage=summary.tokenUsage,
+            durationMs=summary.durationMs if summary.durationMs is not None else proc.duration_ms,
+            textPreview=preview(t for turn in summary.turns for t in turn.texts),
+            summary=replace(summary, status=status),
+            error="; ".join(errors) or None,
+        )
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None

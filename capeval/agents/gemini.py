@@ -1,0 +1,142 @@
+"""Gemini CLI (`gemini -p ... --output-format stream-json`).
+
+Gemini has no turn events. A turn is an assistant message with the tool
+calls that follow it: assistant text after the current turn's calls opens a
+new turn, and so does a tool call once the current turn's calls have all
+returned (the model can only have asked for it in a later response). Calls
+issued back to back before any result are one response's parallel calls.
+Results are joined to calls on `tool_id`. Assistant text arrives in chunks
+(`delta: true`) that are joined into one block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from capeval.agents.base import AgentRequest
+from capeval.agents.cliadapter import CliAdapter
+from capeval.agents.streams import (
+    ParsedStream,
+    Skipped,
+    TurnBuilder,
+    as_float,
+    as_int,
+    build_summary,
+    json_events,
+    make_call,
+    preview,
+    text_of,
+    timestamp_ms,
+)
+from capeval.turns import TokenUsage
+
+
+def parse_gemini_stream(lines: Iterable[str]) -> ParsedStream:
+    """Gemini CLI stream-json lines -> turns, usage, verdict, session and model."""
+    skipped = Skipped("gemini")
+    builders: list[TurnBuilder] = [TurnBuilder()]
+    pending: set[str] = set()  # tool ids of the current turn without a result yet
+    results: dict[str, str] = {}
+    texts: list[str] = []
+    errors: list[str] = []
+    session = model = None
+    result: Mapping | None = None
+    last_ts: float | None = None
+    text_open = False  # the current turn's last block is assistant text (more chunks may follow)
+
+    for event in json_events(lines, "gemini"):
+        kind = event.get("type")
+        ts = timestamp_ms(event.get("timestamp"))
+        current = builders[-1]
+        if kind == "init":
+            session = event.get("session_id") or session
+            model = event.get("model") or model
+        elif kind == "message":
+            if event.get("role") != "assistant":
+                pass  # the user's prompt echoed back
+            elif isinstance(event.get("content"), str):
+                if current.calls:
+                    current = TurnBuilder(start=last_ts)
+                    builders.append(current)
+                    text_open = False
+                if text_open and current.texts:
+                    current.texts[-1] += event["content"]
+                else:
+                    current.texts.append(event["content"])
+                    text_open = True
+                texts.append(event["content"])
+        elif kind == "tool_use":
+            if current.calls and not pending:
+                current = TurnBuilder(start=last_ts)
+                builders.append(current)
+            tool_id = str(event.get("tool_id") or "")
+            current.calls.append(
+                make_call(tool_id, str(event.get("tool_name")), event.get("parameters"))
+            )
+            pending.add(tool_id)
+            text_open = False
+        elif kind == "tool_result":
+            tool_id = str(event.get("tool_id") or "")
+            pending.discard(tool_id)
+            output = event.get("output") if event.get("status") == "success" else event.get("error")
+            results[tool_id] = text_of(output)
+        elif kind == "error":
+            message = event.get("message")
+            errors.append(str(message if message is not None else event))
+        elif kind == "result":
+            result = event
+        else:
+            skipped.add(kind)
+        current.touch(ts)
+        last_ts = ts if ts is not None else last_ts
+
+    usage = None
+    duration = None
+    if result is not None and isinstance(result.get("stats"), Mapping):
+        stats = result["stats"]
+        usage = TokenUsage(
+            input=as_int(stats.get("input_tokens")),
+            output=as_int(stats.get("output_tokens")),
+            cacheRead=as_int(stats.get("cached")),
+            thinking=as_int(stats.get("thoughts")),
+        )
+        duration = as_float(stats.get("duration_ms"))
+    if result is None:
+        status = "failed"
+        error = "gemini: " + (errors[-1] if errors else "stream ended without a `result` event")
+    elif result.get("status") == "success":
+        status, error = "done", None
+    else:
+        status = "failed"
+        detail = result.get("error")
+        if isinstance(detail, Mapping):
+            detail = detail.get("message")
+        error = f"gemini: {detail or (errors[-1] if errors else result.get('status'))}"
+    summary = build_summary(
+        builders, status=status, usage=usage, durationMs=duration, error=error, results=results
+    )
+    return ParsedStream(
+        summary=summary,
+        status=status,
+        sessionId=session,
+        provider=None,
+        model=model,
+        durationMs=duration,
+        error=error,
+        textPreview=preview(texts),
+        skipped=dict(skipped.counts),
+    )
+
+
+class GeminiAdapter(CliAdapter):
+    type = "gemini"
+    default_binary = "gemini"
+    parse = staticmethod(parse_gemini_stream)
+
+    def cli_args(self, request: AgentRequest) -> list[str]:
+        mode = "yolo" if request.skip_permissions else "default"
+        return ["-m", request.model, "--output-format", "stream-json", "--approval-mode", mode]
+
+    def prompt_args(self, request: AgentRequest) -> list[str]:
+        # `--prompt=<text>` keeps a prompt that starts with `-` a value.
+        return [f"--prompt={request.prompt}"]

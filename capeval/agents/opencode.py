@@ -1,0 +1,128 @@
+"""opencode (`opencode run --format json ...`).
+
+Every line is `{type, timestamp, sessionID, part}`. One `step_start` ..
+`step_finish` pair is one model call, so one step is one turn; a `tool_use`
+event carries the call and its result together. There is no final event:
+usage is the sum of the `step_finish` token counts, and the run's verdict is
+the exit code unless an `error` event says otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from capeval.agents.base import AgentRequest
+from capeval.agents.cliadapter import CliAdapter
+from capeval.agents.streams import (
+    ParsedStream,
+    Skipped,
+    TurnBuilder,
+    as_int,
+    build_summary,
+    json_events,
+    make_call,
+    preview,
+    timestamp_ms,
+)
+from capeval.turns import TokenUsage
+
+
+def _step_usage(tokens: Any) -> TokenUsage:
+    if not isinstance(tokens, Mapping):
+        return TokenUsage()
+    cache = tokens.get("cache") if isinstance(tokens.get("cache"), Mapping) else {}
+    return TokenUsage(
+        input=as_int(tokens.get("input")),
+        output=as_int(tokens.get("output")),
+        cacheRead=as_int(cache.get("read")),
+        cacheWrite=as_int(cache.get("write")),
+        thinking=as_int(tokens.get("reasoning")),
+    )
+
+
+def _error_text(event: Mapping[str, Any]) -> str:
+    err = event.get("error") or event.get("part") or {}
+    if isinstance(err, Mapping):
+        data = err.get("data")
+        if isinstance(data, Mapping) and data.get("message"):
+            return str(data["message"])
+        return str(err.get("message") or err.get("name") or err)
+    return str(err)
+
+
+def parse_opencode_stream(lines: Iterable[str]) -> ParsedStream:
+    """opencode JSON lines -> turns (one per step), summed usage, session."""
+    skipped = Skipped("opencode")
+    builders: list[TurnBuilder] = []
+    texts: list[str] = []
+    usage: TokenUsage | None = None
+    session = None
+    error: str | None = None
+    last_ts: float | None = None
+
+    def current(ts: float | None) -> TurnBuilder:
+        if not builders:  # events before any step_start still belong to a turn
+            builders.append(TurnBuilder(start=ts))
+        return builders[-1]
+
+    for event in json_events(lines, "opencode"):
+        kind = event.get("type")
+        ts = timestamp_ms(event.get("timestamp"))
+        session = event.get("sessionID") or session
+        part = event.get("part") if isinstance(event.get("part"), Mapping) else {}
+        if kind == "step_start":
+            builders.append(TurnBuilder(start=ts if ts is not None else last_ts, opened=True))
+        elif kind == "text":
+            text = part.get("text")
+            if isinstance(text, str):
+                current(ts).texts.append(text)
+                texts.append(text)
+        elif kind == "reasoning":
+            pass  # counted in tokens.reasoning; not assistant text
+        elif kind == "tool_use":
+            state = part.get("state") if isinstance(part.get("state"), Mapping) else {}
+            output = state.get("output") if state.get("status") != "error" else state.get("error")
+            current(ts).calls.append(
+                make_call(
+                    str(part.get("callID") or part.get("id") or ""),
+                    str(part.get("tool")),
+                    state.get("input"),
+                    output,
+                )
+            )
+        elif kind == "step_finish":
+            usage = (usage or TokenUsage()) + _step_usage(part.get("tokens"))
+        elif kind == "error":
+            error = f"opencode: {_error_text(event)}"
+        else:
+            skipped.add(kind)
+        if builders:
+            builders[-1].touch(ts)
+        last_ts = ts if ts is not None else last_ts
+
+    status = "failed" if error is not None else None  # else: the exit code decides
+    summary = build_summary(builders, status=status or "done", usage=usage, error=error)
+    return ParsedStream(
+        summary=summary,
+        status=status,
+        sessionId=session,
+        provider=None,
+        model=None,
+        durationMs=None,
+        error=error,
+        textPreview=preview(texts),
+        skipped=dict(skipped.counts),
+    )
+
+
+class OpencodeAdapter(CliAdapter):
+    type = "opencode"
+    default_binary = "opencode"
+    parse = staticmethod(parse_opencode_stream)
+
+    def cli_args(self, request: AgentRequest) -> list[str]:
+        args = ["run", "--format", "json", "-m", f"{request.provider}/{request.model}"]
+        if request.skip_permissions:
+            args.append("--dangerously-skip-permissions")
+        return args

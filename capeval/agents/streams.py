@@ -1,0 +1,245 @@
+"""Pieces every CLI stream parser shares: the parse result and its building blocks.
+
+The per-CLI parsers (`parse_claude_stream`, `parse_codex_stream`, ...) are
+pure functions from lines to a `ParsedStream`, so golden streams are tested
+without starting a process. Everything here is pure too.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from capeval.toolkinds import tool_kind, unwrap_shell
+from capeval.turns import SHELL, RunSummary, TokenUsage, ToolCall, Turn
+
+log = logging.getLogger(__name__)
+
+PREVIEW_CHARS = 400
+RESULT_CHARS = 2000  # tool results are kept for reading, truncated (section 5)
+
+
+@dataclass(frozen=True)
+class ParsedStream:
+    """What one agent run's stream says, normalized.
+
+    `status` is what the stream itself concludes (`done`/`failed`), or None
+    when it ended without saying (the adapter then falls back on the exit
+    code). `summary` always carries the turns seen, even for a failed run.
+    """
+
+    summary: RunSummary
+    status: str | None = None
+    sessionId: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    durationMs: float | None = None  # as the CLI reports it; None: measure wall time
+    error: str | None = None
+    agentVersion: str | None = None
+    textPreview: str = ""
+    skipped: Mapping[str, int] = field(default_factory=dict)  # unknown event type -> count
+
+
+def json_events(lines: Iterable[str], source: str) -> Iterator[dict[str, Any]]:
+    """The JSON objects among `lines`; anything else is logged and skipped.
+
+    CLIs print the odd warning on stdout between events; a stray line must
+    not cost the whole stream.
+    """
+    for number, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            log.warning("%s stream line %d is not JSON, skipped: %.120s", source, number, line)
+            continue
+        if isinstance(event, dict):
+            yield event
+        else:
+            log.warning("%s stream line %d is not a JSON object, skipped", source, number)
+
+
+class Skipped:
+    """Counts unknown event types, logging each type once."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.counts: dict[str, int] = {}
+
+    def add(self, kind: Any) -> None:
+        key = str(kind)
+        if key not in self.counts:
+            log.info("%s stream: unknown event type %r skipped", self.source, key)
+        self.counts[key] = self.counts.get(key, 0) + 1
+
+
+def shell_command(arguments: Any) -> Any:
+    """The command of a shell call's arguments (`command` or `cmd`), or the arguments if a string."""
+    if isinstance(arguments, str):
+        return arguments
+    if isinstance(arguments, Mapping):
+        for key in ("command", "cmd"):
+            if key in arguments:
+                return arguments[key]
+    return None
+
+
+def make_call(call_id: str, name: str, arguments: Any, result: Any = None) -> ToolCall:
+    """A tool call with its canonical kind and, for shell calls, the unwrapped command."""
+    kind = tool_kind(name)
+    command = None
+    if kind == SHELL:
+        raw = shell_command(arguments)
+        if isinstance(raw, list) and all(isinstance(w, str) for w in raw):
+            raw = " ".join(raw)  # argv-style commands (`["bash", "-lc", "..."]`)
+        if isinstance(raw, str):
+            command = unwrap_shell(raw)
+    return ToolCall(
+        id=str(call_id),
+        name=name,
+        arguments=arguments,
+        kind=kind,
+        command=command,
+        result=truncate(result),
+    )
+
+
+def truncate(value: Any, limit: int = RESULT_CHARS) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        value = json.dumps(value, ensure_ascii=False)
+    return value if len(value) <= limit else value[:limit] + "…"
+
+
+def preview(texts: Iterable[str], limit: int = PREVIEW_CHARS) -> str:
+    """The assistant's text joined, cut to `limit` characters (as old result files have it)."""
+    joined = "".join(texts)
+    return joined if len(joined) <= limit else joined[:limit] + "…"
+
+
+@dataclass
+class TurnBuilder:
+    """Accumulates one model response while a parser walks the events.
+
+    A turn's duration runs from the last event before it (the previous
+    turn's tool results, i.e. when its request went out) to its own last
+    event (its tool results), so it covers model latency and tool execution.
+    """
+
+    texts: list[str] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    start: float | None = None  # epoch ms
+    end: float | None = None
+    durationMs: float | None = None  # when the CLI states it, wins over start/end
+    # Opened by an event that marks a model call (Claude's message, opencode's
+    # step_start): kept even without text or calls (e.g. only thinking).
+    opened: bool = False
+
+    @property
+    def empty(self) -> bool:
+        return not self.texts and not self.calls and not self.opened
+
+    def touch(self, ts: float | None) -> None:
+        if ts is None:
+            return
+        if self.start is None:
+            self.start = ts
+        self.end = ts
+
+    def build(self, index: int) -> Turn:
+        duration = self.durationMs
+        if duration is None and self.start is not None and self.end is not None:
+            duration = max(0.0, self.end - self.start)
+        return Turn(
+            turnIndex=index,
+            texts=tuple(self.texts),
+            toolCalls=tuple(self.calls),
+            durationMs=duration,
+        )
+
+
+def timestamp_ms(value: Any) -> float | None:
+    """Epoch milliseconds from an ISO-8601 string or an epoch-ms number; None if neither."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value).timestamp() * 1000.0
+        except ValueError:
+            return None
+    return None
+
+
+def build_summary(
+    builders: Iterable[TurnBuilder],
+    *,
+    status: str,
+    usage: TokenUsage | None,
+    durationMs: float | None = None,
+    error: str | None = None,
+    results: Mapping[str, Any] | None = None,
+) -> RunSummary:
+    """A RunSummary from the turns a parser collected; `results` fills in tool results by call id."""
+    turns = []
+    for builder in builders:
+        if builder.empty:
+            continue
+        if results:
+            builder.calls = [
+                c if c.result is not None or c.id not in results else _with_result(c, results[c.id])
+                for c in builder.calls
+            ]
+        turns.append(builder.build(len(turns)))
+    return RunSummary(
+        status=status,
+        durationMs=durationMs,
+        turnsUsed=len(turns),
+        tokenUsage=usage,
+        toolCallCount=sum(len(t.toolCalls) for t in turns),
+        turns=tuple(turns),
+        error=error,
+    )
+
+
+def _with_result(call: ToolCall, result: Any) -> ToolCall:
+    return ToolCall(call.id, call.name, call.arguments, call.kind, call.command, truncate(result))
+
+
+def as_int(value: Any) -> int:
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value)
+    return 0
+
+
+def as_float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def text_of(content: Any) -> str:
+    """Plain text of a tool result that may be a string or a list of content blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            b.get("text", "")
+            for b in content
+            if isinstance(b, Mapping) and isinstance(b.get("text"), str)
+        )
+    if content is None:
+        return ""
+    return json.dumps(content, ensure_ascii=False)
