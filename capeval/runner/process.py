@@ -68,6 +68,14 @@ class ProcessScope:
             pgids = list(self.groups)
         return sum(_signal_group(pgid, sig) for pgid in pgids)
 
+    def reopen(self) -> None:
+        """Accept children again after a cancel (e.g. the grader after an agent timeout).
+
+        A shutdown is not undone: `run_process` checks it separately.
+        """
+        with _LOCK:
+            self.cancelled = None
+
 
 _LOCK = threading.Lock()
 _SCOPES: set[ProcessScope] = set()

@@ -1,0 +1,242 @@
+"""`capeval run`: the matrix of variants x cases x repeats against the agents.
+
+A thin wrapper over `capeval.runner.run.plan_run`/`execute` (a notebook can
+call those directly). Exit codes: 0 every repeat passed, 1 some repeat failed,
+2 bad input, 130/143 interrupted (every finished row kept; resume with
+--resume). With --baseline, the gate's exit code instead.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from capeval.problems import ProblemsError
+
+
+def _fail(message: str) -> None:
+    click.echo(f"capeval run: {message}", err=True)
+    click.get_current_context().exit(2)
+
+
+@click.command()
+@click.option(
+    "--root",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Workspace root (default: nearest ancestor holding evals/capability/cases).",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Configuration file (default: capeval.toml, else [tool.capeval] in pyproject.toml).",
+)
+@click.option(
+    "--case", "case_ids", multiple=True, help="Run only this case (repeatable; default all)."
+)
+@click.option("--tier", "tiers", multiple=True, help="Run only cases of this tier (repeatable).")
+@click.option("--provider", help="Provider for cells that do not name one.")
+@click.option("--model", help="Model for cells that do not name one.")
+@click.option(
+    "--matrix",
+    "matrix",
+    multiple=True,
+    help='Cells: "[label=]provider:model[@agent],..." (repeatable).',
+)
+@click.option("--agent", help="Default agent name (built-in or [agents.NAME]).")
+@click.option("--repeats", type=click.IntRange(min=1), help="Repeats per cell (default 1).")
+@click.option(
+    "--concurrency", type=click.IntRange(min=1), help="Repeats running at once (default 1)."
+)
+@click.option(
+    "--max-turns",
+    type=click.IntRange(min=1),
+    help="Turn budget for every case (overrides maxTurns).",
+)
+@click.option(
+    "--agent-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Agent timeout in seconds (default 1200).",
+)
+@click.option(
+    "--verify-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Grader timeout in seconds (default 120).",
+)
+@click.option(
+    "--ask-permissions",
+    is_flag=True,
+    default=None,
+    help="Do not skip the agent's permission prompts.",
+)
+@click.option(
+    "--allow-provider-fallback",
+    is_flag=True,
+    default=None,
+    help="Accept an agent that resolved another provider/model.",
+)
+@click.option(
+    "--dry-run", is_flag=True, help="Print the plan (variants x cases x repeats); run nothing."
+)
+@click.option(
+    "--jsonl",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Row stream (default evals/capability/results/<run-id>.jsonl).",
+)
+@click.option(
+    "--resume",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Finish the missing repeats of this row stream.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also write the v3 results JSON here at the end.",
+)
+@click.option(
+    "--baseline",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Gate the run against this baseline; exit with the gate's code.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No per-repeat progress lines.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON object (rows and per-cell summary) for machines.",
+)
+def run(
+    root: Path | None,
+    config_path: Path | None,
+    case_ids: tuple[str, ...],
+    tiers: tuple[str, ...],
+    provider: str | None,
+    model: str | None,
+    matrix: tuple[str, ...],
+    agent: str | None,
+    repeats: int | None,
+    concurrency: int | None,
+    max_turns: int | None,
+    agent_timeout: float | None,
+    verify_timeout: float | None,
+    ask_permissions: bool | None,
+    allow_provider_fallback: bool | None,
+    dry_run: bool,
+    jsonl: Path | None,
+    resume: Path | None,
+    out: Path | None,
+    baseline: Path | None,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """Run cases against agents; one JSON Lines row per repeat, as each ends."""
+    from capeval.results.errors import ResultFileError
+    from capeval.runner.progress import ProgressPrinter, cell_summaries, format_table
+    from capeval.runner.run import RunError, RunOptions, execute, plan_run
+
+    if resume is not None and jsonl is not None and resume != jsonl:
+        _fail("--resume appends to its own stream; drop --jsonl")
+    options = RunOptions(
+        root=root,
+        config=config_path,
+        cases=case_ids,
+        tiers=tiers,
+        provider=provider,
+        model=model,
+        matrix=matrix,
+        agent=agent,
+        repeats=repeats,
+        concurrency=concurrency,
+        max_turns=max_turns,
+        agent_timeout_s=agent_timeout,
+        verify_timeout_s=verify_timeout,
+        ask_permissions=ask_permissions,
+        allow_provider_fallback=allow_provider_fallback,
+        dry_run=dry_run,
+        jsonl=jsonl,
+        resume=resume,
+        out=out,
+        on_row=ProgressPrinter(enabled=not quiet and not as_json and sys.stderr.isatty()),
+    )
+    try:
+        plan = plan_run(options)
+    except ProblemsError as exc:
+        _fail("\n".join(str(p) for p in exc.problems))
+        return
+    except (RunError, ResultFileError) as exc:
+        _fail(str(exc))
+        return
+
+    if dry_run:
+        if as_json:
+            click.echo(json.dumps(plan.to_json(), indent=2))
+            return
+        todo = plan.todo
+        click.echo(
+            f"plan: {len(plan.variants)} variants x {len(plan.cases)} cases x {plan.repeats} "
+            f"repeats = {len(plan.jobs)} repeats ({len(todo)} to run, concurrency {plan.concurrency})"
+        )
+        for v in plan.variants:
+            click.echo(f"  variant {v.id}: provider {v.provider}, model {v.model}, agent {v.agent}")
+        click.echo(f"  cases: {', '.join(c.id for c in plan.cases)}")
+        click.echo(f"  rows -> {plan.jsonl_path}")
+        return
+
+    if not quiet and not as_json:
+        click.echo(
+            f"run {plan.run_id}: {len(plan.todo)} of {len(plan.jobs)} repeats to run; rows -> {plan.jsonl_path}",
+            err=True,
+        )
+    try:
+        outcome = execute(options, plan)
+    except (RunError, ResultFileError) as exc:
+        _fail(str(exc))
+        return
+
+    cells = cell_summaries(outcome.rows)
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "runId": plan.run_id,
+                    "jsonl": str(outcome.jsonl_path),
+                    "exitCode": outcome.exit_code,
+                    "interrupted": outcome.interrupted,
+                    "cells": [c.to_json() for c in cells],
+                    "rows": outcome.rows,
+                },
+                indent=2,
+            )
+        )
+    else:
+        click.echo(format_table(cells))
+        passed = sum(1 for r in outcome.rows if r.get("passed") is True)
+        click.echo(f"{passed}/{len(outcome.rows)} repeats passed; rows in {outcome.jsonl_path}")
+    if outcome.interrupted:
+        click.echo(
+            f"interrupted by {outcome.interrupted}: {len(outcome.rows)} of {len(plan.jobs)} repeats "
+            f"recorded in {outcome.jsonl_path}; finish with: capeval run --resume {outcome.jsonl_path}",
+            err=True,
+        )
+        click.get_current_context().exit(outcome.exit_code)
+    if baseline is not None:
+        try:
+            from capeval.analysis.gatecheck import gate_files
+        except ImportError:
+            _fail(
+                "--baseline: the gate (capeval.analysis.gatecheck) is not available in this build"
+            )
+            return
+        result = gate_files(
+            baseline,
+            [outcome.jsonl_path],
+            root=plan.root,
+            bait_overrides={},
+            allow_provider_fallback=bool(allow_provider_fallback),
+        )
+        click.echo(result.text, err=as_json)
+        click.get_current_context().exit(result.exit_code)
+    click.get_current_context().exit(outcome.exit_code)

@@ -1,0 +1,339 @@
+"""One repeat, end to end (spec section 3): workdir, agent, grader, verdict, row.
+
+Every repeat gets its own temp directory holding the workdir and, beside it,
+the capture directory, so nothing the agent or grader can see leaks into the
+measurement and nothing one repeat does can touch another. Whatever happens
+(timeouts, an adapter that raises, Ctrl-C), the HTTP fixture is stopped, the
+repeat's process groups are killed and the temp directory is removed.
+
+A repeat interrupted by a shutdown produces no row at all: `--resume` then
+runs it again, which is better than a row that records an interruption as a
+failure of the agent.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from capeval.agents.base import Adapter, AgentConfig, AgentRequest, AgentResult
+from capeval.case import Case
+from capeval.redact import redact, secret_values
+from capeval.row import Row, result_key
+from capeval.runner import process
+from capeval.runner.httpfixture import HttpFixture
+from capeval.runner.matrix import Variant
+from capeval.runner.passrule import decide, effective_budget, is_over_budget, provider_mismatch
+from capeval.runner.workdir import WorkdirError, prepare_workdir
+
+VERIFY_KILL_GRACE_S = 5.0
+# Past the agent timeout, the adapter gets this long to stop its own process
+# (SIGTERM, then SIGKILL) before the runner kills the repeat's groups itself.
+WATCHDOG_MARGIN_S = VERIFY_KILL_GRACE_S + 5.0
+PREVIEW_CHARS = 400
+
+
+class RepeatCancelled(Exception):
+    """The run is shutting down; this repeat's result must not be recorded."""
+
+
+@dataclass(frozen=True)
+class RepeatSettings:
+    """What is the same for every repeat of a run."""
+
+    root: Path
+    agent_timeout_s: float = 1200.0
+    verify_timeout_s: float = 120.0
+    max_turns: int | None = None
+    skip_permissions: bool = True
+    allow_provider_fallback: bool = False
+    verify_kill_grace_s: float = VERIFY_KILL_GRACE_S
+    tmp_parent: Path | None = None
+    context: Mapping[str, Any] = field(default_factory=dict)  # run context fields of the row
+
+
+@dataclass(frozen=True)
+class RepeatJob:
+    case: Case
+    variant: Variant
+    repeat: int
+    agent: AgentConfig
+    agent_version: str | None = None
+
+    @property
+    def triple(self) -> tuple[str, str, int]:
+        return (self.variant.id, self.case.id, self.repeat)
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Row:
+    """Run one repeat and return its row (redacted). Raises RepeatCancelled on shutdown."""
+    started_at = now_iso()
+    t0 = time.monotonic()
+    case = job.case
+    base = Path(tempfile.mkdtemp(prefix=f"capeval-{case.id}-", dir=settings.tmp_parent))
+    workdir, capture = base / "work", base / "capture"
+    capture.mkdir()
+    fixture: HttpFixture | None = None
+    secrets: list[str] = []
+    try:
+        with process.process_scope(f"{job.variant.id}::{case.id}#{job.repeat}") as scope:
+            try:
+                prepare_workdir(settings.root, case, dest=workdir)
+            except (WorkdirError, OSError) as exc:
+                return _setup_failed_row(job, settings, started_at, t0, str(exc))
+
+            agent_env: dict[str, str] = {}
+            grader_env = dict(os.environ)
+            if case.httpFixture:
+                fixture = HttpFixture().start()
+                agent_env["EVAL_HTTP_URL"] = fixture.url
+                grader_env["EVAL_HTTP_URL"] = fixture.url
+                grader_env["EVAL_HTTP_TOKEN"] = fixture.token
+            secrets = secret_values(os.environ, job.agent.env, grader_env)
+
+            request = AgentRequest(
+                workdir=workdir,
+                prompt=case.render_prompt(fixture.url if fixture else None),
+                provider=job.variant.provider,
+                model=job.variant.model,
+                case_dir=case.dir,
+                capture_dir=capture,
+                timeout_s=settings.agent_timeout_s,
+                max_turns=effective_budget(case.maxTurns, settings.max_turns),
+                skip_permissions=settings.skip_permissions,
+                env=agent_env,
+                http_url=fixture.url if fixture else None,
+            )
+            result = _run_agent(adapter, request, scope, settings.agent_timeout_s)
+            if process.is_shutting_down():
+                raise RepeatCancelled
+
+            try:
+                graded = process.run_process(
+                    ["bash", str(case.verify_path)],
+                    cwd=workdir,
+                    env=grader_env,
+                    timeout_s=settings.verify_timeout_s,
+                    kill_grace_s=settings.verify_kill_grace_s,
+                )
+            except process.ProcessCancelled as exc:
+                raise RepeatCancelled from exc
+            if process.is_shutting_down():
+                raise RepeatCancelled
+    finally:
+        if fixture is not None:
+            fixture.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+    row = _row(job, settings, result, graded, started_at, t0)
+    return redact(row, secrets)
+
+
+def _run_agent(
+    adapter: Adapter, request: AgentRequest, scope: process.ProcessScope, timeout_s: float
+) -> AgentResult:
+    """The adapter's run, with a watchdog in case it does not honour its timeout."""
+    fired = threading.Event()
+
+    def expire() -> None:
+        fired.set()
+        scope.cancel("agent timeout")
+
+    watchdog = threading.Timer(timeout_s + WATCHDOG_MARGIN_S, expire)
+    watchdog.daemon = True
+    t0 = time.monotonic()
+    watchdog.start()
+    try:
+        result = adapter.run(request)
+    except process.ProcessCancelled as exc:
+        if process.is_shutting_down():
+            raise RepeatCancelled from exc
+        result = AgentResult(exitCode=None, status="timeout", error=str(exc))
+    except Exception as exc:  # an adapter bug must cost one repeat, not the run
+        result = AgentResult(
+            exitCode=None, status="failed", error=f"adapter {type(exc).__name__}: {exc}"
+        )
+    finally:
+        watchdog.cancel()
+    if result.durationMs is None:
+        result.durationMs = (time.monotonic() - t0) * 1000.0
+    if fired.is_set():
+        result.status = "timeout"
+        result.error = result.error or f"agent timed out after {timeout_s:g} s"
+    # Rejoin the scope: a timeout cancel must not stop the grader from running.
+    scope.reopen()
+    return result
+
+
+def _behaviors(result: AgentResult) -> tuple[dict[str, Any] | None, str | None]:
+    if result.summary is None:
+        return None, None
+    try:
+        from capeval.behaviors import derive_behaviors
+
+        return dict(derive_behaviors(result.summary)), None
+    except Exception as exc:  # a metrics bug must show up, not become zeros
+        return None, f"behaviors not derived: {type(exc).__name__}: {exc}"
+
+
+def _row(
+    job: RepeatJob,
+    settings: RepeatSettings,
+    result: AgentResult,
+    graded: process.ProcessResult,
+    started_at: str,
+    t0: float,
+) -> Row:
+    case, variant = job.case, job.variant
+    behaviors, behaviors_error = _behaviors(result)
+    budget = effective_budget(case.maxTurns, settings.max_turns)
+    over = is_over_budget(budget, result.turnsUsed)
+    mismatch = provider_mismatch(variant.provider, variant.model, result.provider, result.model)
+    verdict = decide(
+        agent_exit_code=result.exitCode,
+        verify_exit_code=graded.exit_code,
+        over_budget=over,
+        budget=budget,
+        turns_used=result.turnsUsed,
+        requirements=case.requireBehaviors,
+        behaviors=behaviors,
+        provider_error=None if settings.allow_provider_fallback else mismatch,
+        agent_error=result.error,
+    )
+    errors = list(verdict.reasons)
+    if verdict.passed and mismatch:
+        errors.append(f"accepted with --allow-provider-fallback: {mismatch}")
+    if behaviors_error:
+        errors.append(behaviors_error)
+    if not verdict.passed and graded.exit_code not in (0, None):
+        tail = _tail(graded.stdout + graded.stderr)
+        if tail:
+            errors.append(f"grader output: {tail}")
+    return _assemble(
+        job,
+        settings,
+        started_at=started_at,
+        t0=t0,
+        provider=result.provider or variant.provider,
+        model=result.model or variant.model,
+        passed=verdict.passed,
+        agentExitCode=result.exitCode,
+        verifyExitCode=graded.exit_code,
+        agentDurationMs=_ms(result.durationMs),
+        verifyDurationMs=_ms(graded.duration_ms),
+        status=result.status,
+        sessionId=result.sessionId,
+        turnsUsed=result.turnsUsed,
+        toolCallCount=result.toolCallCount,
+        tokenUsage=result.tokenUsage.to_json() if result.tokenUsage else None,
+        maxTurns=budget,
+        overBudget=over,
+        error="; ".join(errors) or None,
+        behaviors=behaviors,
+        textPreview=(result.textPreview or "")[:PREVIEW_CHARS],
+        agentVersion=result.agentVersion or job.agent_version,
+    )
+
+
+def _setup_failed_row(
+    job: RepeatJob, settings: RepeatSettings, started_at: str, t0: float, error: str
+) -> Row:
+    return _assemble(
+        job,
+        settings,
+        started_at=started_at,
+        t0=t0,
+        provider=job.variant.provider,
+        model=job.variant.model,
+        passed=False,
+        agentExitCode=None,
+        verifyExitCode=None,
+        agentDurationMs=None,
+        verifyDurationMs=None,
+        status="failed",
+        sessionId=None,
+        turnsUsed=None,
+        toolCallCount=None,
+        tokenUsage=None,
+        maxTurns=effective_budget(job.case.maxTurns, settings.max_turns),
+        overBudget=False,
+        error=f"workdir not prepared: {error}",
+        behaviors=None,
+        textPreview="",
+        agentVersion=job.agent_version,
+    )
+
+
+def _assemble(
+    job: RepeatJob,
+    settings: RepeatSettings,
+    *,
+    started_at: str,
+    t0: float,
+    agentVersion: str | None,
+    **fields: Any,
+) -> Row:
+    """Every field of capeval.row, in its order, plus the repeat's start/end times."""
+    case, variant = job.case, job.variant
+    row: Row = {
+        "resultKey": result_key(variant.id, case.id),
+        "id": case.id,
+        "tier": case.tier,
+        "title": case.title,
+        "variantId": variant.id,
+        "provider": fields["provider"],
+        "model": fields["model"],
+        "passed": fields["passed"],
+        "agentExitCode": fields["agentExitCode"],
+        "verifyExitCode": fields["verifyExitCode"],
+        "durationMs": _ms((time.monotonic() - t0) * 1000.0),
+        "agentDurationMs": fields["agentDurationMs"],
+        "verifyDurationMs": fields["verifyDurationMs"],
+        "status": fields["status"],
+        "sessionId": fields["sessionId"],
+        "turnsUsed": fields["turnsUsed"],
+        "toolCallCount": fields["toolCallCount"],
+        "tokenUsage": fields["tokenUsage"],
+        "maxTurns": fields["maxTurns"],
+        "overBudget": fields["overBudget"],
+        "skipPermissions": settings.skip_permissions,
+        "error": fields["error"],
+        "repeat": job.repeat,
+        "behaviors": fields["behaviors"],
+        "textPreview": fields["textPreview"],
+        "runId": settings.context.get("runId"),
+        "runStartedAt": settings.context.get("runStartedAt"),
+        "requestedProvider": variant.provider,
+        "requestedModel": variant.model,
+        "agent": job.agent.name,
+        "agentType": job.agent.type,
+        "agentVersion": agentVersion,
+        "capevalVersion": settings.context.get("capevalVersion"),
+        "gitCommit": settings.context.get("gitCommit"),
+        "gitDirty": settings.context.get("gitDirty"),
+        "bait": case.bait.to_json() if case.bait else None,
+        "startedAt": started_at,
+        "finishedAt": now_iso(),
+    }
+    return row
+
+
+def _ms(value: float | None) -> int | None:
+    return None if value is None else round(value)
+
+
+def _tail(data: bytes, limit: int = 300) -> str:
+    text = data.decode("utf-8", errors="replace").strip()
+    return text if len(text) <= limit else "..." + text[-limit:]

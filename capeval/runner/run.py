@@ -1,0 +1,430 @@
+"""A whole run: variants x cases x repeats, rows streamed to JSON Lines as they end.
+
+`plan_run` resolves options, configuration and the workspace into the exact
+list of repeats (pure apart from reading the workspace); `execute` runs them
+on a thread pool. Repeats are independent, so they run concurrently, but
+rows go through one writer, each made durable before the next is accepted:
+a crash loses at most the repeats in flight, and `--resume` runs exactly the
+(variant, case, repeat) triples the stream does not hold yet.
+
+The stream's run shape (matrix, cases, repeats, ...) is kept beside it in
+`<stream>.plan.json`, so `capeval run --resume PATH` needs no other flags.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from capeval import __version__
+from capeval.agents.base import Adapter, AgentConfig
+from capeval.case import Case
+from capeval.row import Row, triple
+from capeval.runner import process
+from capeval.runner.httpfixture import HttpFixture
+from capeval.runner.matrix import Variant, parse_matrix
+from capeval.runner.repeat import RepeatCancelled, RepeatJob, RepeatSettings, now_iso, run_repeat
+
+DEFAULT_AGENT = "scripted"
+DEFAULT_SCRIPTED_MODEL = "oracle"
+PLAN_SUFFIX = ".plan.json"
+# Flags that define which repeats a stream holds; stored for --resume.
+SHAPE_FIELDS: tuple[str, ...] = (
+    "cases",
+    "tiers",
+    "provider",
+    "model",
+    "matrix",
+    "agent",
+    "repeats",
+    "max_turns",
+    "agent_timeout_s",
+    "verify_timeout_s",
+    "ask_permissions",
+    "allow_provider_fallback",
+)
+
+
+class RunError(ValueError):
+    """Bad options or a workspace that cannot run; the message says what to fix."""
+
+
+@dataclass
+class RunOptions:
+    """`capeval run`'s flags. None means "not given": config, then defaults apply."""
+
+    root: Path | None = None
+    config: Path | None = None
+    cases: tuple[str, ...] = ()
+    tiers: tuple[str, ...] = ()
+    provider: str | None = None
+    model: str | None = None
+    matrix: tuple[str, ...] = ()
+    agent: str | None = None
+    repeats: int | None = None
+    concurrency: int | None = None
+    max_turns: int | None = None
+    agent_timeout_s: float | None = None
+    verify_timeout_s: float | None = None
+    ask_permissions: bool | None = None
+    allow_provider_fallback: bool | None = None
+    dry_run: bool = False
+    jsonl: Path | None = None
+    resume: Path | None = None
+    out: Path | None = None
+    tmp_dir: Path | None = None
+    on_row: Callable[[Row, int, int], None] | None = None  # (row, done, total)
+    handle_signals: bool = True
+
+
+@dataclass
+class RunPlan:
+    root: Path
+    run_id: str
+    started_at: str
+    jsonl_path: Path
+    variants: list[Variant]
+    cases: list[Case]
+    agents: dict[str, AgentConfig]  # by name, those the variants use
+    repeats: int
+    concurrency: int
+    settings: RepeatSettings
+    jobs: list[RepeatJob]  # every repeat of the run, in order
+    done: list[Row] = field(default_factory=list)  # rows already in the stream (resume)
+    shape: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def todo(self) -> list[RepeatJob]:
+        finished = {triple(r) for r in self.done}
+        return [j for j in self.jobs if j.triple not in finished]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "runId": self.run_id,
+            "jsonl": str(self.jsonl_path),
+            "variants": [{**v.to_json(), "agent": v.agent} for v in self.variants],
+            "cases": [c.id for c in self.cases],
+            "repeats": self.repeats,
+            "concurrency": self.concurrency,
+            "total": len(self.jobs),
+            "done": len(self.jobs) - len(self.todo),
+            "todo": [
+                {"variantId": v, "id": c, "repeat": r} for v, c, r in (j.triple for j in self.todo)
+            ],
+        }
+
+
+@dataclass
+class RunOutcome:
+    plan: RunPlan
+    rows: list[Row]  # every row of the stream for this plan: earlier (resume) and new
+    jsonl_path: Path
+    exit_code: int
+    interrupted: str | None = None  # the signal name when stopped early
+
+    @property
+    def new_rows(self) -> int:
+        return len(self.rows) - len(self.plan.done)
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """Sortable by start time, unique enough for concurrent runs: 20261130T164500Z-1a2b3c."""
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+def plan_path(jsonl: Path) -> Path:
+    return jsonl.with_name(jsonl.name + PLAN_SUFFIX)
+
+
+def plan_run(options: RunOptions) -> RunPlan:
+    """Resolve everything a run needs; raises RunError/ProblemsError before anything runs."""
+    from capeval.config import load_config
+    from capeval.gitinfo import git_info
+    from capeval.workspace import find_root, load_cases
+
+    root = find_root(explicit=options.root)
+    config = load_config(root, options.config)
+
+    done: list[Row] = []
+    run_id, started_at = new_run_id(), now_iso()
+    if options.resume is not None:
+        options, done, run_id, started_at = _resume(options)
+    jsonl = options.resume or options.jsonl or config.results_dir / f"{run_id}.jsonl"
+
+    cases = load_cases(root, config, list(options.cases) or None)
+    if options.tiers:
+        unknown = [t for t in options.tiers if t not in config.tiers]
+        if unknown:
+            raise RunError(
+                f"--tier {unknown[0]}: unknown tier; expected one of: {', '.join(config.tiers)}"
+            )
+        cases = [c for c in cases if c.tier in options.tiers]
+    if not cases:
+        raise RunError(
+            "no cases selected: check --case/--tier, or add cases under evals/capability/cases"
+        )
+
+    default_agent = options.agent or config.agent or DEFAULT_AGENT
+    agents = dict(config.agents)
+    variants = [
+        replace(v, agent=v.agent or default_agent)
+        for v in _variants(options, config, default_agent, agents)
+    ]
+    used: dict[str, AgentConfig] = {}
+    for v in variants:
+        name = v.agent or default_agent
+        if name not in agents:
+            raise RunError(
+                f"variant {v.id}: unknown agent {name!r}; expected one of: "
+                f"{', '.join(sorted(agents))}, or add an [agents.{name}] table to capeval.toml"
+            )
+        used[name] = agents[name]
+
+    repeats = options.repeats if options.repeats is not None else config.repeats
+    concurrency = options.concurrency if options.concurrency is not None else config.concurrency
+    if repeats < 1 or concurrency < 1:
+        raise RunError("--repeats and --concurrency must be at least 1")
+    git = git_info(root)
+    settings = RepeatSettings(
+        root=root,
+        agent_timeout_s=_pick(options.agent_timeout_s, config.agent_timeout_s),
+        verify_timeout_s=_pick(options.verify_timeout_s, config.verify_timeout_s),
+        max_turns=_pick(options.max_turns, config.max_turns),
+        skip_permissions=not bool(options.ask_permissions),
+        allow_provider_fallback=bool(options.allow_provider_fallback),
+        tmp_parent=options.tmp_dir,
+        context={
+            "runId": run_id,
+            "runStartedAt": started_at,
+            "capevalVersion": __version__,
+            "gitCommit": git.commit,
+            "gitDirty": git.dirty,
+        },
+    )
+    jobs = [
+        RepeatJob(case=c, variant=v, repeat=r, agent=used[v.agent or default_agent])
+        for v in variants
+        for c in cases
+        for r in range(repeats)
+    ]
+    wanted = {j.triple for j in jobs}
+    shape = {name: _jsonable(getattr(options, name)) for name in SHAPE_FIELDS}
+    shape["repeats"] = repeats
+    shape["runId"], shape["runStartedAt"] = run_id, started_at
+    plan = RunPlan(
+        root=root,
+        run_id=run_id,
+        started_at=started_at,
+        jsonl_path=Path(jsonl),
+        variants=variants,
+        cases=cases,
+        agents=used,
+        repeats=repeats,
+        concurrency=concurrency,
+        settings=settings,
+        jobs=jobs,
+        done=[r for r in done if triple(r) in wanted],
+        shape=shape,
+    )
+    return plan
+
+
+def _pick(given: Any, configured: Any) -> Any:
+    return given if given is not None else configured
+
+
+def _jsonable(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _variants(
+    options: RunOptions, config: Any, default_agent: str, agents: dict[str, AgentConfig]
+) -> list[Variant]:
+    provider = options.provider or config.provider
+    model = options.model or config.model
+    cells: Sequence[str] = options.matrix or config.matrix
+    if not cells and not (provider and model):
+        agent = agents.get(default_agent)
+        if agent is not None and agent.type == "scripted":
+            # The embedded default: play the oracle trajectory of every case.
+            provider = provider or "scripted"
+            model = model or agent.trajectory or DEFAULT_SCRIPTED_MODEL
+        else:
+            raise RunError(
+                f"agent {default_agent!r} needs a model: pass --matrix provider:model, or "
+                "--provider and --model, or set matrix in capeval.toml"
+            )
+    try:
+        return parse_matrix(cells, provider=provider, model=model, default_agent=None)
+    except ValueError as exc:
+        raise RunError(str(exc)) from None
+
+
+def _resume(options: RunOptions) -> tuple[RunOptions, list[Row], str, str]:
+    """Options filled from the stream's stored plan, its rows, and its run id."""
+    from capeval.results.jsonl import read_jsonl
+
+    path = Path(options.resume)  # type: ignore[arg-type]
+    if not path.is_file():
+        raise RunError(
+            f"--resume {path}: no such file; pass the .jsonl stream of the run to finish"
+        )
+    rows, _warnings = read_jsonl(path)
+    stored: dict[str, Any] = {}
+    meta = plan_path(path)
+    if meta.is_file():
+        try:
+            stored = json.loads(meta.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise RunError(
+                f"{meta}: not valid JSON ({exc}); delete it and pass the run's flags again"
+            ) from None
+    updates: dict[str, Any] = {}
+    for name in SHAPE_FIELDS:
+        given = getattr(options, name)
+        if name in stored and (given is None or given == ()):
+            value = stored[name]
+            updates[name] = tuple(value) if isinstance(value, list) else value
+    options = replace(options, **updates)
+    run_id = stored.get("runId") or next((r["runId"] for r in rows if r.get("runId")), None)
+    started = stored.get("runStartedAt") or next(
+        (r["runStartedAt"] for r in rows if r.get("runStartedAt")), None
+    )
+    return options, rows, run_id or new_run_id(), started or now_iso()
+
+
+def write_plan(plan: RunPlan) -> None:
+    path = plan_path(plan.jsonl_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(plan.shape, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+@contextmanager
+def _stop_on_signals(stop: threading.Event, got: list[str], enabled: bool) -> Iterator[None]:
+    """SIGINT/SIGTERM: stop every process group and HTTP server, keep finished rows."""
+    if not enabled or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: Any) -> None:
+        got.append(signal.Signals(signum).name)
+        stop.set()
+        process.shutdown(f"run interrupted by {signal.Signals(signum).name}")
+        HttpFixture.stop_all()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _adapters(plan: RunPlan) -> tuple[dict[str, Adapter], dict[str, str | None]]:
+    from capeval.agents.registry import make_adapter
+
+    adapters: dict[str, Adapter] = {}
+    versions: dict[str, str | None] = {}
+    for name, config in plan.agents.items():
+        try:
+            adapters[name] = make_adapter(config)
+        except ValueError as exc:
+            raise RunError(f"agent {name}: {exc}") from None
+        try:
+            versions[name] = adapters[name].version()
+        except Exception:  # a version probe must not stop the run
+            versions[name] = None
+    return adapters, versions
+
+
+def execute(options: RunOptions, plan: RunPlan | None = None) -> RunOutcome:
+    """Run every missing repeat of the plan; rows are durable as each repeat ends."""
+    from capeval.results.jsonl import JsonlWriter
+
+    plan = plan or plan_run(options)
+    rows: list[Row] = list(plan.done)
+    todo = plan.todo
+    if options.dry_run:
+        return RunOutcome(plan, rows, plan.jsonl_path, 0)
+    adapters, versions = _adapters(plan)
+    todo = [replace(j, agent_version=versions.get(j.agent.name)) for j in todo]
+    write_plan(plan)
+
+    process.reset_shutdown()
+    stop = threading.Event()
+    got: list[str] = []
+    lock = threading.Lock()
+    total = len(plan.jobs)
+
+    with JsonlWriter(plan.jsonl_path) as writer:
+
+        def one(job: RepeatJob) -> Row | None:
+            if stop.is_set():
+                return None
+            try:
+                row = run_repeat(job, adapters[job.agent.name], plan.settings)
+            except RepeatCancelled:
+                return None
+            with lock:  # the single writer: durable row, then progress
+                writer.write(row)
+                rows.append(row)
+                if options.on_row is not None:
+                    options.on_row(row, len(rows), total)
+            return row
+
+        with _stop_on_signals(stop, got, options.handle_signals):
+            pool = ThreadPoolExecutor(max_workers=plan.concurrency, thread_name_prefix="repeat")
+            try:
+                pending: set[Future[Row | None]] = {pool.submit(one, j) for j in todo}
+                while pending and not stop.is_set():
+                    finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        fut.result()  # a runner bug surfaces here, not silently
+            except BaseException:
+                stop.set()
+                process.shutdown("run aborted")
+                HttpFixture.stop_all()
+                raise
+            finally:
+                if stop.is_set():
+                    process.shutdown("run interrupted")
+                    HttpFixture.stop_all()
+                pool.shutdown(wait=True, cancel_futures=True)
+    process.reset_shutdown()
+
+    if got:
+        return RunOutcome(plan, rows, plan.jsonl_path, 130 if got[0] == "SIGINT" else 143, got[0])
+    if options.out is not None:
+        from capeval.results.v3 import write_v3
+
+        write_v3(
+            options.out,
+            _ordered(rows, plan),
+            started_at=plan.started_at,
+            finished_at=now_iso(),
+            provider=plan.variants[0].provider if len(plan.variants) == 1 else None,
+            model=plan.variants[0].model if len(plan.variants) == 1 else None,
+            repeats=plan.repeats,
+            variants=[v.to_json() for v in plan.variants],
+        )
+    exit_code = 0 if all(r.get("passed") is True for r in rows) else 1
+    return RunOutcome(plan, _ordered(rows, plan), plan.jsonl_path, exit_code)
+
+
+def _ordered(rows: list[Row], plan: RunPlan) -> list[Row]:
+    """Rows in plan order (variant, case, repeat), whatever order they finished in."""
+    index = {j.triple: i for i, j in enumerate(plan.jobs)}
+    return sorted(rows, key=lambda r: index.get(triple(r), len(index)))
