@@ -195,11 +195,11 @@ def _schema(tiers: Sequence[str]) -> dict[str, Any]:
                 "pattern": ID_PATTERN,
                 "description": "a string equal to the directory name (lower-case letters, digits, '-')",
             },
-            "tier": {
-                "type": "string",
-                "enum": list(tiers),
-                "description": f"one of {', '.join(tiers)}",
-            },
+            "tier": (
+                {"type": "string", "enum": list(tiers), "description": f"one of {', '.join(tiers)}"}
+                if tiers
+                else {"type": "string", "description": "a tier name"}
+            ),
             "title": {"type": "string", "minLength": 1, "description": "a non-empty string"},
             "fixture": {
                 "type": "string",
@@ -442,11 +442,13 @@ def validate_case_dict(
 
     `file` is how messages name the case file (relative to the workspace
     root); `dirname` is the case directory's name, which `id` must equal.
-    Facts left as None are not checked (the caller could not gather them).
+    Facts left as None are not checked (the caller could not gather them);
+    empty `tiers` skips the tier check (the configuration that defines the
+    tiers is itself broken, and its problems are reported instead).
     """
     tiers = tuple(tiers)
     errors = sorted(_validator(tiers).iter_errors(obj), key=lambda e: _error_order(e))
-    problems = schema_problems(errors, file=file, fix_hints=_tier_hint(tiers))
+    problems = schema_problems(errors, file=file, fix_hints=_TIER_HINT)
     if not isinstance(obj, Mapping):
         if problems:
             problems = [
@@ -465,8 +467,7 @@ def _error_order(err: ValidationError) -> tuple[str, ...]:
     return tuple(str(p) for p in err.absolute_path)
 
 
-def _tier_hint(tiers: tuple[str, ...]) -> dict[str, str]:
-    return {"tier": " (more tiers can be configured with `tiers` in capeval.toml)"}
+_TIER_HINT = {"tier": " (more tiers can be configured with `tiers` in capeval.toml)"}
 
 
 def _semantic_problems(

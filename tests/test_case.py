@@ -411,3 +411,8 @@ def test_case_is_frozen() -> None:
     assert isinstance(case, Case)
     with pytest.raises(AttributeError):
         case.id = "x"  # type: ignore[misc]
+
+
+def test_empty_tiers_skip_the_tier_rule_but_not_its_type() -> None:
+    assert check(minimal(tier="anything"), tiers=()) == []
+    assert fields(check(minimal(tier=3), tiers=())) == ["tier"]

@@ -213,3 +213,17 @@ def test_validate_imports_no_heavy_library(broken: Path) -> None:
     for args in ((), ("--json",)):
         proc = run_capeval(broken, *args)
         assert "HEAVY []" in proc.stderr, proc.stderr
+
+
+def test_broken_configuration_and_broken_cases_are_reported_together(broken: Path) -> None:
+    (broken / "capeval.toml").write_text('tiers = ["simple", "hard"]\nrepeat = 3\n')
+    result = invoke("--root", str(broken))
+    assert result.exit_code == 2
+    fields = [line.split(": ")[:2] for line in result.stdout.splitlines()]
+    assert fields == [
+        ["capeval.toml", "repeat"],
+        ["evals/capability/cases/delta/case.json", "prompt"],
+        ["evals/capability/cases/delta/case.json", "maxTurns"],
+        # no tier problem for gamma's "hard": the tiers come from the broken file
+        ["evals/capability/cases/gamma/case.json", "bait.metric"],
+    ]
