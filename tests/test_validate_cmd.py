@@ -227,3 +227,10 @@ def test_broken_configuration_and_broken_cases_are_reported_together(broken: Pat
         # no tier problem for gamma's "hard": the tiers come from the broken file
         ["evals/capability/cases/gamma/case.json", "bait.metric"],
     ]
+
+
+def test_the_repository_workspace_is_valid(repo_root: Path) -> None:
+    result = invoke("--root", str(repo_root), "--json")
+    out = json.loads(result.stdout)
+    assert out["problems"] == [] and result.exit_code == 0
+    assert out["cases"] == sorted(p.name for p in (repo_root / CASES).iterdir() if p.is_dir())
