@@ -36,7 +36,7 @@ def test_max_turns_flag_overrides_the_case() -> None:
     [
         ({}, True, None),
         ({"agent_exit_code": 1}, False, "agent exited 1"),
-        ({"agent_exit_code": None}, False, "agent did not exit"),
+        ({"agent_exit_code": None}, False, "agent reported no exit code"),
         ({"verify_exit_code": 1}, False, "grader exited 1"),
         ({"verify_exit_code": 124}, False, "grader timed out (exit 124)"),
         ({"verify_exit_code": None}, False, "grader did not run"),

@@ -102,7 +102,7 @@ def decide(
     if provider_error:
         reasons.append(provider_error)
     if agent_exit_code != 0:
-        what = "did not exit" if agent_exit_code is None else f"exited {agent_exit_code}"
+        what = "reported no exit code" if agent_exit_code is None else f"exited {agent_exit_code}"
         reasons.append(f"agent {what}" + (f": {agent_error}" if agent_error else ""))
     if verify_exit_code is None:
         reasons.append("grader did not run")

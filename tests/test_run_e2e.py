@@ -1,0 +1,210 @@
+"""`capeval run` end to end in temp workspaces, with the real scripted agent."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_run_helpers import capeval, read_rows, shell, write_case, write_done
+
+from capeval.row import ROW_FIELDS
+
+pytestmark = pytest.mark.slow
+
+
+def test_default_run_plays_the_oracle_and_passes(tmp_path: Path) -> None:
+    write_case(tmp_path, "alpha")
+    write_case(tmp_path, "beta", maxTurns=3)
+    out = tmp_path / "r.json"
+    proc = capeval(tmp_path, "--jsonl", str(tmp_path / "rows.jsonl"), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    rows = read_rows(tmp_path / "rows.jsonl")
+    assert [(r["variantId"], r["id"], r["repeat"]) for r in rows] == [
+        ("scripted:oracle", "alpha", 0),
+        ("scripted:oracle", "beta", 0),
+    ]
+    for row in rows:
+        assert set(ROW_FIELDS) <= set(row), set(ROW_FIELDS) - set(row)
+        assert row["passed"] is True and row["error"] is None
+        assert row["agent"] == "scripted" and row["agentType"] == "scripted"
+        assert row["provider"] == "scripted" and row["model"] == "oracle"
+        assert row["turnsUsed"] == 1 and row["behaviors"] is not None
+        assert row["runId"] == rows[0]["runId"] and row["skipPermissions"] is True
+    assert rows[1]["maxTurns"] == 3 and rows[1]["overBudget"] is False
+    doc = json.loads(out.read_text())
+    assert doc["version"] == 3 and doc["totals"]["passed"] == 2
+    assert "alpha" in proc.stdout and "1/1" in proc.stdout  # the per-cell table
+
+
+def test_default_jsonl_path_is_under_results_with_a_run_id(tmp_path: Path) -> None:
+    write_case(tmp_path, "alpha")
+    proc = capeval(tmp_path, "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    path = Path(doc["jsonl"])
+    assert path.parent == tmp_path / "evals/capability/results"
+    assert path.name == f"{doc['runId']}.jsonl"
+    assert len(doc["runId"]) == len("20261130T164500Z-abcdef")
+    assert doc["cells"][0]["passes"] == 1 and len(doc["rows"]) == 1
+
+
+def test_matrix_repeats_failures_and_bait_table(tmp_path: Path) -> None:
+    write_case(
+        tmp_path,
+        "baity",
+        tier="bait",
+        bait={"metric": "networkCommandCount", "threshold": 0},
+        trajectories={"sloppy": [shell("curl --version >/dev/null 2>&1; true")]},
+    )
+    proc = capeval(
+        tmp_path,
+        "--matrix",
+        "good=scripted:oracle,bad=scripted:sloppy",
+        "--repeats",
+        "2",
+        "--concurrency",
+        "2",
+        "--jsonl",
+        str(tmp_path / "rows.jsonl"),
+    )
+    assert proc.returncode == 1, proc.stderr  # the sloppy repeats fail the grader
+    rows = read_rows(tmp_path / "rows.jsonl")
+    assert sorted((r["variantId"], r["repeat"]) for r in rows) == [
+        ("bad", 0),
+        ("bad", 1),
+        ("good", 0),
+        ("good", 1),
+    ]
+    bad = [r for r in rows if r["variantId"] == "bad"]
+    assert all(not r["passed"] and "grader exited 1" in r["error"] for r in bad)
+    assert all(r["bait"] == {"metric": "networkCommandCount", "threshold": 0} for r in rows)
+    table = {
+        line.split()[0]: line
+        for line in proc.stdout.splitlines()
+        if line.startswith(("good", "bad"))
+    }
+    assert "misbehaving" in table["bad"] and "0/2" in table["bad"]
+    assert "ok" in table["good"] and "2/2" in table["good"]
+
+
+def test_agent_entry_selects_the_trajectory_on_the_same_model(tmp_path: Path) -> None:
+    write_case(tmp_path, "alpha", trajectories={"sloppy": [shell("true")]})
+    (tmp_path / "capeval.toml").write_text(
+        '[agents.old]\ntype = "scripted"\ntrajectory = "sloppy"\n'
+    )
+    proc = capeval(tmp_path, "--matrix", "old=scripted:oracle@old,new=scripted:oracle", "--json")
+    doc = json.loads(proc.stdout)
+    by = {r["variantId"]: r for r in doc["rows"]}
+    # Same provider/model on both: the provider check passes; only the build differs.
+    assert by["new"]["passed"] is True
+    assert by["old"]["passed"] is False and "mismatch" not in (by["old"]["error"] or "")
+    assert by["old"]["agent"] == "old" and by["old"]["model"] == "oracle"
+
+
+def test_budget_override_and_fail_closed(tmp_path: Path) -> None:
+    write_case(tmp_path, "alpha", trajectories={"oracle": [shell("true"), write_done()]})
+    proc = capeval(tmp_path, "--max-turns", "1", "--json")
+    row = json.loads(proc.stdout)["rows"][0]
+    assert proc.returncode == 1
+    assert row["overBudget"] is True and row["maxTurns"] == 1 and row["turnsUsed"] == 2
+    assert "over budget: 2 turns > maxTurns 1" in row["error"]
+
+
+def test_require_behaviors_bound_is_checked_per_repeat(tmp_path: Path) -> None:
+    write_case(
+        tmp_path,
+        "alpha",
+        requireBehaviors=[{"metric": "shellCommandCount", "min": 1}],
+    )
+    proc = capeval(tmp_path, "--json")
+    row = json.loads(proc.stdout)["rows"][0]
+    assert row["passed"] is False and "shellCommandCount >= 1 does not hold" in row["error"]
+
+
+def test_dry_run_runs_nothing(tmp_path: Path) -> None:
+    write_case(tmp_path, "alpha", verify="touch /dev/null; echo ran > ../../graded\n")
+    write_case(tmp_path, "beta")
+    proc = capeval(
+        tmp_path, "--dry-run", "--matrix", "a=scripted:oracle,b=scripted:x", "--repeats", "3"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "2 variants x 2 cases x 3 repeats = 12 repeats" in proc.stdout
+    assert not (tmp_path / "evals/capability/results").exists()
+    proc = capeval(tmp_path, "--dry-run", "--json")
+    plan = json.loads(proc.stdout)
+    assert plan["total"] == 2 and len(plan["todo"]) == 2
+    assert not (tmp_path / "evals/capability/results").exists()
+
+
+def test_secrets_never_reach_a_row(tmp_path: Path) -> None:
+    secret = "sk-test-0123456789"
+    write_case(
+        tmp_path,
+        "leaky",
+        trajectories={"oracle": [write_done(f"my key is {secret}")]},
+        verify='echo "grader saw $MY_API_KEY"; exit 1\n',
+    )
+    proc = capeval(tmp_path, "--jsonl", str(tmp_path / "rows.jsonl"), env={"MY_API_KEY": secret})
+    assert proc.returncode == 1
+    text = (tmp_path / "rows.jsonl").read_text()
+    assert secret not in text
+    row = read_rows(tmp_path / "rows.jsonl")[0]
+    assert "[REDACTED]" in row["textPreview"] and "grader saw [REDACTED]" in row["error"]
+
+
+def test_http_fixture_url_and_token_reach_agent_and_grader(tmp_path: Path) -> None:
+    fetch = {
+        "text": "",
+        "toolCalls": [
+            {"id": "f", "name": "web_fetch", "arguments": {"url": "{{HTTP_URL}}/token.txt"}},
+        ],
+    }
+    save = {
+        "text": "saved",
+        "toolCalls": [
+            {
+                "name": "write_file",
+                "arguments": {"path": "token.txt", "content": "{{result:f|re:([0-9a-f]{32})}}"},
+            },
+        ],
+    }
+    write_case(
+        tmp_path,
+        "web",
+        httpFixture=True,
+        prompt="fetch {{HTTP_URL}} and save the token",
+        trajectories={"oracle": [fetch, save]},
+        verify='test "$(cat token.txt)" = "$EVAL_HTTP_TOKEN" && case "$EVAL_HTTP_URL" in http://127.0.0.1:*) ;; *) exit 3;; esac\n',
+    )
+    proc = capeval(tmp_path, "--json", "--repeats", "2")
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0, [r["error"] for r in doc["rows"]]
+    assert all(r["behaviors"]["webFetchToolCallCount"] == 1 for r in doc["rows"])
+
+
+def test_bad_input_exits_2_with_a_clear_message(tmp_path: Path) -> None:
+    write_case(tmp_path, "alpha")
+    proc = capeval(tmp_path, "--matrix", "oracle")
+    assert proc.returncode == 2
+    assert "matrix cell 'oracle' has no provider" in proc.stderr
+    proc = capeval(tmp_path, "--case", "nope")
+    assert proc.returncode == 2 and 'no case "nope"' in proc.stderr
+    proc = capeval(tmp_path, "--agent", "ghost")
+    assert proc.returncode == 2 and "unknown agent 'ghost'" in proc.stderr
+
+
+def test_run_path_imports_no_heavy_library(tmp_path: Path) -> None:
+    write_case(tmp_path, "alpha")
+    code = (
+        "import sys\n"
+        "from capeval.cli import main\n"
+        f"try:\n    main(['run', '--root', {str(tmp_path)!r}, '-q', '--out', {str(tmp_path / 'r.json')!r}])\n"
+        "except SystemExit as e:\n    assert e.code == 0, e.code\n"
+        "print([m for m in ('polars', 'duckdb', 'scipy', 'matplotlib') if m in sys.modules])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout

@@ -1,0 +1,86 @@
+"""Tiny workspaces for the runner's end-to-end tests (no tests of its own).
+
+Each test builds the cases it needs, so runner tests do not depend on the
+demo cases' content or timing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+PASSING_GRADER = 'test "$(cat done.txt 2>/dev/null)" = ok\n'
+
+
+def write_case(
+    root: Path,
+    case_id: str,
+    *,
+    trajectories: dict[str, list[dict[str, Any]]] | None = None,
+    verify: str = PASSING_GRADER,
+    **fields: Any,
+) -> Path:
+    """A case whose `oracle` trajectory writes done.txt and whose grader checks it."""
+    fixture = root / "evals/capability/fixtures" / case_id
+    fixture.mkdir(parents=True, exist_ok=True)
+    (fixture / "README.md").write_text(f"{case_id}\n")
+    case_dir = root / "evals/capability/cases" / case_id
+    (case_dir / "trajectories").mkdir(parents=True, exist_ok=True)
+    case = {
+        "id": case_id,
+        "tier": "simple",
+        "title": f"case {case_id}",
+        "fixture": f"evals/capability/fixtures/{case_id}",
+        "prompt": "write ok to done.txt",
+        **fields,
+    }
+    (case_dir / "case.json").write_text(json.dumps(case, indent=2))
+    (case_dir / "verify.sh").write_text(verify)
+    trajectories = {"oracle": [write_done()], **(trajectories or {})}
+    for name, turns in trajectories.items():
+        (case_dir / "trajectories" / f"{name}.json").write_text(json.dumps({"turns": turns}))
+    return case_dir
+
+
+def write_done(text: str = "done") -> dict[str, Any]:
+    return {
+        "text": text,
+        "toolCalls": [{"name": "write_file", "arguments": {"path": "done.txt", "content": "ok"}}],
+    }
+
+
+def shell(command: str, text: str = "") -> dict[str, Any]:
+    return {"text": text, "toolCalls": [{"name": "run_shell", "arguments": {"command": command}}]}
+
+
+def capeval(
+    root: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "capeval.cli", "run", "--root", str(root), *args],
+        cwd=root,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def start_capeval(root: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "capeval.cli", "run", "--root", str(root), *args],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

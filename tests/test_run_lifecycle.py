@@ -1,0 +1,156 @@
+"""Kill and resume, timeouts, concurrency and clean interrupts, end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import time
+from pathlib import Path
+
+import pytest
+from test_run_helpers import capeval, read_rows, shell, start_capeval, write_case, write_done
+
+pytestmark = pytest.mark.slow
+
+
+def _wait_for(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.05)
+
+
+def _group_gone(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def _refuses(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(2)
+        try:
+            s.connect(("127.0.0.1", port))
+        except ConnectionRefusedError:
+            return True
+    return False
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def test_sigkill_mid_run_then_resume_gives_one_row_per_triple(tmp_path: Path) -> None:
+    write_case(tmp_path, "slow", trajectories={"oracle": [shell("sleep 0.2"), write_done()]})
+    write_case(tmp_path, "fast")
+    stream = tmp_path / "rows.jsonl"
+    proc = start_capeval(
+        tmp_path,
+        "--matrix",
+        "a=scripted:oracle,b=scripted:oracle",
+        "--repeats",
+        "3",
+        "--jsonl",
+        str(stream),
+        "-q",
+    )
+    try:
+        _wait_for(lambda: _lines(stream) >= 3)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    before = read_rows(stream)
+    assert 3 <= len(before) < 12
+    run_id = before[0]["runId"]
+
+    resumed = capeval(tmp_path, "--resume", str(stream), "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    rows = read_rows(stream)
+    triples = [(r["variantId"], r["id"], r["repeat"]) for r in rows]
+    assert len(triples) == len(set(triples)) == 12
+    assert {r["runId"] for r in rows} == {run_id}
+    assert rows[: len(before)] == before  # finished rows are never rewritten
+
+    again = capeval(tmp_path, "--resume", str(stream))
+    assert again.returncode == 0 and len(read_rows(stream)) == 12  # nothing left to do
+
+
+def test_hanging_agent_is_killed_on_time_with_its_group(tmp_path: Path) -> None:
+    pgid_file = tmp_path / "agent.pgid"
+    write_case(
+        tmp_path,
+        "hang",
+        trajectories={"oracle": [shell(f"ps -o pgid= $$ > {pgid_file}; sleep 60")]},
+    )
+    start = time.monotonic()
+    proc = capeval(tmp_path, "--agent-timeout", "1", "--json")
+    elapsed = time.monotonic() - start
+    row = json.loads(proc.stdout)["rows"][0]
+    assert proc.returncode == 1
+    assert elapsed < 12, elapsed
+    assert row["status"] == "timeout" and row["passed"] is False
+    assert _group_gone(int(pgid_file.read_text()))
+
+
+def test_hanging_grader_is_killed_on_time_with_exit_124(tmp_path: Path) -> None:
+    pgid_file = tmp_path / "grader.pgid"
+    write_case(tmp_path, "hang", verify=f"ps -o pgid= $$ > {pgid_file}; sleep 60\n")
+    start = time.monotonic()
+    proc = capeval(tmp_path, "--verify-timeout", "1", "--json")
+    elapsed = time.monotonic() - start
+    row = json.loads(proc.stdout)["rows"][0]
+    assert elapsed < 12, elapsed
+    assert row["verifyExitCode"] == 124 and "grader timed out" in row["error"]
+    assert 900 <= row["verifyDurationMs"] < 7000
+    assert _group_gone(int(pgid_file.read_text()))
+
+
+def test_repeats_overlap_under_concurrency(tmp_path: Path) -> None:
+    for name in ("c1", "c2", "c3", "c4"):
+        write_case(tmp_path, name, trajectories={"oracle": [shell("sleep 1"), write_done()]})
+    start = time.monotonic()
+    proc = capeval(tmp_path, "--concurrency", "4", "--json")
+    elapsed = time.monotonic() - start
+    rows = json.loads(proc.stdout)["rows"]
+    assert proc.returncode == 0, [r["error"] for r in rows]
+    latest_start = max(r["startedAt"] for r in rows)
+    earliest_end = min(r["finishedAt"] for r in rows)
+    assert latest_start < earliest_end  # all four were running at the same moment
+    assert elapsed < 4 + 3, elapsed  # serial would be over 4 s of sleeping alone
+
+
+def test_sigint_stops_cleanly_keeps_rows_and_frees_everything(tmp_path: Path) -> None:
+    url_file, pgid_file = tmp_path / "url", tmp_path / "agent.pgid"
+    write_case(tmp_path, "done-first")
+    write_case(
+        tmp_path,
+        "web-hang",
+        httpFixture=True,
+        prompt="read {{HTTP_URL}}",
+        trajectories={
+            "oracle": [
+                shell(f"ps -o pgid= $$ > {pgid_file}; echo {{{{HTTP_URL}}}} > {url_file}; sleep 60")
+            ]
+        },
+    )
+    stream = tmp_path / "rows.jsonl"
+    proc = start_capeval(tmp_path, "--jsonl", str(stream))
+    try:
+        _wait_for(lambda: url_file.exists() and url_file.read_text().strip() != "")
+        port = int(url_file.read_text().strip().rsplit(":", 1)[1])
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert f"capeval run --resume {stream}" in err
+    assert _refuses(port)
+    assert _group_gone(int(pgid_file.read_text()))
+    rows = read_rows(stream)
+    assert [r["id"] for r in rows] == ["done-first"]  # finished kept, interrupted not recorded

@@ -1,0 +1,116 @@
+"""run_repeat with stand-in adapters, for what the scripted agent never does.
+
+The scripted agent always resolves the provider/model it was asked for and
+never crashes, so these tests use small fake adapters (a real agent CLI
+cannot run offline); the workdir, grader, HTTP fixture and row are real.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from test_run_helpers import write_case
+
+from capeval.agents.base import AgentConfig, AgentRequest, AgentResult
+from capeval.row import ROW_FIELDS
+from capeval.runner.matrix import Variant
+from capeval.runner.repeat import RepeatJob, RepeatSettings, run_repeat
+from capeval.workspace import load_cases
+
+
+@dataclass
+class FakeAdapter:
+    """Writes done.txt and reports whatever provider/model it is told to."""
+
+    provider: str | None = None
+    model: str | None = None
+    raise_error: bool = False
+    config: AgentConfig = field(default_factory=lambda: AgentConfig(name="fake", type="fake"))
+    seen: list[AgentRequest] = field(default_factory=list)
+
+    def version(self) -> str | None:
+        return "fake-1"
+
+    def run(self, request: AgentRequest) -> AgentResult:
+        self.seen.append(request)
+        if self.raise_error:
+            raise RuntimeError("adapter bug")
+        (request.workdir / "done.txt").write_text("ok")
+        return AgentResult(
+            exitCode=0, status="done", provider=self.provider, model=self.model, turnsUsed=1
+        )
+
+
+def _job(tmp_path: Path, **case_fields: object) -> RepeatJob:
+    write_case(tmp_path, "alpha", **case_fields)
+    (case,) = load_cases(tmp_path)
+    return RepeatJob(
+        case, Variant("v", "anthropic", "claude-x"), 0, AgentConfig(name="fake", type="fake")
+    )
+
+
+def test_provider_mismatch_fails_naming_both(tmp_path: Path) -> None:
+    row = run_repeat(_job(tmp_path), FakeAdapter("zen", "mini-free"), RepeatSettings(root=tmp_path))
+    assert row["passed"] is False
+    assert (
+        "requested anthropic:claude-x" in row["error"] and "resolved zen:mini-free" in row["error"]
+    )
+    assert (row["provider"], row["model"]) == ("zen", "mini-free")
+    assert (row["requestedProvider"], row["requestedModel"]) == ("anthropic", "claude-x")
+
+
+def test_provider_fallback_flag_accepts_and_notes_it(tmp_path: Path) -> None:
+    settings = RepeatSettings(root=tmp_path, allow_provider_fallback=True)
+    row = run_repeat(_job(tmp_path), FakeAdapter("zen", "mini-free"), settings)
+    assert row["passed"] is True and "accepted with --allow-provider-fallback" in row["error"]
+
+
+def test_no_summary_means_null_behaviors_never_zeros(tmp_path: Path) -> None:
+    row = run_repeat(_job(tmp_path), FakeAdapter(), RepeatSettings(root=tmp_path))
+    assert row["behaviors"] is None and row["passed"] is True
+    assert list(row)[: len(ROW_FIELDS)] == list(ROW_FIELDS)
+
+
+def test_null_behaviors_fail_a_behavior_requirement(tmp_path: Path) -> None:
+    job = _job(tmp_path, requireBehaviors=[{"metric": "webFetchToolCallCount", "min": 1}])
+    row = run_repeat(job, FakeAdapter(), RepeatSettings(root=tmp_path))
+    assert row["passed"] is False and "no behaviors were captured" in row["error"]
+
+
+def test_budget_without_reported_turns_fails_closed(tmp_path: Path) -> None:
+    class NoTurns(FakeAdapter):
+        def run(self, request: AgentRequest) -> AgentResult:
+            result = super().run(request)
+            result.turnsUsed = None
+            return result
+
+    row = run_repeat(_job(tmp_path, maxTurns=5), NoTurns(), RepeatSettings(root=tmp_path))
+    assert row["overBudget"] is True and row["passed"] is False
+
+
+def test_adapter_crash_costs_one_repeat_and_stops_the_http_server(tmp_path: Path) -> None:
+    adapter = FakeAdapter(raise_error=True)
+    job = _job(tmp_path, httpFixture=True, prompt="see {{HTTP_URL}}")
+    row = run_repeat(job, adapter, RepeatSettings(root=tmp_path, tmp_parent=tmp_path))
+    assert row["passed"] is False and "adapter RuntimeError: adapter bug" in row["error"]
+    request = adapter.seen[0]
+    assert request.http_url and request.prompt == f"see {request.http_url}"
+    assert "EVAL_HTTP_TOKEN" not in request.env  # the agent must find the token itself
+    port = int(request.http_url.rsplit(":", 1)[1])
+    with socket.socket() as s, pytest.raises(ConnectionRefusedError):
+        s.connect(("127.0.0.1", port))
+    # Temp dirs (workdir and capture) are gone.
+    assert not request.workdir.exists() and not request.capture_dir.exists()
+    assert request.capture_dir.parent == request.workdir.parent  # capture is outside the workdir
+
+
+def test_unsafe_fixture_gives_a_failed_row_not_a_crash(tmp_path: Path) -> None:
+    job = _job(tmp_path)
+    (tmp_path / "evals/capability/fixtures/alpha/bad").symlink_to("/etc/passwd")
+    adapter = FakeAdapter()
+    row = run_repeat(job, adapter, RepeatSettings(root=tmp_path))
+    assert row["passed"] is False and "symlink target '/etc/passwd' is absolute" in row["error"]
+    assert adapter.seen == []
