@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from capeval.case import (
     Bait,
@@ -416,3 +418,37 @@ def test_case_is_frozen() -> None:
 def test_empty_tiers_skip_the_tier_rule_but_not_its_type() -> None:
     assert check(minimal(tier="anything"), tiers=()) == []
     assert fields(check(minimal(tier=3), tiers=())) == ["tier"]
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+_fields = st.sampled_from(
+    [
+        "id",
+        "tier",
+        "title",
+        "fixture",
+        "prompt",
+        "maxTurns",
+        "verify",
+        "bait",
+        "httpFixture",
+        "requireBehaviors",
+        "x",
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(changes=st.dictionaries(_fields, _json, max_size=4))
+def test_any_json_yields_problems_never_an_exception(changes: dict[str, Any]) -> None:
+    problems = check(minimal(**changes))
+    assert all(isinstance(p, Problem) and p.message for p in problems)
+    # Whatever was wrong, a dict the rules accept builds a Case.
+    if not problems:
+        case_from_dict(minimal(**changes), dir=Path("d"), file=Path("d/case.json"))
