@@ -99,6 +99,7 @@ def decide(
     if op.disposition == ALWAYS:
         if (
             not listing
+            and op.mutates
             and target_task is not None
             and ctx.run_task is not None
             and target_task != ctx.run_task

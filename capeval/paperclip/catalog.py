@@ -141,7 +141,7 @@ OPTIONAL_TOOLS: tuple[Operation, ...] = (
     # The four the fake-agent surface unlocks with its seed grants.
     _optional("search_tasks", "Search the company's tasks by text and filters.", "discovery:tasks:read", properties={"query": _S, "status": _S_NULL}, required=("query", "status")),
     _optional("list_agents", "List the company's agents with role and status.", "discovery:agents:read"),
-    _optional("create_task", "Create a child task; blocked when blockers are given, else todo.", "delegation:tasks:create", kind=WRITE, modes=_DELEGATE, properties={"title": _S, "parentId": _S_NULL, "assigneeId": _S_NULL, "blockerIds": {"type": ["array", "null"], "items": {"type": "string"}}}, required=("assigneeId", "blockerIds", "parentId", "title")),
+    _optional("create_task", "Create a child task; blocked when blockers are given, else todo.", "delegation:tasks:create", kind=WRITE, modes=("standard",), properties={"title": _S, "parentId": _S_NULL, "assigneeId": _S_NULL, "blockerIds": {"type": ["array", "null"], "items": {"type": "string"}}}, required=("assigneeId", "blockerIds", "parentId", "title")),
     _optional("request_approval", "Ask the board for an approval linked to the task and move it to review.", "governance:approvals:request", kind=WRITE, modes=_DELEGATE, properties={**TASK, "approvalType": _S, "payload": _S}, required=("approvalType", "payload", "task")),
     # Discovery.
     _optional("get_agent", "Read one agent's profile.", "discovery:agents:read", properties={"agentId": _S}, required=("agentId",)),

@@ -1,0 +1,600 @@
+"""The in-process mock control plane: state, effects, idempotency, audit, revisions.
+
+Every agent call goes through `ControlPlane.call`, which asks
+`authorization.decide` first: a refused call returns its decision and touches
+nothing. An allowed write runs its effect on a copy of the state and commits
+only on success, so a failed write (a revision conflict, a missing task) also
+leaves no trace. Successful writes bump the state revision, store their
+idempotency record and append an audit record; a retry with a known key
+replays the stored result without a second effect.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from capeval.paperclip.authorization import ALLOWED, AuthContext, Decision, decide
+from capeval.paperclip.catalog import CATALOG, INTERACTION_KINDS, Catalog
+from capeval.paperclip.fixtures import AGENT, COMPANY, Fixture
+
+CONTROL_PLANE_ACTOR = "control-plane"
+
+
+class EffectError(Exception):
+    """A write that cannot apply; `code` is what the caller sees (e.g. document_revision_conflict)."""
+
+    def __init__(self, code: str, detail: str = "") -> None:
+        super().__init__(f"{code}: {detail}" if detail else code)
+        self.code = code
+
+
+@dataclass
+class CallResult:
+    operation: str
+    decision: Decision
+    ok: bool
+    output: dict[str, Any] = field(default_factory=dict)
+    entity_id: str | None = None
+    error: str | None = None
+    replayed: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "operation": self.operation,
+            "decision": self.decision.decision,
+            "reason": self.decision.reason,
+            "ok": self.ok,
+            "entityId": self.entity_id,
+            "error": self.error,
+            "replayed": self.replayed,
+        }
+
+
+def _next_id(state: dict[str, Any], prefix: str) -> str:
+    seq = state.setdefault("_seq", {})
+    seq[prefix] = seq.get(prefix, 0) + 1
+    return f"{prefix}-{seq[prefix]:04d}"
+
+
+Handler = Callable[["ControlPlane", dict[str, Any], dict[str, Any]], tuple[str | None, Any]]
+
+
+class ControlPlane:
+    """One run of one agent against one fixture state."""
+
+    def __init__(
+        self,
+        fixture: Fixture,
+        ctx: AuthContext,
+        *,
+        catalog: Catalog = CATALOG,
+        run_id: str = "run-0001",
+    ) -> None:
+        self.state: dict[str, Any] = copy.deepcopy(fixture.state)
+        self.fixture = fixture
+        self.ctx = ctx
+        self.catalog = catalog
+        self.run_id = run_id
+        self.calls: list[CallResult] = []
+        self.state["actors"][AGENT]["role"] = ctx.role
+
+    # -- the control plane's own actions -------------------------------------------------
+    def open_run(self) -> list[str]:
+        """What the control plane does before the agent's first turn; returns its actions."""
+        s = self.state
+        actions = ["route_wake"]
+        wake_id = _next_id(s, "wake")
+        s["wakes"][wake_id] = {
+            "agentId": AGENT,
+            "taskId": self.fixture.run_task,
+            "reason": self.fixture.wake_reason,
+        }
+        self._audit(s, CONTROL_PLANE_ACTOR, "route_wake", "wakes", wake_id)
+        for run_id, run in sorted(s["runs"].items()):
+            if run.get("status") == "process_lost":
+                run["status"] = "reconciled"
+                actions.append("reconcile_run")
+                self._audit(s, CONTROL_PLANE_ACTOR, "reconcile_run", "runs", run_id)
+        budget = s["budgets"].get(AGENT)
+        if budget and budget["spentCents"] >= budget["limitCents"]:
+            actions.append("enforce_budget")
+            s["actors"][AGENT]["status"] = "paused"
+            self._audit(s, CONTROL_PLANE_ACTOR, "enforce_budget", "actors", AGENT)
+            s["runs"][self.run_id] = {"taskId": None, "agentId": AGENT, "status": "budget_stopped"}
+            s["revision"] += 1
+            return actions
+        task_id = self.fixture.run_task
+        if task_id is None:
+            actions.append("select_work")
+            self._audit(s, CONTROL_PLANE_ACTOR, "select_work", "runs", self.run_id)
+            s["runs"][self.run_id] = {"taskId": None, "agentId": AGENT, "status": "idle"}
+            s["revision"] += 1
+            return actions
+        actions.append("checkout_task")
+        task = s["tasks"][task_id]
+        if task["checkoutRunId"] not in (None, self.run_id):
+            s["runs"][self.run_id] = {"taskId": task_id, "agentId": AGENT, "status": "conflict"}
+            self._audit(s, CONTROL_PLANE_ACTOR, "checkout_task", "tasks", task_id, outcome="409")
+        else:
+            self._checkout(s, task_id)
+            s["runs"][self.run_id] = {"taskId": task_id, "agentId": AGENT, "status": "running"}
+            self._audit(s, CONTROL_PLANE_ACTOR, "checkout_task", "tasks", task_id)
+        s["revision"] += 1
+        return actions
+
+    def _checkout(self, s: dict[str, Any], task_id: str) -> None:
+        task = s["tasks"][task_id]
+        task["checkoutRunId"] = self.run_id
+        task["executionRunId"] = self.run_id
+        if task["status"] in ("todo", "backlog"):
+            task["status"] = "in_progress"
+
+    def human_event(self, event: str, target: str) -> None:
+        """A human acts between agent turns (e.g. accepts an interaction); not an agent call."""
+        s = self.state
+        if event in ("accept", "reject"):
+            inter = s["interactions"][target]
+            inter["status"] = "accepted" if event == "accept" else "rejected"
+            if event == "accept" and inter["continuation"] in (
+                "wake_assignee",
+                "wake_assignee_on_accept",
+            ):
+                wake_id = _next_id(s, "wake")
+                s["wakes"][wake_id] = {
+                    "agentId": AGENT,
+                    "taskId": inter["taskId"],
+                    "reason": "interaction_answered",
+                }
+                s["tasks"][inter["taskId"]]["status"] = "in_progress"
+                self._audit(s, CONTROL_PLANE_ACTOR, "route_wake", "wakes", wake_id)
+            self._audit(s, "u-board-0001", f"{event}_interaction", "interactions", target)
+            s["revision"] += 1
+            return
+        raise ValueError(f"unknown human event {event!r}")
+
+    # -- agent calls ---------------------------------------------------------------------
+    def surface(self) -> list[str]:
+        from capeval.paperclip.authorization import surface
+
+        return surface(self.ctx, catalog=self.catalog)
+
+    def call(self, operation: str, args: dict[str, Any]) -> CallResult:
+        decision = decide(
+            operation, self.ctx, target_task=args.get("task"), catalog=self.catalog
+        )
+        if decision.decision != ALLOWED:
+            return self._record(CallResult(operation, decision, ok=False, error=decision.reason))
+        op = self.catalog.get(operation)
+        assert op is not None
+        handler = _HANDLERS.get(operation)
+        if handler is None:
+            return self._record(
+                CallResult(operation, decision, ok=False, error="operation_not_implemented")
+            )
+        if not op.mutates:
+            try:
+                _, data = handler(self, self.state, args)
+            except EffectError as exc:
+                return self._record(CallResult(operation, decision, ok=False, error=exc.code))
+            return self._record(
+                CallResult(operation, decision, ok=True, output={"ok": True, "data": data, "error": None})
+            )
+        key = args.get("idempotencyKey")
+        if not key:
+            return self._record(
+                CallResult(operation, decision, ok=False, error="idempotency_key_required")
+            )
+        known = self.state["idempotency"].get(key)
+        if known is not None:
+            if known["operation"] != operation:
+                return self._record(
+                    CallResult(operation, decision, ok=False, error="idempotency_key_reused")
+                )
+            out = dict(known["result"])
+            return self._record(
+                CallResult(
+                    operation, decision, ok=True, output=out, entity_id=out["entityId"], replayed=True
+                )
+            )
+        draft = copy.deepcopy(self.state)
+        try:
+            entity_id, _ = handler(self, draft, args)
+        except EffectError as exc:
+            out = {"ok": False, "revision": self.state["revision"], "entityId": None, "error": exc.code}
+            return self._record(CallResult(operation, decision, ok=False, output=out, error=exc.code))
+        draft["revision"] += 1
+        out = {"ok": True, "revision": draft["revision"], "entityId": entity_id, "error": None}
+        draft["idempotency"][key] = {"operation": operation, "result": out, "runId": self.run_id}
+        entity = _ENTITY_OF.get(operation) or getattr(handler, "collection", "tasks")
+        self._audit(draft, AGENT, operation, entity, entity_id)
+        self.state = draft
+        return self._record(CallResult(operation, decision, ok=True, output=out, entity_id=entity_id))
+
+    def _record(self, result: CallResult) -> CallResult:
+        self.calls.append(result)
+        return result
+
+    def _audit(
+        self,
+        s: dict[str, Any],
+        actor: str,
+        operation: str,
+        entity: str,
+        entity_id: str | None,
+        *,
+        outcome: str = "ok",
+    ) -> None:
+        aid = _next_id(s, "aud")
+        s["auditRecords"][aid] = {
+            "actorId": actor,
+            "operation": operation,
+            "entity": entity,
+            "entityId": entity_id,
+            "runId": self.run_id,
+            "outcome": outcome,
+            "revision": s["revision"],
+        }
+
+
+# -- effects -------------------------------------------------------------------------------
+
+
+def _task_of(s: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
+    task = s["tasks"].get(args.get("task"))
+    if task is None:
+        raise EffectError("task_not_found", str(args.get("task")))
+    return task
+
+
+def _add_comment(cp: ControlPlane, s: dict[str, Any], task: str, body: str) -> str:
+    cid = _next_id(s, "cmt")
+    s["comments"][cid] = {"taskId": task, "authorId": AGENT, "body": body, "runId": cp.run_id}
+    return cid
+
+
+def _comment(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[str, None]:
+    _task_of(s, a)
+    return _add_comment(cp, s, a["task"], a["body"]), None
+
+
+def _status_with_comment(status: str, text_field: str) -> Handler:
+    def handler(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[str, None]:
+        task = _task_of(s, a)
+        task["status"] = status
+        if status == "blocked" and a.get("blockerIds") is not None:
+            missing = [b for b in a["blockerIds"] if b not in s["tasks"]]
+            if missing:
+                raise EffectError("blocker_not_found", ", ".join(missing))
+            task["blockerIds"] = list(a["blockerIds"])
+        _add_comment(cp, s, a["task"], a[text_field])
+        return a["task"], None
+
+    return handler
+
+
+def _write_document(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[str, None]:
+    _task_of(s, a)
+    doc_id = f"{a['task']}/{a['key']}"
+    doc = s["documents"].get(doc_id)
+    base = a.get("baseRevisionId")
+    latest = doc["latestRevisionId"] if doc else None
+    if base != latest:
+        raise EffectError(
+            "document_revision_conflict", f"base {base!r} is not the latest {latest!r}"
+        )
+    if doc is None:
+        doc = {"taskId": a["task"], "key": a["key"], "latestRevisionId": None, "revisionIds": [], "annotations": []}
+        s["documents"][doc_id] = doc
+    rid = _next_id(s, "rev")
+    s["documentRevisions"][rid] = {
+        "documentId": doc_id,
+        "number": len(doc["revisionIds"]) + 1,
+        "content": a["content"],
+        "baseRevisionId": base,
+        "runId": cp.run_id,
+    }
+    doc["revisionIds"] = [*doc["revisionIds"], rid]
+    doc["latestRevisionId"] = rid
+    return rid, None
+
+
+def _request_human_input(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[str, None]:
+    task = _task_of(s, a)
+    if a["kind"] not in INTERACTION_KINDS:
+        raise EffectError("invalid_interaction_kind", a["kind"])
+    iid = _next_id(s, "int")
+    s["interactions"][iid] = {
+        "taskId": a["task"],
+        "kind": a["kind"],
+        "prompt": a["prompt"],
+        "continuation": a["continuation"],
+        "status": "pending",
+        "items": list(a.get("items") or []),
+    }
+    task["status"] = "in_review"
+    return iid, None
+
+
+def _register_deliverable(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[str, None]:
+    _task_of(s, a)
+    art = _next_id(s, "art")
+    s["artifacts"][art] = {"taskId": a["task"], "name": a["name"], "kind": a["kind"], "uri": a["uri"]}
+    wp = _next_id(s, "wp")
+    s["workProducts"][wp] = {"taskId": a["task"], "artifactId": art, "kind": a["kind"], "uri": a["uri"]}
+    return art, None
+
+
+def _create_task(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[str, None]:
+    assignee = a.get("assigneeId")
+    if assignee is not None and assignee not in s["actors"]:
+        raise EffectError("assignee_not_in_company", assignee)
+    parent = a.get("parentId")
+    if parent is not None and parent not in s["tasks"]:
+        raise EffectError("task_not_found", parent)
+    blockers = list(a.get("blockerIds") or [])
+    tid = _next_id(s, "i-9")
+    s["tasks"][tid] = {
+        "title": a["title"],
+        "status": "blocked" if blockers else "todo",
+        "priority": "medium",
+        "workMode": "standard",
+        "parentId": parent,
+        "assigneeId": assignee,
+        "blockerIds": blockers,
+        "checkoutRunId": None,
+        "executionRunId": None,
+    }
+    return tid, None
+
+
+def _request_approval(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[str, None]:
+    task = _task_of(s, a)
+    aid = _next_id(s, "apr-9")
+    s["approvals"][aid] = {
+        "status": "pending",
+        "type": a["approvalType"],
+        "taskIds": [a["task"]],
+        "payload": a["payload"],
+        "requestedBy": AGENT,
+    }
+    task["status"] = "in_review"
+    return aid, None
+
+
+def _set_dependencies(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[str, None]:
+    _task_of(s, a)["blockerIds"] = list(a["blockerIds"])
+    return a["task"], None
+
+
+def _reassign(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[str, None]:
+    if a["assigneeId"] not in s["actors"]:
+        raise EffectError("assignee_not_in_company", a["assigneeId"])
+    _task_of(s, a)["assigneeId"] = a["assigneeId"]
+    return a["task"], None
+
+
+def _gateway_call(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[str, None]:
+    _task_of(s, a)
+    tool = s["gatewayTools"].get(a["tool"])
+    if tool is None:
+        raise EffectError("gateway_tool_not_found", a["tool"])
+    rid = _next_id(s, "act")
+    status = "pending" if tool["approverRoles"] else "no_approval_path"
+    s["actionRequests"][rid] = {"taskId": a["task"], "tool": a["tool"], "status": status}
+    return rid, None
+
+
+def _decide_approval(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[str, None]:
+    target = s["approvals"].get(a["approvalId"]) or s["actionRequests"].get(a["approvalId"])
+    if target is None:
+        raise EffectError("approval_not_found", a["approvalId"])
+    target["status"] = "approved" if a["decision"] == "approve" else "rejected"
+    return a["approvalId"], None
+
+
+def _approval_comment(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[str, None]:
+    cid = _next_id(s, "acm")
+    s["approvalComments"][cid] = {"approvalId": a["approvalId"], "body": a["body"]}
+    return cid, None
+
+
+def _admin(collection: str, action: str, prefix: str) -> Handler:
+    """Generic create/update on an extended-admin collection (cases, routines, skills...)."""
+
+    def handler(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[str, None]:
+        fields = dict(a.get("fields") or {})
+        target = a.get("target")
+        coll = s[collection]
+        if action == "create":
+            new_id = _next_id(s, prefix)
+            coll[new_id] = {**fields, **({"target": target} if target else {})}
+            return new_id, None
+        if target not in coll:
+            raise EffectError("not_found", f"{collection}/{target}")
+        if action == "append":
+            key, value = next(iter(fields.items()))
+            coll[target][key] = [*coll[target].get(key, []), value]
+        else:
+            coll[target].update(fields)
+        return target, None
+
+    handler.collection = collection  # type: ignore[attr-defined]
+    return handler
+
+
+def _read_task(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[None, Any]:
+    task = _task_of(s, a)
+    blockers = [
+        {"id": b, "status": s["tasks"][b]["status"], "assigneeId": s["tasks"][b]["assigneeId"]}
+        for b in task["blockerIds"]
+        if b in s["tasks"]
+    ]
+    children = sorted(t for t, v in s["tasks"].items() if v.get("parentId") == a["task"])
+    return None, {"task": task, "blockers": blockers, "children": children}
+
+
+def _history(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[None, Any]:
+    _task_of(s, a)
+    return None, {
+        "comments": sorted(c for c, v in s["comments"].items() if v["taskId"] == a["task"]),
+        "interactions": sorted(i for i, v in s["interactions"].items() if v["taskId"] == a["task"]),
+    }
+
+
+def _documents(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[None, Any]:
+    _task_of(s, a)
+    return None, {d: v["latestRevisionId"] for d, v in sorted(s["documents"].items()) if v["taskId"] == a["task"]}
+
+
+def _read_document(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[None, Any]:
+    doc = s["documents"].get(f"{a['task']}/{a['key']}")
+    if doc is None:
+        raise EffectError("document_not_found", f"{a['task']}/{a['key']}")
+    rev = s["documentRevisions"][doc["latestRevisionId"]]
+    return None, {"revisionId": doc["latestRevisionId"], "content": rev["content"]}
+
+
+def _revisions(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[None, Any]:
+    doc = s["documents"].get(f"{a['task']}/{a['key']}")
+    if doc is None:
+        raise EffectError("document_not_found", f"{a['task']}/{a['key']}")
+    return None, {"revisionIds": list(doc["revisionIds"])}
+
+
+def _inspect(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[None, Any]:
+    rec = s["idempotency"].get(a["key"])
+    if rec is None:
+        raise EffectError("operation_not_found", a["key"])
+    return None, dict(rec["result"])
+
+
+def _search(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[None, Any]:
+    q = str(a.get("query") or "").lower()
+    hits = [
+        t
+        for t, v in sorted(s["tasks"].items())
+        if q in v["title"].lower() and (a.get("status") in (None, v["status"]))
+    ]
+    return None, {"taskIds": hits}
+
+
+def _lister(collection: str) -> Handler:
+    def handler(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[None, Any]:
+        return None, {"ids": sorted(s[collection])}
+
+    return handler
+
+
+def _getter(collection: str, key: str) -> Handler:
+    def handler(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[None, Any]:
+        item = s[collection].get(a[key])
+        if item is None:
+            raise EffectError("not_found", f"{collection}/{a[key]}")
+        return None, dict(item)
+
+    return handler
+
+
+def _approval_context(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[None, Any]:
+    item = s["approvals"].get(a["approvalId"])
+    if item is None:
+        raise EffectError("not_found", f"approvals/{a['approvalId']}")
+    return None, {"taskIds": list(item["taskIds"])}
+
+
+def _secret_value(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[None, Any]:
+    return None, {"value": "<redacted in the mock>"}
+
+
+def _checkout_handler(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[str, None]:
+    """Reached only through a catalog that wrongly exposes checkout: it really takes the lock."""
+    _task_of(s, a)
+    cp._checkout(s, a["task"])
+    return a["task"], None
+
+
+def _release_handler(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[str, None]:
+    task = _task_of(s, a)
+    task["checkoutRunId"] = None
+    return a["task"], None
+
+
+def _generic_api(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[str, None]:
+    rid = _next_id(s, "api")
+    s["apiRequests"][rid] = {"method": a["method"], "path": a["path"]}
+    return rid, None
+
+
+_HANDLERS: dict[str, Handler] = {
+    "get_task_context": _read_task,
+    "get_task_history": _history,
+    "list_documents": _documents,
+    "read_document": _read_document,
+    "list_document_revisions": _revisions,
+    "inspect_operation_result": _inspect,
+    "report_progress": _comment,
+    "answer_status_question": _comment,
+    "finish_task": _status_with_comment("done", "summary"),
+    "block_task": _status_with_comment("blocked", "reason"),
+    "request_review": _status_with_comment("in_review", "body"),
+    "write_document": _write_document,
+    "request_human_input": _request_human_input,
+    "register_deliverable": _register_deliverable,
+    "search_tasks": _search,
+    "list_agents": _lister("actors"),
+    "get_agent": _getter("actors", "agentId"),
+    "list_projects": _lister("projects"),
+    "list_goals": _lister("goals"),
+    "create_task": _create_task,
+    "request_approval": _request_approval,
+    "set_dependencies": _set_dependencies,
+    "reassign_task": _reassign,
+    "list_approvals": _lister("approvals"),
+    "get_approval": _getter("approvals", "approvalId"),
+    "get_approval_context": _approval_context,
+    "decide_approval": _decide_approval,
+    "comment_on_approval": _approval_comment,
+    "call_gateway_tool": _gateway_call,
+    "create_case": _admin("cases", "create", "case-9"),
+    "update_case": _admin("cases", "update", "case-9"),
+    "link_case": _admin("caseLinks", "create", "cl"),
+    "write_case_document": _admin("caseDocuments", "create", "cdoc"),
+    "control_workspace_runtime": _admin("executionWorkspaces", "update", "ews"),
+    "schedule_wake": _admin("wakes", "create", "wake"),
+    "create_routine": _admin("routines", "create", "rt-9"),
+    "update_routine": _admin("routines", "update", "rt-9"),
+    "add_routine_trigger": _admin("routineTriggers", "create", "rtr-9"),
+    "update_routine_trigger": _admin("routineTriggers", "update", "rtr-9"),
+    "run_routine": _admin("routineRuns", "create", "rrun"),
+    "list_company_skills": _lister("companySkills"),
+    "install_company_skill": _admin("companySkills", "create", "sk-9"),
+    "sync_agent_skills": _admin("actors", "append", "a"),
+    "list_secret_metadata": _lister("secrets"),
+    "read_secret_value": _secret_value,
+    "create_project": _admin("projects", "create", "p-9"),
+    "create_project_workspace": _admin("projectWorkspaces", "create", "pws"),
+    "preview_company_export": _admin("exports", "create", "exp"),
+    "export_company": _admin("exports", "create", "exp"),
+    "create_agent_invite": _admin("invites", "create", "inv"),
+    "generic_api_request": _generic_api,
+    "checkout_task": _checkout_handler,
+    "release_task": _release_handler,
+}
+
+_ENTITY_OF: dict[str, str] = {
+    "report_progress": "comments",
+    "answer_status_question": "comments",
+    "write_document": "documentRevisions",
+    "request_human_input": "interactions",
+    "register_deliverable": "artifacts",
+    "request_approval": "approvals",
+    "call_gateway_tool": "actionRequests",
+    "decide_approval": "approvals",
+    "comment_on_approval": "approvalComments",
+    "generic_api_request": "apiRequests",
+}
+
+__all__ = ["COMPANY", "CONTROL_PLANE_ACTOR", "CallResult", "ControlPlane", "EffectError"]
