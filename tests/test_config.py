@@ -68,7 +68,7 @@ verify = 30.5
 type = "command"
 command = "corbits exec --cwd {workdir} --model {model} {prompt}"
 args = ["--force"]
-env = { CORBITS_HOME = "/tmp/x" }
+env = { CORBITS_HOME = "~/.corbits-eval" }
 hook = ".corbits/hooks/eval-run-capture.sh"
 
 [agents.sloppy]
@@ -96,7 +96,7 @@ trajectory = "sloppy"
         type="command",
         command="corbits exec --cwd {workdir} --model {model} {prompt}",
         args=("--force",),
-        env={"CORBITS_HOME": "/tmp/x"},
+        env={"CORBITS_HOME": "~/.corbits-eval"},
         hook=".corbits/hooks/eval-run-capture.sh",
     )
     assert config.agents["sloppy"] == AgentConfig(
