@@ -1,0 +1,214 @@
+"""Grader honesty (`capeval validate --graders`): does each grader tell done from not done?
+
+A grader that passes on the untouched fixture passes an agent that does
+nothing; one that fails after the oracle trajectory fails every agent. Either
+makes the case's pass rate meaningless, so both are checked the way a real
+repeat runs: a fresh committed workdir, the HTTP fixture when the case needs
+one, the oracle played by the `scripted` agent through its subprocess, and the
+grader run as `bash <verify>` in the workdir.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from capeval.problems import Problem
+
+if TYPE_CHECKING:
+    from capeval.case import Case
+    from capeval.runner.httpfixture import HttpFixture
+
+ORACLE = "oracle"
+OUTPUT_TAIL_CHARS = 300
+
+
+def check_graders(
+    root: Path,
+    cases: list[Case],
+    *,
+    trajectory: str = ORACLE,
+    verify_timeout_s: float = 120.0,
+    agent_timeout_s: float = 300.0,
+) -> list[Problem]:
+    """Every grader-honesty problem of `cases`; empty when all graders are honest.
+
+    Per case: the grader must fail on the untouched fixture, the `trajectory`
+    run must succeed within the case's turn budget and `requireBehaviors`, and
+    the grader must then pass.
+    """
+    problems: list[Problem] = []
+    for case in cases:
+        problems += check_case(
+            root,
+            case,
+            trajectory=trajectory,
+            verify_timeout_s=verify_timeout_s,
+            agent_timeout_s=agent_timeout_s,
+        )
+    return problems
+
+
+def check_case(
+    root: Path,
+    case: Case,
+    *,
+    trajectory: str = ORACLE,
+    verify_timeout_s: float = 120.0,
+    agent_timeout_s: float = 300.0,
+) -> list[Problem]:
+    from capeval.runner.workdir import WorkdirError
+    from capeval.workspace import rel
+
+    case_file = rel(case.file, root)
+    traj_file = rel(case.trajectory_path(trajectory), root)
+    if not case.trajectory_path(trajectory).is_file():
+        return [
+            Problem(
+                traj_file,
+                "",
+                f"missing: every case ships a {trajectory} trajectory that solves it "
+                "(see README.md, 'Demo cases and the scripted agent')",
+            )
+        ]
+    problems: list[Problem] = []
+    try:
+        with _workdir(root, case) as workdir, _http(case) as http:
+            code, _ = _grade(case, workdir, http, verify_timeout_s)
+            if code == 0:
+                problems.append(
+                    Problem(
+                        case_file,
+                        "verify",
+                        f"{case.verify} passes on the untouched fixture; it must fail until the "
+                        "task is done, or it passes an agent that does nothing",
+                    )
+                )
+        with _workdir(root, case) as workdir, _http(case) as http:
+            problems += _check_oracle(
+                case,
+                workdir,
+                http,
+                trajectory,
+                traj_file,
+                case_file,
+                verify_timeout_s,
+                agent_timeout_s,
+            )
+    except WorkdirError as exc:
+        problems.append(Problem(case_file, "fixture", str(exc)))
+    return problems
+
+
+def _check_oracle(
+    case: Case,
+    workdir: Path,
+    http: HttpFixture | None,
+    trajectory: str,
+    traj_file: str,
+    case_file: str,
+    verify_timeout_s: float,
+    agent_timeout_s: float,
+) -> list[Problem]:
+    from capeval.agents.base import AgentConfig, AgentRequest
+    from capeval.agents.scripted import ScriptedAdapter
+
+    url = http.url if http is not None else None
+    with tempfile.TemporaryDirectory(prefix="capeval-capture-") as capture:
+        request = AgentRequest(
+            workdir=workdir,
+            prompt=case.render_prompt(url),
+            provider="scripted",
+            model=trajectory,
+            case_dir=case.dir,
+            capture_dir=Path(capture),
+            timeout_s=agent_timeout_s,
+            max_turns=case.maxTurns,
+            env={"EVAL_HTTP_URL": url} if url else {},
+            http_url=url,
+        )
+        result = ScriptedAdapter(AgentConfig(name="scripted", type="scripted")).run(request)
+    if result.status != "done" or result.exitCode != 0:
+        detail = f": {result.error}" if result.error else ""
+        return [
+            Problem(
+                traj_file,
+                "",
+                f"the {trajectory} run did not succeed (status {result.status}, "
+                f"exit {result.exitCode}){detail}",
+            )
+        ]
+    problems: list[Problem] = []
+    if case.maxTurns is not None and (result.turnsUsed is None or result.turnsUsed > case.maxTurns):
+        problems.append(
+            Problem(
+                traj_file,
+                "turns",
+                f"uses {result.turnsUsed} turns, over the case's maxTurns {case.maxTurns}; "
+                "shorten the trajectory or raise maxTurns",
+            )
+        )
+    if case.requireBehaviors:
+        from capeval.behaviors import derive_behaviors
+
+        behaviors = derive_behaviors(result.summary) if result.summary is not None else None
+        for req in case.requireBehaviors:
+            if not req.holds(behaviors):
+                got = behaviors.get(req.metric) if behaviors else None
+                problems.append(
+                    Problem(
+                        traj_file,
+                        "turns",
+                        f"breaks the case's requireBehaviors {req.describe()} (got {got})",
+                    )
+                )
+    code, output = _grade(case, workdir, http, verify_timeout_s)
+    if code != 0:
+        problems.append(
+            Problem(
+                case_file,
+                "verify",
+                f"{case.verify} fails (exit {code}) after the {trajectory} trajectory solved the "
+                f"task; fix the grader or {traj_file}. Grader output: {output}",
+            )
+        )
+    return problems
+
+
+def _grade(
+    case: Case, workdir: Path, http: HttpFixture | None, timeout_s: float
+) -> tuple[int, str]:
+    """Run the grader as a repeat does; returns (exit code, tail of its output)."""
+    from capeval.runner.process import run_process
+
+    env = dict(os.environ)
+    if http is not None:
+        env["EVAL_HTTP_URL"] = http.url
+        env["EVAL_HTTP_TOKEN"] = http.token
+    proc = run_process(["bash", str(case.verify_path)], cwd=workdir, env=env, timeout_s=timeout_s)
+    output = (proc.stdout + proc.stderr).decode("utf-8", errors="replace").strip()
+    return proc.exit_code, output[-OUTPUT_TAIL_CHARS:]
+
+
+@contextmanager
+def _workdir(root: Path, case: Case) -> Iterator[Path]:
+    from capeval.runner.workdir import prepare_workdir
+
+    workdir = prepare_workdir(root, case)
+    try:
+        yield workdir
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _http(case: Case) -> HttpFixture | nullcontext[None]:
+    if not case.httpFixture:
+        return nullcontext()
+    from capeval.runner.httpfixture import HttpFixture
+
+    return HttpFixture()
