@@ -36,7 +36,7 @@ def cache_dir() -> Path:
 
 
 def prefix(name: str) -> Path:
-    package, version, _ = PINNED[name]
+    _, version, _ = PINNED[name]
     return cache_dir() / f"{name}-{version}"
 
 

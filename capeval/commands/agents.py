@@ -1,0 +1,118 @@
+"""`capeval agents list` and `capeval agents check [NAME]`.
+
+Thin wrappers over `capeval.agents.check.list_agents` / `check_agent`. The
+agents come from the workspace configuration when run inside a workspace
+(or with --root/--config), else the built-in ones, so a user can check
+their wiring before writing a single case.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from capeval.problems import ProblemsError
+
+_root_option = click.option(
+    "--root",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Workspace root (default: nearest ancestor holding evals/capability/cases).",
+)
+_config_option = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Configuration file (default: capeval.toml, else [tool.capeval] in pyproject.toml).",
+)
+
+
+def _agents(root: Path | None, config_path: Path | None) -> tuple[dict, str | None]:
+    """(agents by name, the default agent's name)."""
+    from capeval.agents.registry import builtin_agents
+    from capeval.config import load_config
+    from capeval.workspace import find_root
+
+    try:
+        found = find_root(explicit=root)
+    except ProblemsError:
+        if root is not None or config_path is not None:
+            raise
+        return builtin_agents(), None
+    config = load_config(found, config_path)
+    return dict(config.agents), config.agent
+
+
+def _fail(exc: ProblemsError) -> None:
+    for problem in exc.problems:
+        click.echo(f"capeval agents: {problem}", err=True)
+    click.get_current_context().exit(2)
+
+
+@click.group()
+def agents() -> None:
+    """List the configured agents and check their wiring offline."""
+
+
+@agents.command("list")
+@_root_option
+@_config_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def list_command(root: Path | None, config_path: Path | None, as_json: bool) -> None:
+    """Every agent, its type and whether its binary is found."""
+    from capeval.agents.check import list_agents
+
+    try:
+        table, default = _agents(root, config_path)
+    except ProblemsError as exc:
+        _fail(exc)
+        return
+    rows = list_agents(table)
+    if as_json:
+        click.echo(json.dumps({"default": default, "agents": rows}, indent=2))
+        return
+    for row in rows:
+        where = row["path"] or ("built in" if row["type"] == "scripted" else "NOT FOUND")
+        star = "*" if row["name"] == default else " "
+        click.echo(f"{star} {row['name']:<16} {row['type']:<12} {where}")
+
+
+@agents.command("check")
+@click.argument("name", required=False)
+@_root_option
+@_config_option
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=120.0,
+    show_default=True,
+    help="Seconds the headless run may take.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def check_command(
+    name: str | None, root: Path | None, config_path: Path | None, timeout: float, as_json: bool
+) -> None:
+    """Binary, version, one headless run against a scripted model server, stream, behaviors.
+
+    NAME defaults to the configured default agent. Exit 0 when every step
+    passed (skipped steps do not fail), 1 otherwise, 2 for bad input.
+    """
+    from capeval.agents.check import check_agent
+
+    try:
+        table, default = _agents(root, config_path)
+    except ProblemsError as exc:
+        _fail(exc)
+        return
+    name = name or default
+    if name is None:
+        raise click.UsageError("name an agent to check (no default agent is configured)")
+    if name not in table:
+        raise click.UsageError(
+            f"unknown agent {name!r}; known: {', '.join(sorted(table))} "
+            f"(or add an [agents.{name}] table)"
+        )
+    report = check_agent(table[name], timeout_s=timeout)
+    click.echo(json.dumps(report.to_json(), indent=2) if as_json else report.text())
+    click.get_current_context().exit(0 if report.ok else 1)

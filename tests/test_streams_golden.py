@@ -1,0 +1,272 @@
+"""Golden streams: what the real CLIs printed, parsed without starting a process.
+
+`shared/agent-streams/` holds streams printed by the real Claude Code 2.1.332
+and Codex 0.171.0; `tests/data/streams/` holds one more real Codex stream
+(parallel calls) and Gemini/opencode streams built from the documented
+schemas. Each test pins turns, tool calls with kinds and unwrapped commands,
+token usage, session id and model.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from capeval.agents.claude_code import parse_claude_stream
+from capeval.agents.codex import parse_codex_stream
+from capeval.agents.gemini import parse_gemini_stream
+from capeval.agents.opencode import parse_opencode_stream
+from capeval.agents.streams import ParsedStream
+from capeval.turns import EDIT, READ, SHELL, WEB_FETCH, WRITE, TokenUsage
+
+DATA = Path(__file__).parent / "data" / "streams"
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines()
+
+
+def calls(parsed: ParsedStream) -> list[tuple[int, str, str, str | None]]:
+    """(turn, native name, kind, unwrapped shell command) for every call, in order."""
+    return [
+        (t.turnIndex, c.name, c.kind, c.command) for t in parsed.summary.turns for c in t.toolCalls
+    ]
+
+
+def texts(parsed: ParsedStream) -> list[tuple[str, ...]]:
+    return [t.texts for t in parsed.summary.turns]
+
+
+# ---------------------------------------------------------------- Claude Code
+
+
+def test_claude_stream(agent_streams: Path) -> None:
+    p = parse_claude_stream(lines(agent_streams / "claude-stream.jsonl"))
+    assert p.status == "done" and p.error is None
+    assert p.sessionId == "2cfd976e-e13e-4ec2-b4e2-e3a483a3d198"
+    assert p.model == "claude-sonnet-4-5"
+    assert p.agentVersion == "2.1.332"
+    assert p.summary.turnsUsed == 2
+    assert texts(p) == [("I'll create the file.",), ("done",)]
+    assert calls(p) == [(0, "Bash", SHELL, "echo hello > out.txt && cat out.txt")]
+    assert p.summary.turns[0].toolCalls[0].result == "hello"
+    # The result line's usage, counted once (not once per content block).
+    assert p.summary.tokenUsage == TokenUsage(input=20, output=10)
+    assert p.durationMs == 363
+    assert p.textPreview == "I'll create the file.done"
+
+
+def test_claude_script_stream_groups_blocks_by_message_id(agent_streams: Path) -> None:
+    p = parse_claude_stream(lines(agent_streams / "claude-script-stream.jsonl"))
+    # Four model responses (the result line's num_turns says 5: Claude counts
+    # differently; capeval's turn is one model response).
+    assert p.summary.turnsUsed == 4
+    assert calls(p) == [
+        (0, "Write", WRITE, None),
+        (1, "Edit", EDIT, None),
+        (2, "Read", READ, None),
+        (2, "Bash", SHELL, "cat a.txt | wc -l"),
+    ]
+    assert p.summary.toolCallCount == 4
+    assert texts(p)[0] == ("Writing file.",)
+    assert p.summary.tokenUsage == TokenUsage(input=40, output=20)
+    assert p.sessionId == "7d4be353-d8a9-49e8-bbe9-4f5f4b513fae"
+    # A turn runs from the previous turn's last event (its request going out)
+    # to its own last tool result: 16:24:38.731 -> 16:24:39.052.
+    durations = [t.durationMs for t in p.summary.turns]
+    assert durations[2] == pytest.approx(321)
+    assert all(d is not None and d >= 0 for d in durations)
+
+
+def test_claude_usage_falls_back_to_messages_counted_once(agent_streams: Path) -> None:
+    body = [
+        ln
+        for ln in lines(agent_streams / "claude-script-stream.jsonl")
+        if '"type":"result"' not in ln
+    ]
+    p = parse_claude_stream(body)
+    # 4 distinct message ids x input 10: the two-block messages are not counted twice.
+    assert p.summary.tokenUsage == TokenUsage(input=40, output=4)
+    assert p.status == "failed" and "without a `result`" in (p.error or "")
+
+
+def test_claude_error_result_fails_even_when_it_looks_complete() -> None:
+    stream = [
+        '{"type":"system","subtype":"init","session_id":"s1","model":"claude-opus-4-1"}',
+        '{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}],"usage":{"input_tokens":3,"output_tokens":1}},"session_id":"s1"}',
+        '{"type":"result","subtype":"error_max_turns","is_error":true,"num_turns":1,"session_id":"s1","permission_denials":[{"tool_name":"Bash"}],"usage":{"input_tokens":3,"output_tokens":2}}',
+    ]
+    p = parse_claude_stream(stream)
+    assert p.status == "failed"
+    assert "error_max_turns" in (p.error or "") and "1 permission denial" in (p.error or "")
+    assert p.model == "claude-opus-4-1"
+
+
+def test_claude_subagent_messages_are_not_our_turns() -> None:
+    stream = [
+        '{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1","name":"Agent","input":{"prompt":"look"}}]},"parent_tool_use_id":null}',
+        '{"type":"assistant","message":{"id":"sub1","content":[{"type":"tool_use","id":"t2","name":"Bash","input":{"command":"ls"}}]},"parent_tool_use_id":"t1"}',
+        '{"type":"assistant","message":{"id":"m2","content":[{"type":"text","text":"ok"}]},"parent_tool_use_id":null}',
+        '{"type":"result","subtype":"success","is_error":false}',
+    ]
+    p = parse_claude_stream(stream)
+    assert p.summary.turnsUsed == 2
+    assert [c[1] for c in calls(p)] == ["Agent"]
+    assert p.skipped == {"assistant(sub-agent)": 1}
+
+
+def test_unknown_events_and_garbage_lines_are_logged_and_skipped(
+    agent_streams: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    body = lines(agent_streams / "claude-stream.jsonl")
+    noisy = [
+        body[0],
+        '{"type":"rate_limit_event","rate_limit_info":{}}',
+        "warning: something printed on stdout",
+        '{"type":"system","subtype":"compact_boundary"}',
+        "[1, 2]",
+        *body[1:],
+    ]
+    with caplog.at_level(logging.INFO, logger="capeval.agents.streams"):
+        p = parse_claude_stream(noisy)
+    assert p.summary.turnsUsed == 2 and p.status == "done"
+    assert p.skipped == {"rate_limit_event": 1, "system/compact_boundary": 1}
+    logged = caplog.text
+    assert "rate_limit_event" in logged and "not JSON" in logged and "not a JSON object" in logged
+
+
+# ---------------------------------------------------------------- Codex
+
+
+def test_codex_stream(agent_streams: Path) -> None:
+    p = parse_codex_stream(lines(agent_streams / "codex-stream.jsonl"))
+    assert p.status == "done"
+    assert p.sessionId == "01a22d45-6190-7ec2-911e-78f163bcae8c"
+    assert p.model is None and p.provider is None  # Codex does not say
+    assert p.summary.turnsUsed == 2
+    # The /bin/bash -lc '...' wrapper Codex adds is unwrapped; the native
+    # arguments keep it.
+    assert calls(p) == [(0, "command_execution", SHELL, "echo hello > out.txt && cat out.txt")]
+    call = p.summary.turns[0].toolCalls[0]
+    assert call.arguments == {"command": "/bin/bash -lc 'echo hello > out.txt && cat out.txt'"}
+    assert call.result == "hello\n"
+    assert texts(p)[-1] == ("done",)
+    assert p.summary.tokenUsage == TokenUsage(input=20, output=10)
+    assert p.durationMs is None  # wall time is measured by the adapter
+
+
+def test_codex_script_stream(agent_streams: Path) -> None:
+    p = parse_codex_stream(lines(agent_streams / "codex-script-stream.jsonl"))
+    assert p.summary.turnsUsed == 3  # input_tokens 30 = 3 model requests x 10
+    assert calls(p) == [
+        (0, "apply_patch", EDIT, None),
+        (1, "command_execution", SHELL, "cat hello.txt && echo ok > second.txt"),
+    ]
+    assert p.summary.turns[0].toolCalls[0].arguments == {
+        "changes": [{"path": "/tmp/work/hello.txt", "kind": "add"}]
+    }
+    assert p.summary.tokenUsage == TokenUsage(input=30, output=15)
+    assert p.sessionId == "01a22d45-dcdf-7d92-89d3-7deaef731052"
+
+
+def test_codex_fallback_metadata_error_item_is_not_a_turn(agent_streams: Path) -> None:
+    p = parse_codex_stream(lines(agent_streams / "codex-stream-gpt-5-codex.jsonl"))
+    assert p.status == "done" and p.error is None
+    assert p.summary.turnsUsed == 2
+    assert calls(p) == [(0, "command_execution", SHELL, "echo hello > out.txt && cat out.txt")]
+
+
+def test_codex_parallel_calls_are_one_turn() -> None:
+    p = parse_codex_stream(lines(DATA / "codex-parallel-stream.jsonl"))
+    # 4 model requests reached the scripted server when this was recorded.
+    assert p.summary.turnsUsed == 4
+    assert calls(p) == [
+        (0, "apply_patch", EDIT, None),
+        (1, "command_execution", SHELL, "cat hello.txt && echo ok > second.txt"),
+        (2, "command_execution", SHELL, "sed -i 's/hi/HI/' hello.txt"),
+        (2, "command_execution", SHELL, "ls"),
+    ]
+    assert texts(p) == [(), ("Now shell.",), (), ("done",)]
+    assert p.summary.tokenUsage == TokenUsage(input=40, output=20)
+
+
+def test_codex_turn_failed_and_truncated_streams_fail() -> None:
+    failed = parse_codex_stream(
+        [
+            '{"type":"thread.started","thread_id":"t"}',
+            '{"type":"turn.started"}',
+            '{"type":"error","message":"Reconnecting... 1/5"}',
+            '{"type":"turn.failed","error":{"message":"stream disconnected"}}',
+        ]
+    )
+    assert failed.status == "failed" and "stream disconnected" in (failed.error or "")
+    cut = parse_codex_stream(
+        ['{"type":"thread.started","thread_id":"t"}', '{"type":"turn.started"}']
+    )
+    assert cut.status == "failed" and "turn.completed" in (cut.error or "")
+    assert cut.sessionId == "t" and cut.summary.turnsUsed == 0
+
+
+# ---------------------------------------------------------------- Gemini CLI
+
+
+def test_gemini_stream() -> None:
+    p = parse_gemini_stream(lines(DATA / "gemini-stream.jsonl"))
+    assert p.status == "done"
+    assert p.sessionId == "8f14e45f-ceea-467f-a0e6-4b5c1e2d9a77"
+    assert p.model == "gemini-2.5-pro"
+    # text+shell | read+web_fetch in parallel | replace | final text
+    assert p.summary.turnsUsed == 4
+    assert calls(p) == [
+        (0, "run_shell_command", SHELL, "echo hello > out.txt && cat out.txt | tr a-z A-Z"),
+        (1, "read_file", READ, None),
+        (1, "web_fetch", WEB_FETCH, None),
+        (2, "replace", EDIT, None),
+    ]
+    assert texts(p) == [("I'll create the file.",), (), (), ("Done.",)]  # chunks joined
+    results = [c.result for t in p.summary.turns for c in t.toolCalls]
+    assert results[0] == "HELLO" and results[1] == "hello\n"
+    assert "connection refused" in (results[2] or "")  # joined on tool_id, error kept
+    assert p.summary.tokenUsage == TokenUsage(input=200, output=50, cacheRead=80)
+    assert p.durationMs == 4200
+    assert p.skipped == {"retry_notice": 1}
+    assert p.summary.turns[1].durationMs == pytest.approx(1400)  # 01.500 -> 02.900
+
+
+def test_gemini_error_result() -> None:
+    p = parse_gemini_stream(lines(DATA / "gemini-error-stream.jsonl"))
+    assert p.status == "failed" and "Quota exceeded" in (p.error or "")
+    assert p.summary.turnsUsed == 1
+    assert calls(p) == [(0, "list_directory", "list", None)]
+    assert p.model == "gemini-2.5-flash"
+
+
+# ---------------------------------------------------------------- opencode
+
+
+def test_opencode_stream() -> None:
+    p = parse_opencode_stream(lines(DATA / "opencode-stream.jsonl"))
+    assert p.status is None  # no final event: the exit code decides
+    assert p.sessionId == "ses_5a1b2c3d4e5f6a7b8c9d0e1f2a"
+    assert p.summary.turnsUsed == 3  # one step = one turn
+    assert calls(p) == [
+        (0, "bash", SHELL, "FOO=bar echo hi > out.txt; cat out.txt | wc -l"),
+        (1, "webfetch", WEB_FETCH, None),
+        (1, "edit", EDIT, None),
+    ]
+    assert p.summary.turns[1].toolCalls[1].result == "oldString not found in content"
+    assert texts(p) == [("Creating the file.",), (), ("Done.",)]
+    # Summed over the three step_finish events.
+    assert p.summary.tokenUsage == TokenUsage(
+        input=350, output=60, cacheRead=180, cacheWrite=10, thinking=5
+    )
+    assert [t.durationMs for t in p.summary.turns] == [1300, 1300, 500]
+
+
+def test_opencode_error_event_fails() -> None:
+    p = parse_opencode_stream(lines(DATA / "opencode-error-stream.jsonl"))
+    assert p.status == "failed"
+    assert p.error == "opencode: No API key found for provider anthropic"
+    assert p.summary.turnsUsed == 1  # the step happened, even without output
