@@ -32,12 +32,18 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+def _group_alive(pgid: int, within: float = 3.0) -> bool:
+    """False once the group is empty; killed members may linger briefly as
+    zombies until init reaps them, so wait a little before saying alive."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        if time.monotonic() > deadline:
+            return True
+        time.sleep(0.05)
 
 
 @pytest.fixture(autouse=True)

@@ -23,12 +23,18 @@ def _wait_for(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-unty
         time.sleep(0.05)
 
 
-def _group_gone(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return True
-    return False
+def _group_gone(pgid: int, within: float = 3.0) -> bool:
+    """True once no process is left in the group (killed members may linger
+    briefly as zombies until init reaps them)."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 def _refuses(port: int) -> bool:
