@@ -158,3 +158,12 @@ def test_errors_name_file_and_problem(tmp_path: Path, content: str, message: str
     path.write_text(content)
     with pytest.raises(ResultFileError, match=message):
         read_v3(path)
+
+
+def test_file_has_one_row_per_line(tmp_path: Path) -> None:
+    # Diff-friendly and written by the fast C encoder (see dump_v3).
+    path = tmp_path / "layout.json"
+    write(path)
+    lines = path.read_text().splitlines()
+    case_lines = [json.loads(line.strip().rstrip(",")) for line in lines if '"resultKey"' in line]
+    assert [c for c in case_lines if "passed" in c] == ROWS

@@ -71,6 +71,26 @@ def build_v3(
     }
 
 
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+def dump_v3(doc: Mapping[str, Any]) -> str:
+    """JSON text with one top-level field per line and one row per line.
+
+    Readable and diff-friendly like an indented file, but written by the C
+    encoder: fully indented output of a 200,000-row file takes tens of seconds.
+    """
+    parts = []
+    for key, value in doc.items():
+        if isinstance(value, list) and value:
+            text = "[\n" + ",\n".join("    " + _compact(v) for v in value) + "\n  ]"
+        else:
+            text = _compact(value)
+        parts.append(f"  {_compact(key)}: {text}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
 def write_v3(
     path: str | Path,
     rows: Sequence[Mapping[str, Any]],
@@ -94,7 +114,7 @@ def write_v3(
     )
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = json.dumps(doc, ensure_ascii=False, allow_nan=False, indent=2).encode("utf-8") + b"\n"
+    data = dump_v3(doc).encode("utf-8")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
