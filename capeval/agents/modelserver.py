@@ -132,7 +132,7 @@ def _find_cwd(body: Mapping[str, Any]) -> str | None:
 def _find_url(user_texts: Iterator[str], own_prefix: str) -> str | None:
     for text in user_texts:
         for m in _URL.finditer(text):
-            url = m.group(0).rstrip(".,;")
+            url = m.group(0).rstrip(".,;/")
             if not url.startswith(own_prefix):
                 return url
     return None
@@ -560,7 +560,10 @@ class ModelServer:
     def start(self) -> ModelServer:
         self._server = _Server(self.script)
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="capeval-modelserver", daemon=True
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},  # a quick stop keeps tests and checks fast
+            name="capeval-modelserver",
+            daemon=True,
         )
         self._thread.start()
         return self
