@@ -131,7 +131,7 @@ def test_dry_run_runs_nothing(tmp_path: Path) -> None:
         tmp_path, "--dry-run", "--matrix", "a=scripted:oracle,b=scripted:x", "--repeats", "3"
     )
     assert proc.returncode == 0, proc.stderr
-    assert "2 variants x 2 cases x 3 repeats = 12 repeats" in proc.stdout
+    assert "plan: 2 variants x 2 cases x 3 repeats = 12 repeats (12 to run" in proc.stdout
     assert not (tmp_path / "evals/capability/results").exists()
     proc = capeval(tmp_path, "--dry-run", "--json")
     plan = json.loads(proc.stdout)

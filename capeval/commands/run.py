@@ -17,6 +17,10 @@ import click
 from capeval.problems import ProblemsError
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def _fail(message: str) -> None:
     click.echo(f"capeval run: {message}", err=True)
     click.get_current_context().exit(2)
@@ -176,8 +180,9 @@ def run(
             return
         todo = plan.todo
         click.echo(
-            f"plan: {len(plan.variants)} variants x {len(plan.cases)} cases x {plan.repeats} "
-            f"repeats = {len(plan.jobs)} repeats ({len(todo)} to run, concurrency {plan.concurrency})"
+            f"plan: {_n(len(plan.variants), 'variant')} x {_n(len(plan.cases), 'case')} x "
+            f"{_n(plan.repeats, 'repeat')} = {_n(len(plan.jobs), 'repeat')} "
+            f"({len(todo)} to run, concurrency {plan.concurrency})"
         )
         for v in plan.variants:
             click.echo(f"  variant {v.id}: provider {v.provider}, model {v.model}, agent {v.agent}")
