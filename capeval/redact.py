@@ -44,10 +44,12 @@ def redact_text(text: str, secrets: Iterable[str]) -> str:
 
 
 def redact(obj: Any, secrets: Iterable[str]) -> Any:
-    """A copy of a JSON-like value with every secret replaced, in keys and values."""
+    """A copy of a JSON-like value with every secret replaced (nested keys too)."""
     values = list(secrets)
     if not values:
         return obj
+    if isinstance(obj, Mapping):  # a row's own field names are never secrets
+        return {k: _walk(v, values) for k, v in obj.items()}
     return _walk(obj, values)
 
 

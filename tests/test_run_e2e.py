@@ -208,3 +208,12 @@ def test_run_path_imports_no_heavy_library(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout
+
+
+def test_an_existing_stream_is_never_appended_to_without_resume(tmp_path: Path) -> None:
+    write_case(tmp_path, "alpha")
+    stream = tmp_path / "rows.jsonl"
+    stream.write_text('{"id": "x"}\n')
+    proc = capeval(tmp_path, "--jsonl", str(stream))
+    assert proc.returncode == 2 and "--resume" in proc.stderr
+    assert stream.read_text() == '{"id": "x"}\n'

@@ -41,3 +41,8 @@ def test_values_are_replaced_everywhere_in_a_row() -> None:
 def test_a_secret_containing_another_is_replaced_whole() -> None:
     out = redact("AAAA-BBBB", secret_values({"A_KEY": "AAAA", "B_KEY": "AAAA-BBBB"}))
     assert out == REDACTED
+
+
+def test_a_rows_own_field_names_are_kept() -> None:
+    out = redact({"model": "model", "x": {"model": 1}}, ["model"])
+    assert out == {"model": REDACTED, "x": {REDACTED: 1}}

@@ -161,6 +161,11 @@ def plan_run(options: RunOptions) -> RunPlan:
     if options.resume is not None:
         options, done, run_id, started_at = _resume(options)
     jsonl = options.resume or options.jsonl or config.results_dir / f"{run_id}.jsonl"
+    if options.resume is None and Path(jsonl).is_file() and Path(jsonl).stat().st_size > 0:
+        raise RunError(
+            f"--jsonl {jsonl}: already holds rows; pass --resume {jsonl} to finish that run, "
+            "or choose a new path (rows of two runs in one stream could collide)"
+        )
 
     cases = load_cases(root, config, list(options.cases) or None)
     if options.tiers:
