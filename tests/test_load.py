@@ -120,3 +120,19 @@ def test_read_many_keeps_file_then_row_order(tmp_path: Path) -> None:
     second = tmp_path / "2.json"
     write_v3(second, [make_row("c")], started_at=None, finished_at=None)
     assert [r["id"] for r in read_many([first, second])] == ["b", "a", "c"]
+
+
+def test_duplicate_repeat_in_one_file_is_kept_with_a_warning(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "dup.jsonl", [make_row("a", 0), make_row("a", 1), make_row("a", 0)]
+    )
+    seen: list[str] = []
+    assert len(read_rows(path, on_warning=seen.append)) == 3
+    assert seen == [f"{path}: row 3 repeats v::a repeat 0 (first at row 1); both are counted"]
+
+
+def test_same_repeat_in_different_runs_is_not_a_duplicate(tmp_path: Path) -> None:
+    rows = [make_row("a", 0, runId="r1"), make_row("a", 0, runId="r2")]
+    seen: list[str] = []
+    read_rows(write_jsonl(tmp_path / "two.jsonl", rows), on_warning=seen.append)
+    assert seen == []

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from capeval.aggregate import backfill_behaviors
+from capeval.aggregate import backfill_behaviors, row_result_key
 from capeval.results.errors import ResultFileError, ResultFileWarning
 from capeval.results.jsonl import parse_jsonl
 from capeval.results.v3 import parse_v3
@@ -104,7 +104,31 @@ def read_rows(
             except UnicodeDecodeError as exc:
                 raise ResultFileError(path, "not UTF-8 text; is this a result file?") from exc
         rows = parse_v3(doc, path)[1]
+    for message in _duplicates(rows, path):
+        (on_warning or _default_warn)(message)
     return [_up_to_date(row) for row in rows]
+
+
+def _duplicates(rows: list[dict[str, Any]], path: Path) -> list[str]:
+    """Repeats recorded twice in one file.
+
+    Both are kept (data is never dropped), but they inflate a cell's repeat
+    count, e.g. after a resume that re-ran a finished repeat, so say so.
+    """
+    first: dict[tuple[Any, ...], int] = {}
+    found: list[str] = []
+    for index, row in enumerate(rows):
+        if row.get("repeat") is None:
+            continue
+        key = (row.get("runId"), row_result_key(row), row["repeat"])
+        if key in first:
+            found.append(
+                f"{path}: row {index + 1} repeats {key[1]} repeat {key[2]} (first at row "
+                f"{first[key] + 1}); both are counted"
+            )
+        else:
+            first[key] = index
+    return found
 
 
 def read_many(
