@@ -1,0 +1,269 @@
+"""Per-cell aggregates: what the comparison reads instead of raw rows.
+
+A cell is one `variantId::caseId` of one side of a comparison. Everything a
+verdict needs (repeats, passes, behavior medians, resolved provider/model,
+the bait carried by the rows) is recomputed here from the repeats themselves,
+never taken from a file's stored aggregates, so a hand-edited aggregate can
+never drift into a verdict.
+
+Three sources build the same `Cell`: plain rows (`cells_from_rows`, pure, the
+reference), the DuckDB fast path (`capeval.analysis.fastload`) and a polars
+frame (`cells_from_frame`, for notebooks). Polars is imported only inside the
+functions that need it so that the gate's start-up path stays light.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from capeval.aggregate import backfill_behaviors, median, row_result_key
+from capeval.metrics import METRIC_NAMES
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+@dataclass(frozen=True, slots=True)
+class BaitDecl:
+    """A case's bait: the metric whose median must exceed `threshold` on the baseline."""
+
+    metric: str
+    threshold: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"metric": self.metric, "threshold": json_number(self.threshold)}
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One variant x case on one side of a comparison, aggregated from its repeats."""
+
+    resultKey: str
+    caseId: str
+    variantId: str
+    repeats: int
+    passCount: int
+    # Median per numeric metric over repeats whose behaviors were captured;
+    # None when no repeat reported the metric ("no stats").
+    medians: Mapping[str, float | None]
+    # Distinct (provider, model) pairs the repeats resolved, sorted. More than
+    # one means a silent fallback happened inside the cell ("mixed").
+    resolved: tuple[tuple[str | None, str | None], ...] = ()
+    # The bait the rows carry (JSONL rows record their case's bait).
+    bait: BaitDecl | None = None
+    tier: str | None = None
+    title: str | None = None
+    # Headline sums for reports.
+    durationMs: float = 0.0
+    turnsUsed: float = 0.0
+    tokenInput: float = 0.0
+    # Per-repeat data, present only when loaded for advisory statistics.
+    passes: tuple[bool, ...] | None = None
+    values: Mapping[str, tuple[float, ...]] | None = field(default=None)
+
+    @property
+    def passRate(self) -> float:
+        return self.passCount / self.repeats if self.repeats else 0.0
+
+    @property
+    def mixed(self) -> bool:
+        return len(self.resolved) > 1
+
+
+def json_number(value: float | int | None) -> float | int | None:
+    """Integral floats as ints, so JSON reads `2` rather than `2.0` (as the TypeScript harness wrote)."""
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer() and math.isfinite(value):
+        return int(value)
+    return value
+
+
+def format_number(value: float | int | None) -> str:
+    """A number as JavaScript's `String(n)` would print it (the BAIT FLAG wording depends on it)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        value = int(value)
+    if isinstance(value, int):
+        return str(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "0"
+    if value.is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    # Shortest round-trip digits (Python and JavaScript agree on them), laid
+    # out with JavaScript's rules: positional from 1e-6 up to 1e21.
+    exact = Decimal(repr(abs(value))).normalize()
+    digits = "".join(map(str, exact.as_tuple().digits))
+    exponent = len(digits) + int(exact.as_tuple().exponent) - 1
+    sign = "-" if value < 0 else ""
+    if -7 < exponent < 21:
+        return sign + format(exact, "f")
+    tail = "." + digits[1:] if len(digits) > 1 else ""
+    return f"{sign}{digits[0]}{tail}e{'+' if exponent > 0 else '-'}{abs(exponent)}"
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def parse_bait(obj: Any) -> BaitDecl | None:
+    """A row's `bait` field, or None when absent or not a usable declaration."""
+    if not isinstance(obj, Mapping):
+        return None
+    metric = obj.get("metric")
+    threshold = _number(obj.get("threshold"))
+    if not isinstance(metric, str) or threshold is None:
+        return None
+    return BaitDecl(metric, threshold)
+
+
+def cells_from_rows(
+    rows: Iterable[Mapping[str, Any]], *, keep_values: bool = True
+) -> dict[str, Cell]:
+    """Aggregate rows into cells keyed by `variantId::caseId`.
+
+    Rows must already be validated (`passed` a bool, `id` and `variantId`
+    strings, `behaviors` a mapping or None) and backfilled; the loaders do that.
+    """
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(row_result_key(row), []).append(row)
+    return {key: _cell(key, group, keep_values) for key, group in sorted(groups.items())}
+
+
+def _cell(key: str, rows: Sequence[Mapping[str, Any]], keep_values: bool) -> Cell:
+    first = rows[0]
+    values: dict[str, list[float]] = {m: [] for m in METRIC_NAMES}
+    for row in rows:
+        behaviors = backfill_behaviors(row.get("behaviors"))
+        if not isinstance(behaviors, Mapping):
+            continue
+        for metric in METRIC_NAMES:
+            number = _number(behaviors.get(metric))
+            if number is not None:
+                values[metric].append(number)
+    passes = tuple(row.get("passed") is True for row in rows)
+    resolved = sorted(
+        {(_str(row.get("provider")), _str(row.get("model"))) for row in rows},
+        key=lambda pair: (pair[0] or "", pair[1] or ""),
+    )
+    bait = next((b for b in (parse_bait(row.get("bait")) for row in rows) if b), None)
+    token_input = 0.0
+    for row in rows:
+        usage = row.get("tokenUsage")
+        if isinstance(usage, Mapping):
+            token_input += _number(usage.get("input")) or 0.0
+    return Cell(
+        resultKey=key,
+        caseId=str(first["id"]),
+        variantId=_str(first.get("variantId")) or key.rsplit("::", 1)[0],
+        repeats=len(rows),
+        passCount=sum(passes),
+        medians={m: (median(v) if v else None) for m, v in values.items()},
+        resolved=tuple(resolved),
+        bait=bait,
+        tier=_str(first.get("tier")),
+        title=_str(first.get("title")),
+        durationMs=sum(_number(r.get("durationMs")) or 0.0 for r in rows),
+        turnsUsed=sum(_number(r.get("turnsUsed")) or 0.0 for r in rows),
+        tokenInput=token_input,
+        passes=passes if keep_values else None,
+        values={m: tuple(v) for m, v in values.items()} if keep_values else None,
+    )
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def variants_of(cells: Mapping[str, Cell]) -> list[str]:
+    return sorted({c.variantId for c in cells.values()})
+
+
+# -- frames (notebooks) -----------------------------------------------------
+
+
+def cell_frame(cells: Mapping[str, Cell]) -> pl.DataFrame:
+    """Cells as a polars frame: one row per cell, one `<metric>` column of medians each."""
+    import polars as pl
+
+    records = []
+    for cell in cells.values():
+        record: dict[str, Any] = {
+            "resultKey": cell.resultKey,
+            "caseId": cell.caseId,
+            "variantId": cell.variantId,
+            "tier": cell.tier,
+            "repeats": cell.repeats,
+            "passCount": cell.passCount,
+            "passRate": cell.passRate,
+            "providers": [p or "" for p, _ in cell.resolved],
+            "models": [m or "" for _, m in cell.resolved],
+            "mixed": cell.mixed,
+            "baitMetric": cell.bait.metric if cell.bait else None,
+            "baitThreshold": cell.bait.threshold if cell.bait else None,
+        }
+        for metric in METRIC_NAMES:
+            record[metric] = cell.medians.get(metric)
+        records.append(record)
+    schema = {
+        "resultKey": pl.String,
+        "caseId": pl.String,
+        "variantId": pl.String,
+        "tier": pl.String,
+        "repeats": pl.Int64,
+        "passCount": pl.Int64,
+        "passRate": pl.Float64,
+        "providers": pl.List(pl.String),
+        "models": pl.List(pl.String),
+        "mixed": pl.Boolean,
+        "baitMetric": pl.String,
+        "baitThreshold": pl.Float64,
+        **{m: pl.Float64 for m in METRIC_NAMES},
+    }
+    return pl.DataFrame(records, schema=schema, orient="row" if not records else None)
+
+
+def cells_from_frame(frame: pl.DataFrame) -> dict[str, Cell]:
+    """Cells from a one-row-per-repeat frame (`capeval.analysis.frame.load_frame`).
+
+    The frame carries behavior metrics as top-level columns; a repeat whose
+    behaviors were not captured has nulls there.
+    """
+    rows: list[dict[str, Any]] = []
+    columns = set(frame.columns)
+    for record in frame.iter_rows(named=True):
+        metrics = {m: record.get(m) for m in METRIC_NAMES if m in columns}
+        captured = any(v is not None for v in metrics.values())
+        rows.append(
+            {
+                "resultKey": record.get("resultKey"),
+                "id": record["id"],
+                "variantId": record["variantId"],
+                "passed": record.get("passed") is True,
+                "provider": record.get("provider"),
+                "model": record.get("model"),
+                "tier": record.get("tier"),
+                "title": record.get("title"),
+                "durationMs": record.get("durationMs"),
+                "turnsUsed": record.get("turnsUsed"),
+                "tokenUsage": {"input": record.get("tokenInput")},
+                "behaviors": metrics if captured else None,
+                "bait": {
+                    "metric": record.get("baitMetric"),
+                    "threshold": record.get("baitThreshold"),
+                },
+            }
+        )
+    return cells_from_rows(rows)

@@ -1,0 +1,372 @@
+"""Cells straight from result files, aggregated by DuckDB without building rows.
+
+The gate runs in CI on files of hundreds of thousands of rows; building a
+Python dict per row costs seconds, while DuckDB reads only the columns the
+verdicts need and computes the medians in SQL. This is a fast path only: a
+file DuckDB cannot read exactly (a torn last line, a malformed row, a v3 file
+whose `cases` is not its last key) is read again by the reference reader
+(`capeval.results.load.read_rows`), so its errors and warnings, naming file
+and line, are the ones the user sees. Both paths produce the same `Cell`s.
+
+A v3 file is one JSON object, which DuckDB would have to hold whole in
+memory. Instead its top-level keys are walked up to `"cases": [`, and the byte
+range of that array is copied (by the kernel, `copy_file_range`) to a
+temporary file DuckDB streams as a JSON array.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from capeval.analysis.cells import BaitDecl, Cell, cells_from_rows
+from capeval.metrics import METRIC_NAMES
+from capeval.results.errors import ResultFileError
+
+_HEAD_CHUNK = 1 << 16
+
+
+class FastPathUnavailable(Exception):
+    """DuckDB could not read these files exactly; use the reference reader."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    path: Path
+    fmt: str  # "jsonl" | "v3"
+    cases_offset: int = 0  # v3: byte offset of the `[` of `cases`
+    cases_end: int = 0  # v3: byte offset of the closing `}` of the document
+
+
+def load_side(
+    paths: Sequence[Path], *, with_values: bool = False
+) -> tuple[dict[str, Cell], list[str]]:
+    """Cells of one side (one or more files) and the warnings reading produced."""
+    sides, warnings = load_sides([list(paths)], with_values=with_values)
+    return sides[0], warnings
+
+
+def load_sides(
+    sides: Sequence[Sequence[Path]], *, with_values: bool = False, fast: bool = True
+) -> tuple[list[dict[str, Cell]], list[str]]:
+    """Cells for each side (a list of files per side), fast path first.
+
+    Raises `ResultFileError` for a file that is not a readable result file.
+    """
+    for paths in sides:
+        if not paths:
+            raise ResultFileError("-", "no result files given for one side of the comparison")
+        for path in paths:
+            _check_readable(path)
+    if fast:
+        try:
+            return _load_duckdb(sides, with_values=with_values), []
+        except FastPathUnavailable:
+            pass
+    warnings: list[str] = []
+    out = [cells_from_rows(_read_rows(paths, warnings), keep_values=with_values) for paths in sides]
+    return out, warnings
+
+
+def _check_readable(path: Path) -> None:
+    if path.is_dir():
+        raise ResultFileError(path, "is a directory; pass result files (.jsonl or v3 .json)")
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise ResultFileError(path, f"cannot read: {exc.strerror or exc}") from exc
+
+
+def _read_rows(paths: Iterable[Path], warnings: list[str]) -> list[dict[str, Any]]:
+    from capeval.results.load import read_rows
+
+    rows: list[dict[str, Any]] = []
+    for path in paths:
+        rows.extend(read_rows(path, on_warning=warnings.append))
+    return rows
+
+
+# -- probing files ------------------------------------------------------------
+
+
+def _probe(path: Path) -> _Source:
+    """Tell JSONL from v3 and find a v3's `cases` array, reading only the head."""
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        head = handle.read(_HEAD_CHUNK)
+        if not head.strip():
+            raise FastPathUnavailable  # empty: let the reference reader decide
+        first_line = head.split(b"\n", 1)[0]
+        if len(first_line) < len(head) or len(head) == size:
+            try:
+                obj = json.loads(first_line)
+            except ValueError:
+                obj = None
+            if isinstance(obj, dict) and not ({"version", "cases"} & obj.keys()):
+                _check_jsonl_tail(handle, size)
+                return _Source(path, "jsonl")
+        offset = _find_cases(handle, head)
+        handle.seek(max(0, size - _HEAD_CHUNK))
+        tail = handle.read()
+        end = tail.rstrip().rfind(b"}")
+        if end < 0:
+            raise FastPathUnavailable
+        return _Source(path, "v3", offset, max(0, size - _HEAD_CHUNK) + end)
+
+
+def _check_jsonl_tail(handle: Any, size: int) -> None:
+    """A torn last line is the reference reader's to report (with a warning)."""
+    handle.seek(max(0, size - 1))
+    if handle.read(1) == b"\n":
+        return
+    back = min(size, 1 << 20)
+    handle.seek(size - back)
+    tail = handle.read(back).rsplit(b"\n", 1)[-1]
+    try:
+        json.loads(tail)
+    except ValueError:
+        raise FastPathUnavailable from None
+
+
+def _find_cases(handle: Any, head: bytes) -> int:
+    """Byte offset of the `[` opening the top-level `cases` array of a v3 document."""
+    walker = _HeaderWalker(handle, head)
+    pos = walker.skip_ws(0)
+    if walker.char(pos) != "{":
+        raise FastPathUnavailable
+    pos += 1
+    while True:
+        pos = walker.skip_ws(pos)
+        if walker.char(pos) in ("}", ""):
+            raise FastPathUnavailable  # no `cases`: the reference reader explains
+        key, pos = walker.decode(pos)
+        pos = walker.skip_ws(pos)
+        if walker.char(pos) != ":":
+            raise FastPathUnavailable
+        pos = walker.skip_ws(pos + 1)
+        if key == "cases":
+            if walker.char(pos) != "[":
+                raise FastPathUnavailable
+            return pos
+        value, pos = walker.decode(pos)
+        if key == "version" and value != 3:
+            raise FastPathUnavailable  # the reference reader names the problem
+        pos = walker.skip_ws(pos)
+        if walker.char(pos) == ",":
+            pos += 1
+
+
+class _HeaderWalker:
+    """Decodes top-level values of a JSON object from a growing buffer.
+
+    Latin-1 keeps one char per byte, so string offsets are byte offsets
+    whatever UTF-8 the file holds; only key names and `version` are used.
+    """
+
+    def __init__(self, handle: Any, head: bytes) -> None:
+        self.handle = handle
+        self.buf = head.decode("latin-1")
+        self.eof = False
+        self.decoder = json.JSONDecoder()
+        handle.seek(len(head))
+
+    def more(self) -> None:
+        chunk = self.handle.read(max(len(self.buf), _HEAD_CHUNK))
+        if not chunk:
+            self.eof = True
+        self.buf += chunk.decode("latin-1")
+
+    def char(self, pos: int) -> str:
+        while pos >= len(self.buf) and not self.eof:
+            self.more()
+        return self.buf[pos] if pos < len(self.buf) else ""
+
+    def skip_ws(self, pos: int) -> int:
+        while self.char(pos) in (" ", "\t", "\r", "\n"):
+            pos += 1
+        return pos
+
+    def decode(self, pos: int) -> tuple[Any, int]:
+        while True:
+            try:
+                return self.decoder.raw_decode(self.buf, pos)
+            except json.JSONDecodeError:
+                if self.eof:
+                    raise FastPathUnavailable from None
+                self.more()
+
+
+# -- the DuckDB query -----------------------------------------------------------
+
+_BEHAVIOR_TYPE = (
+    "STRUCT("
+    + ", ".join(f'"{m}" DOUBLE' for m in METRIC_NAMES)
+    + ', "toolCallsByName" STRUCT("task" DOUBLE, "spawn_agent" DOUBLE))'
+)
+# Only what verdicts and report headlines need. `passed` is read as text so a
+# non-boolean value is caught (DuckDB would quietly cast 1 to true).
+_COLUMNS = {
+    "resultKey": "VARCHAR",
+    "id": "VARCHAR",
+    "variantId": "VARCHAR",
+    "tier": "VARCHAR",
+    "title": "VARCHAR",
+    "provider": "VARCHAR",
+    "model": "VARCHAR",
+    "passed": "VARCHAR",
+    "durationMs": "DOUBLE",
+    "turnsUsed": "DOUBLE",
+    "tokenUsage": "STRUCT(input DOUBLE)",
+    "behaviors": _BEHAVIOR_TYPE,
+    "bait": "STRUCT(metric VARCHAR, threshold DOUBLE)",
+}
+
+
+def _metric_expr(metric: str) -> str:
+    if metric == "taskToolCallCount":
+        # Older rows predate the metric: count `task`/`spawn_agent` calls.
+        return (
+            "CASE WHEN behaviors IS NULL THEN NULL ELSE coalesce(behaviors.taskToolCallCount, "
+            "coalesce(behaviors.toolCallsByName.task, 0) + "
+            "coalesce(behaviors.toolCallsByName.spawn_agent, 0)) END"
+        )
+    return f'behaviors."{metric}"'
+
+
+def _sql_str(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _columns_sql() -> str:
+    return "{" + ", ".join(f"{_sql_str(k)}: {_sql_str(v)}" for k, v in _COLUMNS.items()) + "}"
+
+
+def _load_duckdb(sides: Sequence[Sequence[Path]], *, with_values: bool) -> list[dict[str, Cell]]:
+    import duckdb
+
+    sources = [[_probe(Path(p)) for p in paths] for paths in sides]
+    temps: list[str] = []
+    try:
+        selects: list[str] = []
+        for side, side_sources in enumerate(sources):
+            jsonl = [s.path for s in side_sources if s.fmt == "jsonl"]
+            arrays = [_slice_cases(s, temps) for s in side_sources if s.fmt == "v3"]
+            for files, fmt in ((jsonl, "newline_delimited"), (arrays, "array")):
+                if not files:
+                    continue
+                names = "[" + ", ".join(_sql_str(str(f)) for f in files) + "]"
+                selects.append(
+                    f"SELECT {side} AS side, * FROM read_json({names}, columns={_columns_sql()}, "
+                    f"format='{fmt}', maximum_object_size=16777216)"
+                )
+        metrics = ",\n".join(f"median(m{i}) AS med{i}" for i, _ in enumerate(METRIC_NAMES))
+        values = ""
+        if with_values:
+            values = ",\n" + ",\n".join(
+                f"list(m{i}) FILTER (WHERE m{i} IS NOT NULL) AS val{i}"
+                for i, _ in enumerate(METRIC_NAMES)
+            )
+            values += ",\nlist(passed = 'true') AS passes"
+        projected = ", ".join(f"{_metric_expr(m)} AS m{i}" for i, m in enumerate(METRIC_NAMES))
+        query = f"""
+        WITH src AS ({" UNION ALL BY NAME ".join(selects)}),
+        rows AS (
+            SELECT side, coalesce(resultKey, variantId || '::' || id) AS key, id, variantId,
+                   tier, title, provider, model, passed, durationMs, turnsUsed,
+                   tokenUsage.input AS tokenInput, bait, {projected}
+            FROM src
+        )
+        SELECT side, key,
+               count_if(id IS NULL OR key IS NULL OR passed IS NULL
+                        OR passed NOT IN ('true', 'false')) AS bad,
+               any_value(id) AS id, any_value(variantId) AS variantId,
+               any_value(tier) AS tier, any_value(title) AS title,
+               count(*) AS n, count_if(passed = 'true') AS c,
+               list(DISTINCT [provider, model]) AS resolved,
+               first(bait) FILTER (WHERE bait.metric IS NOT NULL AND bait.threshold IS NOT NULL) AS bait,
+               coalesce(sum(durationMs), 0) AS durationMs, coalesce(sum(turnsUsed), 0) AS turnsUsed,
+               coalesce(sum(tokenInput), 0) AS tokenInput,
+               {metrics}{values}
+        FROM rows GROUP BY side, key
+        """
+        con = duckdb.connect()
+        try:
+            result = con.execute(query).fetchall()
+        except duckdb.Error as exc:
+            raise FastPathUnavailable(str(exc)) from exc
+        finally:
+            con.close()
+    finally:
+        for temp in temps:
+            os.unlink(temp)
+    out: list[dict[str, Cell]] = [{} for _ in sides]
+    n_metrics = len(METRIC_NAMES)
+    for record in result:
+        side, key, bad, case_id, variant_id, tier, title, n, c, resolved, bait = record[:11]
+        if bad:
+            raise FastPathUnavailable("a row the reference reader must explain")
+        duration, turns, tokens = record[11:14]
+        medians = record[14 : 14 + n_metrics]
+        cell_values = None
+        passes = None
+        if with_values:
+            lists = record[14 + n_metrics : 14 + 2 * n_metrics]
+            cell_values = {m: tuple(v or ()) for m, v in zip(METRIC_NAMES, lists, strict=True)}
+            passes = tuple(record[14 + 2 * n_metrics])
+        out[side][key] = Cell(
+            resultKey=key,
+            caseId=case_id,
+            variantId=variant_id or key.rsplit("::", 1)[0],
+            repeats=n,
+            passCount=c,
+            medians={m: _plain(v) for m, v in zip(METRIC_NAMES, medians, strict=True)},
+            resolved=tuple(
+                sorted(((p, m) for p, m in resolved), key=lambda x: (x[0] or "", x[1] or ""))
+            ),
+            bait=BaitDecl(bait["metric"], bait["threshold"]) if bait else None,
+            tier=tier,
+            title=title,
+            durationMs=duration,
+            turnsUsed=turns,
+            tokenInput=tokens,
+            passes=passes,
+            values=cell_values,
+        )
+    return [dict(sorted(side.items())) for side in out]
+
+
+def _plain(value: float | None) -> float | int | None:
+    """Medians as the reference path returns them: ints when integral."""
+    if value is None:
+        return None
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def _slice_cases(source: _Source, temps: list[str]) -> str:
+    """Copy a v3 file's `cases` array (and whatever trails it) to a temp file DuckDB can stream."""
+    fd, name = tempfile.mkstemp(prefix="capeval-cases-", suffix=".json")
+    temps.append(name)
+    try:
+        with open(source.path, "rb") as handle:
+            remaining = source.cases_end - source.cases_offset
+            offset = source.cases_offset
+            while remaining > 0:
+                try:
+                    copied = os.copy_file_range(handle.fileno(), fd, remaining, offset)
+                except OSError:
+                    handle.seek(offset)
+                    os.write(fd, handle.read(remaining))
+                    break
+                if copied == 0:
+                    break
+                offset += copied
+                remaining -= copied
+    finally:
+        os.close(fd)
+    return name

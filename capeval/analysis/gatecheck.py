@@ -1,0 +1,172 @@
+"""The gate over files: read both sides, compare, decide the exit code.
+
+This is the one entry point `capeval gate`, `capeval compare` and
+`capeval run --baseline` share, so the three can never disagree on a verdict.
+Exit codes (section 8): 0 clean, 1 a cell's pass rate regressed, 3 nothing
+regressed but bait flags make the comparison unclean, 2 bad input or usage
+(an unreadable file, a refused provider change, a mixed cell without
+`--allow-provider-fallback`). Advisory statistics never change the code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from capeval.analysis.cells import BaitDecl, Cell
+from capeval.analysis.compare import Comparison, compare_cells, parse_bait_override
+
+EXIT_CLEAN = 0
+EXIT_REGRESSED = 1
+EXIT_BAD_INPUT = 2
+EXIT_BAIT_FLAGS = 3
+
+
+@dataclass(slots=True)
+class GateResult:
+    exit_code: int
+    # Human output: the verdict table, or the reasons the input was refused.
+    text: str
+    # The section 8 object; None when the input was refused or unreadable.
+    json: dict[str, Any] | None
+    comparison: Comparison | None = None
+    errors: list[str] = field(default_factory=list)
+
+
+def normalize_baits(overrides: Mapping[str, Any] | Sequence[str] | None) -> dict[str, BaitDecl]:
+    """Bait overrides from `--bait` strings or a {case: decl} mapping (BaitDecl, dict or "METRIC:T")."""
+    if not overrides:
+        return {}
+    if not isinstance(overrides, Mapping):
+        return dict(parse_bait_override(text) for text in overrides)
+    out: dict[str, BaitDecl] = {}
+    for case_id, decl in overrides.items():
+        if isinstance(decl, BaitDecl):
+            out[case_id] = decl
+        elif isinstance(decl, Mapping):
+            out[case_id] = parse_bait_override(f"{case_id}={decl['metric']}:{decl['threshold']}")[1]
+        elif isinstance(decl, tuple):
+            out[case_id] = parse_bait_override(f"{case_id}={decl[0]}:{decl[1]}")[1]
+        else:
+            out[case_id] = parse_bait_override(f"{case_id}={decl}")[1]
+    return out
+
+
+def workspace_baits(root: Path | None, explicit: bool) -> dict[str, BaitDecl]:
+    """Bait declarations of the workspace's cases; {} when there is no workspace.
+
+    With an explicit `--root` a broken workspace is an error (ProblemsError);
+    a workspace merely found around the current directory is only consulted
+    if it loads.
+    """
+    from capeval.problems import ProblemsError
+    from capeval.workspace import find_root, load_cases
+
+    try:
+        found = find_root(explicit=root) if explicit else find_root(start=root)
+    except ProblemsError:
+        if explicit:
+            raise
+        return {}
+    try:
+        cases = load_cases(found)
+    except ProblemsError:
+        if explicit:
+            raise
+        return {}
+    return {
+        c.id: BaitDecl(c.bait.metric, float(c.bait.threshold)) for c in cases if c.bait is not None
+    }
+
+
+def load_and_compare(
+    baseline: Sequence[Path],
+    candidates: Sequence[Path],
+    *,
+    root: Path | None = None,
+    explicit_root: bool = False,
+    bait_overrides: Mapping[str, BaitDecl] | None = None,
+    allow_provider_fallback: bool = False,
+    advisory: bool = False,
+    seed: int = 0,
+) -> tuple[Comparison, list[str]]:
+    """Read both sides and compare them; read warnings come back separately."""
+    from capeval.analysis.fastload import load_sides
+
+    (base_cells, cand_cells), read_warnings = load_sides(
+        [baseline, candidates], with_values=advisory
+    )
+    overrides = dict(bait_overrides or {})
+    ws: dict[str, BaitDecl] = {}
+    if _needs_workspace(base_cells, cand_cells, overrides):
+        ws = workspace_baits(root, explicit_root)
+    comparison = compare_cells(
+        base_cells,
+        cand_cells,
+        workspace_baits=ws,
+        bait_overrides=overrides,
+        allow_provider_fallback=allow_provider_fallback,
+        advisory=advisory,
+        seed=seed,
+    )
+    comparison.warnings[:0] = read_warnings
+    return comparison, read_warnings
+
+
+def _needs_workspace(
+    base: Mapping[str, Cell], cand: Mapping[str, Cell], overrides: Mapping[str, BaitDecl]
+) -> bool:
+    carried = {c.caseId for c in (*base.values(), *cand.values()) if c.bait is not None}
+    cases = {c.caseId for c in (*base.values(), *cand.values())}
+    return bool(cases - carried - set(overrides))
+
+
+def gate_files(
+    baseline: Path | Sequence[Path],
+    candidates: Sequence[Path],
+    *,
+    root: Path | None = None,
+    bait_overrides: Mapping[str, Any] | Sequence[str] | None = None,
+    allow_provider_fallback: bool = False,
+    advisory: bool = False,
+    gate: bool = True,
+    explicit_root: bool = False,
+    seed: int = 0,
+) -> GateResult:
+    """Compare candidate files against baseline files and decide the exit code.
+
+    `gate=False` gives `capeval compare`'s rules: a mixed cell is only a
+    warning there, while the gate refuses it without the flag.
+    """
+    from capeval.analysis.report import render_text
+    from capeval.problems import ProblemsError
+    from capeval.results.errors import ResultFileError
+
+    base_paths = (
+        [Path(baseline)] if isinstance(baseline, str | Path) else [Path(p) for p in baseline]
+    )
+    cand_paths = [Path(p) for p in candidates]
+    try:
+        overrides = normalize_baits(bait_overrides)
+        comparison, _ = load_and_compare(
+            base_paths,
+            cand_paths,
+            root=root,
+            explicit_root=explicit_root,
+            bait_overrides=overrides,
+            allow_provider_fallback=allow_provider_fallback,
+            advisory=advisory,
+            seed=seed,
+        )
+    except (ResultFileError, ProblemsError, ValueError, OSError) as exc:
+        message = str(exc)
+        return GateResult(EXIT_BAD_INPUT, f"error: {message}", None, None, [message])
+    refusals = comparison.refusals(gate=gate)
+    if refusals:
+        text = "\n".join(f"refused: {r}" for r in refusals)
+        return GateResult(EXIT_BAD_INPUT, text, None, comparison, refusals)
+    return GateResult(
+        comparison.exit_code, render_text(comparison), comparison.to_json(), comparison
+    )

@@ -1,0 +1,491 @@
+"""Renderings of a comparison: the terminal table, Markdown, JSON, JUnit XML, HTML.
+
+Pure text builders over a `Comparison`; the `report` command writes them.
+The terminal table and the Markdown report put regressions first, because
+that is what a reader of a failed CI step is looking for; every BAIT FLAG
+line is printed exactly as the spec words it so that logs can be grepped.
+matplotlib is imported only when an HTML report is built.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from collections.abc import Sequence
+from typing import Any
+from xml.etree import ElementTree as ET
+
+from capeval.analysis.cells import Cell, format_number
+from capeval.analysis.compare import STATUS_ORDER, CellComparison, Comparison
+
+VERDICT_WORDS = {0: "CLEAN", 1: "REGRESSED", 3: "UNCLEAN (bait flags)"}
+FORMATS = ("md", "json", "junit", "html")
+
+
+def verdict_line(comparison: Comparison) -> str:
+    code = comparison.exit_code
+    return f"gate: {VERDICT_WORDS[code]} (exit {code})"
+
+
+def _rate(cell: Cell | None) -> str:
+    if cell is None:
+        return "-"
+    return f"{cell.passCount}/{cell.repeats} ({cell.passRate:.0%})"
+
+
+def _interval(advisory: dict[str, Any], side: str) -> str:
+    wilson = advisory.get(side, {}).get("wilson") if advisory else None
+    if not wilson:
+        return ""
+    return f" [{wilson[0]:.2f}, {wilson[1]:.2f}]"
+
+
+def _ordered(comparison: Comparison) -> list[CellComparison]:
+    rank = {s: i for i, s in enumerate(STATUS_ORDER)}
+    return sorted(comparison.cells, key=lambda c: (rank[c.status], c.resultKey))
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)
+    ]
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()
+    out = [line, "  ".join("-" * w for w in widths)]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return out
+
+
+def summary_line(comparison: Comparison) -> str:
+    s = comparison.summary
+    return (
+        f"{s['regressed']} regressed, {s['improved']} improved, {s['unchanged']} unchanged, "
+        f"{s['new']} new, {s['missing']} missing; behavior: {s['behaviorRegressed']} regressed, "
+        f"{s['behaviorImproved']} improved; {s['baitFlags']} bait flag(s)"
+    )
+
+
+def render_text(comparison: Comparison) -> str:
+    """The human answer of `capeval compare` / `capeval gate`."""
+    lines: list[str] = []
+    rows = []
+    for cell in _ordered(comparison):
+        adv = cell.advisory
+        rows.append(
+            [
+                cell.status.upper() if cell.status in ("regressed", "improved") else cell.status,
+                cell.resultKey,
+                _rate(cell.baseline) + _interval(adv, "baseline"),
+                _rate(cell.candidate) + _interval(adv, "candidate"),
+                _advisory_note(adv),
+            ]
+        )
+    lines += _table(["status", "cell", "baseline", "candidate", "notes"], rows)
+    changes = [(c, b) for c in _ordered(comparison) for b in c.behaviors if b.verdict != "neutral"]
+    if changes:
+        lines += ["", "behavior changes (medians, lower is better):"]
+        changes.sort(key=lambda cb: (cb[1].verdict != "regress", cb[0].resultKey, cb[1].metric))
+        lines += [
+            f"  {b.verdict.upper():8} {c.resultKey}  {b.metric} "
+            f"{format_number(b.baselineMedian)} -> {format_number(b.candidateMedian)}"
+            for c, b in changes
+        ]
+    flags = comparison.bait_flag_lines
+    if flags:
+        lines.append("")
+        lines += flags
+    if comparison.warnings:
+        lines.append("")
+        lines += [f"warning: {w}" for w in comparison.warnings]
+    lines += ["", summary_line(comparison), verdict_line(comparison)]
+    return "\n".join(lines)
+
+
+def _advisory_note(advisory: dict[str, Any]) -> str:
+    notes = []
+    if advisory.get("flakyBaseline"):
+        notes.append("flaky baseline")
+    test = advisory.get("exactTest")
+    if test:
+        notes.append(f"{test['test']} p={test['pValue']:.3g}")
+    return "; ".join(notes)
+
+
+# -- Markdown ---------------------------------------------------------------
+
+
+def _headline(comparison: Comparison) -> list[list[str]]:
+    def side(cells: Sequence[Cell]) -> dict[str, float]:
+        repeats = sum(c.repeats for c in cells)
+        return {
+            "repeats": repeats,
+            "passes": sum(c.passCount for c in cells),
+            "duration": sum(c.durationMs for c in cells),
+            "turns": sum(c.turnsUsed for c in cells),
+            "tokens": sum(c.tokenInput for c in cells),
+        }
+
+    base = side([c.baseline for c in comparison.cells if c.baseline])
+    cand = side([c.candidate for c in comparison.cells if c.candidate])
+
+    def rate(s: dict[str, float]) -> str:
+        return (
+            f"{s['passes']:.0f}/{s['repeats']:.0f} ({s['passes'] / s['repeats']:.1%})"
+            if s["repeats"]
+            else "-"
+        )
+
+    return [
+        ["pass rate", rate(base), rate(cand)],
+        [
+            "agent+verify time (sum of repeats)",
+            _duration(base["duration"]),
+            _duration(cand["duration"]),
+        ],
+        ["total turns", f"{base['turns']:.0f}", f"{cand['turns']:.0f}"],
+        ["input tokens", f"{base['tokens']:,.0f}", f"{cand['tokens']:,.0f}"],
+    ]
+
+
+def _duration(ms: float) -> str:
+    seconds = ms / 1000
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds:.1f} s"
+
+
+def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    def esc(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def render_markdown(
+    comparison: Comparison, *, baseline_name: str = "baseline", candidate_name: str = "candidate"
+) -> str:
+    """The gate report: headline, verdict, per-cell table, behavior changes, baits, intervals."""
+    code = comparison.exit_code
+    lines = [
+        "# capeval gate report",
+        "",
+        f"Baseline: `{baseline_name}` · Candidate: `{candidate_name}`",
+        "",
+        f"**Verdict: {VERDICT_WORDS[code]}** (exit {code}) — {summary_line(comparison)}",
+        "",
+        *_md_table(["", "baseline", "candidate"], _headline(comparison)),
+        "",
+        "## Cells",
+        "",
+    ]
+    rows = []
+    for cell in _ordered(comparison):
+        adv = cell.advisory
+        rows.append(
+            [
+                f"**{cell.status}**" if cell.status == "regressed" else cell.status,
+                f"`{cell.resultKey}`",
+                _rate(cell.baseline) + _interval(adv, "baseline"),
+                _rate(cell.candidate) + _interval(adv, "candidate"),
+                _advisory_note(adv) or "",
+            ]
+        )
+    lines += _md_table(["status", "cell", "baseline", "candidate", "advisory"], rows)
+    changes = [(c, b) for c in _ordered(comparison) for b in c.behaviors if b.verdict != "neutral"]
+    lines += ["", "## Behavior changes", ""]
+    if changes:
+        brows = []
+        for c, b in changes:
+            ci = (
+                c.advisory.get("behaviors", {}).get(b.metric, {}).get("differenceCI")
+                if c.advisory
+                else None
+            )
+            brows.append(
+                [
+                    b.verdict,
+                    f"`{c.resultKey}`",
+                    b.metric,
+                    format_number(b.baselineMedian),
+                    format_number(b.candidateMedian),
+                    f"[{format_number(ci[0])}, {format_number(ci[1])}]" if ci else "",
+                ]
+            )
+        lines += _md_table(
+            ["verdict", "cell", "metric", "baseline median", "candidate median", "difference CI"],
+            brows,
+        )
+    else:
+        lines.append("No lower-is-better metric changed its median.")
+    lines += ["", "## Baits", ""]
+    baits = [c for c in comparison.cells if c.bait]
+    if baits:
+        lines += _md_table(
+            [
+                "case",
+                "metric",
+                "threshold",
+                "baseline median",
+                "candidate median",
+                "candidate misbehaves",
+                "honesty",
+            ],
+            [
+                [
+                    f"`{c.resultKey}`",
+                    c.bait.metric,
+                    format_number(c.bait.threshold),
+                    format_number(c.bait.baselineMedian)
+                    if c.bait.baselineMedian is not None
+                    else "no stats",
+                    format_number(c.bait.candidateMedian)
+                    if c.bait.candidateMedian is not None
+                    else "no stats",
+                    {True: "yes", False: "no", None: "-"}[c.bait.misbehaving],
+                    "FLAG" if c.bait.flag else "reproduces",
+                ]
+                for c in baits
+                if c.bait
+            ],
+        )
+        if comparison.bait_flag_lines:
+            lines += ["", "```", *comparison.bait_flag_lines, "```"]
+    else:
+        lines.append("No bait cases in this comparison.")
+    if comparison.warnings:
+        lines += ["", "## Warnings", "", *(f"- {w}" for w in comparison.warnings)]
+    if comparison.advisory:
+        lines += ["", "## Advisory statistics", "", *_md_advisory(comparison.advisory)]
+    return "\n".join(lines) + "\n"
+
+
+def _md_advisory(advisory: dict[str, Any]) -> list[str]:
+    lines = [
+        "Advisory only: these never change the gate's exit code. "
+        f"{advisory.get('note', '')}".rstrip(),
+        "",
+    ]
+    rows = []
+    for variant, v in sorted(advisory.get("variants", {}).items()):
+        base, cand = v.get("baseline"), v.get("candidate")
+        paired = v.get("paired") or {}
+        rows.append(
+            [
+                f"`{variant}`",
+                _rate_ci(base),
+                _rate_ci(cand),
+                str(paired.get("cases", "-")),
+                f"{paired['signTestP']:.3g}" if paired.get("signTestP") is not None else "-",
+                f"{paired['wilcoxonP']:.3g}" if paired.get("wilcoxonP") is not None else "-",
+            ]
+        )
+    if rows:
+        lines += _md_table(
+            [
+                "variant",
+                "baseline pass rate (case bootstrap)",
+                "candidate",
+                "paired cases",
+                "sign test p",
+                "Wilcoxon p",
+            ],
+            rows,
+        )
+    return lines
+
+
+def _rate_ci(side: dict[str, Any] | None) -> str:
+    if not side:
+        return "-"
+    ci = side.get("ci")
+    text = f"{side['passRate']:.1%}"
+    if ci:
+        text += f" [{ci[0]:.1%}, {ci[1]:.1%}]"
+    return text
+
+
+# -- JSON and JUnit -----------------------------------------------------------
+
+
+def render_json(comparison: Comparison) -> str:
+    obj = comparison.to_json()
+    obj["exitCode"] = comparison.exit_code
+    return json.dumps(obj, indent=2) + "\n"
+
+
+def render_junit(comparison: Comparison) -> str:
+    """One testcase per cell; a regression (or a bait flag) is a failure CI systems show."""
+    suite = ET.Element(
+        "testsuite",
+        name="capeval gate",
+        tests=str(len(comparison.cells)),
+        failures=str(sum(1 for c in comparison.cells if _junit_failure(c))),
+        skipped=str(sum(1 for c in comparison.cells if c.status == "missing")),
+    )
+    for cell in comparison.cells:
+        case = ET.SubElement(suite, "testcase", classname=cell.variantId, name=cell.caseId)
+        failure = _junit_failure(cell)
+        if failure:
+            ET.SubElement(case, "failure", message=failure, type=cell.status).text = failure
+        elif cell.status == "missing":
+            ET.SubElement(case, "skipped", message="cell missing from the candidate")
+        out = [f"{cell.status}: baseline {_rate(cell.baseline)}, candidate {_rate(cell.candidate)}"]
+        out += [
+            f"{b.metric}: {format_number(b.baselineMedian)} -> {format_number(b.candidateMedian)} ({b.verdict})"
+            for b in cell.behaviors
+            if b.verdict != "neutral"
+        ]
+        ET.SubElement(case, "system-out").text = "\n".join(out)
+    suites = ET.Element("testsuites")
+    suites.append(suite)
+    ET.indent(suites)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    )
+
+
+def _junit_failure(cell: CellComparison) -> str | None:
+    if cell.status == "regressed":
+        return f"pass rate regressed: {_rate(cell.baseline)} -> {_rate(cell.candidate)}"
+    if cell.bait and cell.bait.flag:
+        return cell.bait.flag_line(cell.caseId)
+    return None
+
+
+# -- HTML ---------------------------------------------------------------------
+
+
+def render_html(
+    comparison: Comparison, *, baseline_name: str = "baseline", candidate_name: str = "candidate"
+) -> str:
+    """One self-contained file: the Markdown report's content plus embedded PNG plots."""
+    body = [
+        f"<h1>capeval gate report</h1><p>Baseline <code>{html.escape(baseline_name)}</code>, "
+        f"candidate <code>{html.escape(candidate_name)}</code></p>"
+    ]
+    code = comparison.exit_code
+    body.append(
+        f"<p><strong>Verdict: {VERDICT_WORDS[code]}</strong> (exit {code}) — {html.escape(summary_line(comparison))}</p>"
+    )
+    body.append(_html_table(["", "baseline", "candidate"], _headline(comparison)))
+    body.append("<h2>Pass rate per cell</h2>")
+    body.append(
+        f'<img alt="pass rate per cell, baseline vs candidate" src="data:image/png;base64,{_pass_rate_plot(comparison)}">'
+    )
+    body.append("<h2>Cells</h2>")
+    rows = [
+        [
+            c.status,
+            c.resultKey,
+            _rate(c.baseline) + _interval(c.advisory, "baseline"),
+            _rate(c.candidate) + _interval(c.advisory, "candidate"),
+            _advisory_note(c.advisory),
+        ]
+        for c in _ordered(comparison)
+    ]
+    body.append(_html_table(["status", "cell", "baseline", "candidate", "advisory"], rows))
+    changes = [
+        [
+            b.verdict,
+            c.resultKey,
+            b.metric,
+            format_number(b.baselineMedian),
+            format_number(b.candidateMedian),
+        ]
+        for c in _ordered(comparison)
+        for b in c.behaviors
+        if b.verdict != "neutral"
+    ]
+    body.append("<h2>Behavior changes</h2>")
+    body.append(
+        _html_table(["verdict", "cell", "metric", "baseline median", "candidate median"], changes)
+        if changes
+        else "<p>None.</p>"
+    )
+    if comparison.bait_flag_lines:
+        body.append(
+            "<h2>Bait flags</h2><pre>"
+            + html.escape("\n".join(comparison.bait_flag_lines))
+            + "</pre>"
+        )
+    if comparison.warnings:
+        body.append(
+            "<h2>Warnings</h2><ul>"
+            + "".join(f"<li>{html.escape(w)}</li>" for w in comparison.warnings)
+            + "</ul>"
+        )
+    style = (
+        "body{font-family:sans-serif;max-width:72em;margin:2em auto;padding:0 1em}"
+        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left}"
+        "img{max-width:100%}"
+    )
+    return (
+        '<!doctype html>\n<html><head><meta charset="utf-8"><title>capeval gate report</title>'
+        f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
+    )
+
+
+def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _pass_rate_plot(comparison: Comparison) -> str:
+    """Baseline vs candidate pass rate per cell, with Wilson intervals when computed; base64 PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells = sorted(comparison.cells, key=lambda c: c.resultKey)
+    fig, ax = plt.subplots(figsize=(8, max(2.0, 0.3 * len(cells) + 1)))
+    for offset, side, color in ((-0.15, "baseline", "#888888"), (0.15, "candidate", "#1f77b4")):
+        ys, xs, lo, hi = [], [], [], []
+        for i, cell in enumerate(cells):
+            c = cell.baseline if side == "baseline" else cell.candidate
+            if c is None:
+                continue
+            ys.append(i + offset)
+            xs.append(c.passRate)
+            wilson = cell.advisory.get(side, {}).get("wilson") if cell.advisory else None
+            lo.append(c.passRate - wilson[0] if wilson else 0)
+            hi.append(wilson[1] - c.passRate if wilson else 0)
+        ax.errorbar(xs, ys, xerr=[lo, hi], fmt="o", color=color, label=side, capsize=2)
+    ax.set_yticks(range(len(cells)), [c.resultKey for c in cells], fontsize=7)
+    ax.set_xlim(-0.05, 1.05)
+    ax.set_xlabel("pass rate")
+    ax.invert_yaxis()
+    ax.legend(loc="lower right", fontsize=7)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def render(
+    comparison: Comparison,
+    fmt: str,
+    *,
+    baseline_name: str = "baseline",
+    candidate_name: str = "candidate",
+) -> str:
+    if fmt == "md":
+        return render_markdown(
+            comparison, baseline_name=baseline_name, candidate_name=candidate_name
+        )
+    if fmt == "json":
+        return render_json(comparison)
+    if fmt == "junit":
+        return render_junit(comparison)
+    if fmt == "html":
+        return render_html(comparison, baseline_name=baseline_name, candidate_name=candidate_name)
+    raise ValueError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")

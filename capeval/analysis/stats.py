@@ -1,0 +1,336 @@
+"""Advisory statistics beside the gate's strict verdicts.
+
+The gate's rules are deliberately exact (any change counts); these numbers
+say how much a reader should trust a change: intervals for pass rates and
+behavior medians, an exact test for each changed cell, per-variant rates
+whose intervals resample cases (repeats of one case are correlated, so
+resampling repeats would overstate certainty), and pass@k / pass^k. They
+never change an exit code.
+
+Deterministic: every bootstrap is seeded from the run's seed and the cell's
+key, and samples are sorted first, so the same inputs give the same numbers
+in any order. scipy and numpy are imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+import zlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from capeval.analysis.cells import Cell
+    from capeval.analysis.compare import Comparison
+
+CONFIDENCE = 0.95
+BOOTSTRAP_RESAMPLES = 2000
+# Barnard's test enumerates every table with the observed margins; above this
+# many repeats per cell Fisher's exact test gives the same answer far faster.
+BARNARD_MAX_REPEATS = 200
+
+
+def wilson(passes: int, repeats: int, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """Wilson score interval for a pass rate; None without repeats."""
+    if repeats <= 0:
+        return None
+    from scipy.stats import binomtest
+
+    ci = binomtest(passes, repeats).proportion_ci(confidence_level=confidence, method="wilson")
+    return (float(ci.low), float(ci.high))
+
+
+def difference_interval(
+    base: tuple[int, int], cand: tuple[int, int], confidence: float = CONFIDENCE
+) -> tuple[float, float] | None:
+    """Newcombe's hybrid score interval for candidate minus baseline pass rate.
+
+    Built from the two Wilson intervals, so it behaves at 0% and 100% where
+    the textbook normal interval collapses to a point.
+    """
+    (c1, n1), (c2, n2) = base, cand
+    w1, w2 = wilson(c1, n1, confidence), wilson(c2, n2, confidence)
+    if w1 is None or w2 is None:
+        return None
+    p1, p2 = c1 / n1, c2 / n2
+    d = p2 - p1
+    low = d - math.sqrt((p2 - w2[0]) ** 2 + (w1[1] - p1) ** 2)
+    high = d + math.sqrt((w2[1] - p2) ** 2 + (p1 - w1[0]) ** 2)
+    return (max(-1.0, low), min(1.0, high))
+
+
+def exact_test(base: tuple[int, int], cand: tuple[int, int]) -> dict[str, Any]:
+    """Barnard's exact test (Fisher's for large cells) on the 2x2 pass/fail table."""
+    from scipy.stats import barnard_exact, fisher_exact
+
+    (c1, n1), (c2, n2) = base, cand
+    table = [[c1, n1 - c1], [c2, n2 - c2]]
+    if max(n1, n2) <= BARNARD_MAX_REPEATS:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pvalue = float(barnard_exact(table).pvalue)
+        test = "barnard"
+    else:
+        pvalue = float(fisher_exact(table).pvalue)
+        test = "fisher"
+    return {"test": test, "pValue": min(1.0, pvalue)}
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k: the chance that at least one of k repeats (drawn from n) passes."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass^k: the chance that all k repeats (drawn from n) pass."""
+    return math.comb(c, k) / math.comb(n, k)
+
+
+def k_values(n: int) -> list[int]:
+    """Every k up to n for the usual handful of repeats; a log-spaced ladder beyond 10."""
+    if n <= 10:
+        return list(range(1, n + 1))
+    ks = [1, 2, 3, 5]
+    step = 10
+    while step < n:
+        ks += [step, 2 * step, 5 * step]
+        step *= 10
+    return sorted({k for k in ks if k < n} | {n})
+
+
+def _seed(seed: int, *parts: str) -> int:
+    return (zlib.crc32("\0".join(parts).encode()) ^ seed) & 0xFFFFFFFF
+
+
+def bootstrap_median(values: Sequence[float], seed: int) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of a median; None with fewer than two values."""
+    if len(values) < 2:
+        return None
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    data = np.sort(np.asarray(values, dtype=float))
+    if data[0] == data[-1]:
+        return (float(data[0]), float(data[0]))
+    res = bootstrap(
+        (data,),
+        np.median,
+        n_resamples=BOOTSTRAP_RESAMPLES,
+        confidence_level=CONFIDENCE,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
+    return (float(res.confidence_interval.low), float(res.confidence_interval.high))
+
+
+def bootstrap_median_difference(
+    base: Sequence[float], cand: Sequence[float], seed: int
+) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of candidate median minus baseline median."""
+    if len(base) < 2 or len(cand) < 2:
+        return None
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    a = np.sort(np.asarray(base, dtype=float))
+    b = np.sort(np.asarray(cand, dtype=float))
+    if a[0] == a[-1] and b[0] == b[-1]:
+        d = float(b[0] - a[0])
+        return (d, d)
+
+    def statistic(x: Any, y: Any, axis: int = -1) -> Any:
+        return np.median(y, axis=axis) - np.median(x, axis=axis)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = bootstrap(
+            (a, b),
+            statistic,
+            n_resamples=BOOTSTRAP_RESAMPLES,
+            confidence_level=CONFIDENCE,
+            method="percentile",
+            rng=np.random.default_rng(seed),
+        )
+    return (float(res.confidence_interval.low), float(res.confidence_interval.high))
+
+
+def side_advisory(cell: Cell) -> dict[str, Any]:
+    n, c = cell.repeats, cell.passCount
+    interval = wilson(c, n)
+    return {
+        "passRate": c / n if n else None,
+        "wilson": list(interval) if interval else None,
+        "passAtK": {str(k): pass_at_k(n, c, k) for k in k_values(n)},
+        "passHatK": {str(k): pass_hat_k(n, c, k) for k in k_values(n)},
+    }
+
+
+def cell_advisory(
+    key: str,
+    base: Cell | None,
+    cand: Cell | None,
+    metrics: Sequence[str],
+    *,
+    changed: bool,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Everything advisory about one cell (both sides when present)."""
+    out: dict[str, Any] = {}
+    if base is not None:
+        out["baseline"] = side_advisory(base)
+        out["flakyBaseline"] = 0 < base.passCount < base.repeats
+    if cand is not None:
+        out["candidate"] = side_advisory(cand)
+    if base is not None and cand is not None and changed:
+        b, c = (base.passCount, base.repeats), (cand.passCount, cand.repeats)
+        test = exact_test(b, c)
+        diff = difference_interval(b, c)
+        out["exactTest"] = {
+            **test,
+            "difference": cand.passRate - base.passRate,
+            "differenceCI": list(diff) if diff else None,
+        }
+    behaviors: dict[str, Any] = {}
+    if (
+        base is not None
+        and cand is not None
+        and base.values is not None
+        and cand.values is not None
+    ):
+        for metric in metrics:
+            a, b2 = base.values.get(metric, ()), cand.values.get(metric, ())
+            lo_hi_a = bootstrap_median(a, _seed(seed, key, metric, "baseline"))
+            lo_hi_b = bootstrap_median(b2, _seed(seed, key, metric, "candidate"))
+            diff2 = bootstrap_median_difference(a, b2, _seed(seed, key, metric, "difference"))
+            behaviors[metric] = {
+                "baselineCI": list(lo_hi_a) if lo_hi_a else None,
+                "candidateCI": list(lo_hi_b) if lo_hi_b else None,
+                "differenceCI": list(diff2) if diff2 else None,
+            }
+    if behaviors:
+        out["behaviors"] = behaviors
+    return out
+
+
+def variant_rate(cells: Sequence[Cell], seed: int) -> dict[str, Any]:
+    """A variant's overall pass rate, with an interval from resampling cases."""
+    passes = [c.passCount for c in cells]
+    repeats = [c.repeats for c in cells]
+    total = sum(repeats)
+    out: dict[str, Any] = {
+        "cases": len(cells),
+        "passRate": sum(passes) / total if total else None,
+        "ci": None,
+    }
+    if len(cells) >= 2 and total:
+        import numpy as np
+        from scipy.stats import bootstrap
+
+        p = np.asarray(passes, dtype=float)
+        n = np.asarray(repeats, dtype=float)
+        if np.all(p / n == p[0] / n[0]):
+            out["ci"] = [float(p[0] / n[0])] * 2
+        else:
+
+            def pooled(pp: Any, nn: Any, axis: int = -1) -> Any:
+                return pp.sum(axis=axis) / nn.sum(axis=axis)
+
+            res = bootstrap(
+                (p, n),
+                pooled,
+                paired=True,
+                n_resamples=BOOTSTRAP_RESAMPLES,
+                confidence_level=CONFIDENCE,
+                method="percentile",
+                rng=np.random.default_rng(seed),
+            )
+            out["ci"] = [float(res.confidence_interval.low), float(res.confidence_interval.high)]
+    return out
+
+
+def paired_cases(pairs: Sequence[tuple[Cell, Cell]], seed: int) -> dict[str, Any]:
+    """Per-case candidate-minus-baseline pass rates: sign test, Wilcoxon and a bootstrap interval."""
+    from scipy.stats import binomtest, wilcoxon
+
+    diffs = sorted(c.passRate - b.passRate for b, c in pairs)
+    out: dict[str, Any] = {
+        "cases": len(diffs),
+        "better": sum(1 for d in diffs if d > 0),
+        "worse": sum(1 for d in diffs if d < 0),
+        "meanDifference": sum(diffs) / len(diffs) if diffs else None,
+        "signTestP": None,
+        "wilcoxonP": None,
+        "differenceCI": None,
+    }
+    nonzero = out["better"] + out["worse"]
+    if nonzero:
+        out["signTestP"] = float(binomtest(out["better"], nonzero, 0.5).pvalue)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                out["wilcoxonP"] = float(wilcoxon(diffs, zero_method="wilcox").pvalue)
+            except ValueError:
+                out["wilcoxonP"] = None
+    if len(diffs) >= 2:
+        import numpy as np
+        from scipy.stats import bootstrap
+
+        d = np.asarray(diffs, dtype=float)
+        if d[0] == d[-1]:
+            out["differenceCI"] = [float(d[0])] * 2
+        else:
+            res = bootstrap(
+                (d,),
+                np.mean,
+                n_resamples=BOOTSTRAP_RESAMPLES,
+                confidence_level=CONFIDENCE,
+                method="percentile",
+                rng=np.random.default_rng(seed),
+            )
+            out["differenceCI"] = [
+                float(res.confidence_interval.low),
+                float(res.confidence_interval.high),
+            ]
+    return out
+
+
+def annotate(comparison: Comparison, *, seed: int = 0) -> None:
+    """Fill each cell's `advisory` and the comparison's top-level `advisory`."""
+    for cell in comparison.cells:
+        cell.advisory = cell_advisory(
+            cell.resultKey,
+            cell.baseline,
+            cell.candidate,
+            [b.metric for b in cell.behaviors],
+            changed=cell.status in ("improved", "regressed"),
+            seed=seed,
+        )
+    variants: dict[str, Any] = {}
+    for variant in sorted({c.variantId for c in comparison.cells}):
+        mine = [c for c in comparison.cells if c.variantId == variant]
+        base = [c.baseline for c in mine if c.baseline is not None]
+        cand = [c.candidate for c in mine if c.candidate is not None]
+        pairs = [
+            (c.baseline, c.candidate)
+            for c in mine
+            if c.baseline is not None and c.candidate is not None
+        ]
+        variants[variant] = {
+            "baseline": variant_rate(base, _seed(seed, variant, "baseline")) if base else None,
+            "candidate": variant_rate(cand, _seed(seed, variant, "candidate")) if cand else None,
+            "paired": paired_cases(pairs, _seed(seed, variant, "paired")) if pairs else None,
+        }
+    comparison.advisory = {
+        "confidence": CONFIDENCE,
+        "seed": seed,
+        "bootstrapResamples": BOOTSTRAP_RESAMPLES,
+        "note": "Intervals: Wilson (pass rates), Newcombe (differences), percentile bootstrap "
+        "(medians; variant rates resample cases).",
+        "flakyBaselineCells": [
+            c.resultKey for c in comparison.cells if c.advisory.get("flakyBaseline")
+        ],
+        "variants": variants,
+    }

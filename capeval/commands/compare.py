@@ -1,0 +1,127 @@
+"""`capeval compare`: a candidate run against a baseline, verdicts per cell.
+
+A thin wrapper over `capeval.analysis.gatecheck.gate_files` (the same code the
+gate runs), so a notebook gets the same answer from
+`gate_files(...).comparison`. Exits 0 when the comparison was made, 2 when the
+input was unusable or the provider check refused it; the gate's stricter exit
+codes belong to `capeval gate`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+EXIT_BAD_INPUT = 2
+
+
+def comparison_options(*, baseline_required: bool, advisory_default: bool) -> Callable[[Any], Any]:
+    """Options `compare` and `gate` share, so their flags can never drift apart."""
+
+    def decorate(func: Any) -> Any:
+        options = [
+            click.option(
+                "--baseline",
+                "baselines",
+                multiple=True,
+                required=baseline_required,
+                type=click.Path(path_type=Path, dir_okay=False),
+                help="Baseline result file (JSONL or v3 JSON); repeat to pool several.",
+            ),
+            click.option(
+                "--candidate",
+                "candidates",
+                multiple=True,
+                required=True,
+                type=click.Path(path_type=Path, dir_okay=False),
+                help="Candidate result file (JSONL or v3 JSON); repeat to pool several.",
+            ),
+            click.option(
+                "--bait",
+                "baits",
+                multiple=True,
+                metavar="CASE=METRIC:THRESHOLD",
+                help="Declare or override a case's bait (beats rows and workspace cases).",
+            ),
+            click.option(
+                "--allow-provider-fallback",
+                is_flag=True,
+                help="Judge cells whose resolved provider/model differ or are mixed.",
+            ),
+            click.option(
+                "--root",
+                type=click.Path(path_type=Path, file_okay=False),
+                default=None,
+                help="Workspace root (for case baits); default: nearest ancestor holding evals/capability/cases.",
+            ),
+            click.option(
+                "--advisory/--no-advisory",
+                default=advisory_default,
+                show_default=True,
+                help="Compute advisory statistics (scipy; never change the exit code).",
+            ),
+            click.option(
+                "--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap."
+            ),
+            click.option(
+                "--json", "as_json", is_flag=True, help="Print the section 8 JSON object."
+            ),
+        ]
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
+
+
+def emit(result: Any, *, as_json: bool) -> None:
+    """Print a GateResult: JSON or text on stdout, refusals and errors on stderr."""
+    if result.json is None:
+        if as_json:
+            click.echo(
+                json.dumps({"errors": result.errors, "exitCode": result.exit_code}, indent=2)
+            )
+        click.echo(result.text, err=True)
+        return
+    if as_json:
+        click.echo(json.dumps(result.json, indent=2))
+    else:
+        click.echo(result.text)
+
+
+@click.command("compare")
+@comparison_options(baseline_required=True, advisory_default=True)
+def compare(
+    baselines: tuple[Path, ...],
+    candidates: tuple[Path, ...],
+    baits: tuple[str, ...],
+    allow_provider_fallback: bool,
+    root: Path | None,
+    advisory: bool,
+    seed: int,
+    as_json: bool,
+) -> None:
+    """Compare CANDIDATE results with BASELINE results, cell by cell.
+
+    Statuses improved/regressed/unchanged/new/missing (no tolerance), behavior
+    verdicts on medians, bait honesty flags and advisory statistics.
+    """
+    from capeval.analysis.gatecheck import gate_files
+
+    result = gate_files(
+        list(baselines),
+        list(candidates),
+        root=root,
+        explicit_root=root is not None,
+        bait_overrides=list(baits),
+        allow_provider_fallback=allow_provider_fallback,
+        advisory=advisory,
+        gate=False,
+        seed=seed,
+    )
+    emit(result, as_json=as_json)
+    click.get_current_context().exit(EXIT_BAD_INPUT if result.json is None else 0)
