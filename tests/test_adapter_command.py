@@ -1,0 +1,274 @@
+"""The command adapter against a small fake product that calls the hook like corbits.
+
+The fake product (written below, run as a real subprocess) runs shell
+commands in the workdir, then calls `sh <hook> postTurn` and
+`sh <hook> postRun` with JSON on stdin, the way corbits does. Everything is
+real: processes, files, git; only the product is small.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from capeval.agents.base import AgentConfig, AgentRequest
+from capeval.agents.command import (
+    DEFAULT_HOOK,
+    CommandAdapter,
+    CommandTemplateError,
+    hook_path,
+    render_command,
+)
+from capeval.turns import SHELL, TokenUsage
+
+FAKE_PRODUCT = textwrap.dedent(
+    '''
+    """A fake coding-agent CLI: runs commands, reports through the capeval hook."""
+    import argparse, json, os, subprocess, sys, time
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--cwd", required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--max-turns")
+    p.add_argument("--mode", default="ok")
+    p.add_argument("prompt")
+    a = p.parse_args()
+    with open(os.environ["FAKE_ARGV_OUT"], "w") as fh:
+        json.dump(sys.argv[1:], fh)
+    hook = os.path.join(a.cwd, os.environ.get("FAKE_HOOK", ".corbits/hooks/eval-run-capture.sh"))
+    commands = [
+        "echo one > notes.txt && cat notes.txt | wc -l",
+        "sed -i 's/one/two/' notes.txt",
+        "FOO=bar true",
+    ]
+    turns = []
+    for i, cmd in enumerate(commands):
+        subprocess.run(["bash", "-c", cmd], cwd=a.cwd, check=True)
+        turn = {
+            "turnIndex": i,
+            "assistantTurn": {"content": [{"type": "text", "text": ""}]},
+            "toolCalls": [{"id": f"c{i}", "name": "run_shell", "arguments": {"command": cmd}}],
+            "durationMs": 10 + i,
+        }
+        turns.append(turn)
+        if a.mode != "nohook":
+            subprocess.run(["sh", hook, "postTurn"], input=json.dumps(turn).encode(), check=True)
+    turns.append({
+        "turnIndex": 3,
+        "assistantTurn": {"content": [{"type": "text", "text": "All done."}]},
+        "toolCalls": [],
+        "durationMs": 5,
+    })
+    summary = {
+        "status": "done", "startedAt": "2026-11-30T10:00:00Z", "finishedAt": "2026-11-30T10:00:02Z",
+        "durationMs": 1234, "turnsUsed": 4, "toolCallCount": 3,
+        "tokenUsage": {"input": 100, "output": 20, "cacheRead": 50, "cacheWrite": 0, "thinking": 3},
+        "turns": turns, "sessionId": "fake-session-1", "provider": "acme", "model": a.model,
+    }
+    if a.mode == "sleep":
+        time.sleep(30)
+    if a.mode != "nohook":
+        subprocess.run(["sh", hook, "postRun"], input=json.dumps(summary).encode(), check=True)
+    sys.exit(3 if a.mode == "fail" else 0)
+    '''
+)
+
+
+@pytest.fixture
+def product(tmp_path: Path) -> Path:
+    path = tmp_path / "fake_product.py"
+    path.write_text(FAKE_PRODUCT)
+    return path
+
+
+def template(product: Path, mode: str = "ok") -> str:
+    return (
+        f"{shlex.quote(sys.executable)} {shlex.quote(str(product))} --cwd {{workdir}} "
+        f"--model {{model}} --max-turns {{max_turns}} --mode {mode} {{prompt}}"
+    )
+
+
+def make_request(
+    tmp_path: Path, prompt: str = "fix it", extra_env: dict[str, str] | None = None, **kw: object
+) -> AgentRequest:
+    workdir = tmp_path / "work"
+    workdir.mkdir(exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(workdir)], check=True)
+    return AgentRequest(
+        workdir=workdir,
+        prompt=prompt,
+        provider="acme",
+        model="m-1",
+        case_dir=tmp_path,
+        capture_dir=tmp_path / "capture",
+        timeout_s=kw.pop("timeout_s", 60.0),  # type: ignore[arg-type]
+        env={"FAKE_ARGV_OUT": str(tmp_path / "argv.json"), **(extra_env or {})},
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def adapter(product: Path, mode: str = "ok", **kw: object) -> CommandAdapter:
+    return CommandAdapter(
+        AgentConfig(name="fake", type="command", command=template(product, mode), **kw)
+    )  # type: ignore[arg-type]
+
+
+def test_hook_summary_becomes_the_result(tmp_path: Path, product: Path) -> None:
+    request = make_request(tmp_path, max_turns=7)
+    result = adapter(product).run(request)
+    assert result.status == "done" and result.exitCode == 0, result.error
+    assert result.error is None
+    assert result.sessionId == "fake-session-1"
+    assert (result.provider, result.model) == ("acme", "m-1")
+    assert result.turnsUsed == 4 and result.toolCallCount == 3
+    assert result.tokenUsage == TokenUsage(input=100, output=20, cacheRead=50, thinking=3)
+    assert result.durationMs == 1234
+    assert result.textPreview == "All done."
+    assert result.summary is not None
+    shell = [c for t in result.summary.turns for c in t.toolCalls]
+    assert [c.kind for c in shell] == [SHELL] * 3
+    assert shell[1].command == "sed -i 's/one/two/' notes.txt"
+    # The product really ran in the workdir; the capture stayed outside it.
+    assert (request.workdir / "notes.txt").read_text() == "two\n"
+    assert (request.capture_dir / "run-summary.json").is_file()
+    assert not list(request.workdir.rglob("run-summary.json"))
+    # The hook sits at the corbits path, executable, invisible to `git status`.
+    hook = request.workdir / DEFAULT_HOOK
+    assert hook.stat().st_mode & 0o111
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=request.workdir, capture_output=True, text=True
+    ).stdout
+    assert ".corbits" not in status and "notes.txt" in status
+    # {max_turns} filled from the budget.
+    argv = json.loads((tmp_path / "argv.json").read_text())
+    assert argv[argv.index("--max-turns") + 1] == "7"
+
+
+def test_behaviors_derive_from_the_hook_summary(tmp_path: Path, product: Path) -> None:
+    behaviors_mod = pytest.importorskip("capeval.behaviors")
+    result = adapter(product).run(make_request(tmp_path))
+    assert result.summary is not None
+    b = behaviors_mod.derive_behaviors(result.summary)
+    assert b["shellCommandCount"] == 3
+    assert b["chainSegmentCount"] == 5  # 3 + 1 + 1
+    assert b["maxChainSegmentsPerCommand"] == 3
+    assert b["editViaShellCount"] == 1
+    assert b["envAssignmentCommandCount"] == 1
+    assert b["maxTurnDurationMs"] == 12
+
+
+def test_prompt_is_one_argument_and_never_reaches_a_shell(tmp_path: Path, product: Path) -> None:
+    nasty = 'it\'s "quoted"; touch PWNED && $(touch PWNED2) `touch PWNED3` {model} *'
+    request = make_request(tmp_path, prompt=nasty)
+    result = adapter(product).run(request)
+    assert result.status == "done", result.error
+    argv = json.loads((tmp_path / "argv.json").read_text())
+    assert argv[-1] == nasty
+    assert not list(request.workdir.glob("PWNED*")) and not list(tmp_path.glob("PWNED*"))
+    # No budget: `--max-turns {max_turns}` disappears entirely.
+    assert "--max-turns" not in argv
+
+
+def test_no_hook_call_means_no_behaviors_and_a_budget_fails_closed(
+    tmp_path: Path, product: Path
+) -> None:
+    from capeval.runner.passrule import decide, is_over_budget
+
+    result = adapter(product, "nohook").run(make_request(tmp_path, max_turns=10))
+    assert result.exitCode == 0 and result.status == "done"
+    assert result.summary is None
+    assert result.turnsUsed is None and result.toolCallCount is None
+    assert "hook was never called" in (result.error or "")
+    over = is_over_budget(10, result.turnsUsed)
+    assert over is True
+    verdict = decide(
+        agent_exit_code=result.exitCode,
+        verify_exit_code=0,
+        over_budget=over,
+        budget=10,
+        turns_used=result.turnsUsed,
+    )
+    assert verdict.passed is False
+    assert "turnsUsed was not reported" in (verdict.error or "")
+
+
+def test_post_turn_calls_are_ignored(tmp_path: Path, product: Path) -> None:
+    """Only postRun writes the capture: a postTurn payload never replaces it."""
+    request = make_request(tmp_path)
+    cfg = AgentConfig(name="fake", type="command", command=template(product))
+    CommandAdapter(cfg).run(request)
+    hook = request.workdir / DEFAULT_HOOK
+    before = (request.capture_dir / "run-summary.json").read_text()
+    subprocess.run(["sh", str(hook), "postTurn"], input=b'{"x": 1}', check=True)
+    assert (request.capture_dir / "run-summary.json").read_text() == before
+
+
+def test_nonzero_exit_fails_with_the_summary_kept(tmp_path: Path, product: Path) -> None:
+    result = adapter(product, "fail").run(make_request(tmp_path))
+    assert result.status == "failed" and result.exitCode == 3
+    assert "exit code 3" in (result.error or "")
+    assert result.summary is not None and result.turnsUsed == 4
+
+
+def test_timeout_kills_the_product(tmp_path: Path, product: Path) -> None:
+    result = adapter(product, "sleep").run(make_request(tmp_path, timeout_s=1.0))
+    assert result.status == "timeout" and result.exitCode == 124
+    assert result.summary is None
+    assert "timed out" in (result.error or "")
+
+
+def test_custom_hook_path_and_env_reach_the_product(tmp_path: Path, product: Path) -> None:
+    request = make_request(tmp_path, extra_env={"FAKE_HOOK": "tools/capture.sh"})
+    result = adapter(product, hook="tools/capture.sh").run(request)
+    assert result.summary is not None, result.error
+    assert (request.workdir / "tools" / "capture.sh").is_file()
+
+
+def test_missing_binary_is_a_clear_failure(tmp_path: Path) -> None:
+    cfg = AgentConfig(name="corbits", type="command", command="no-such-corbits exec {prompt}")
+    result = CommandAdapter(cfg).run(make_request(tmp_path))
+    assert result.status == "failed" and result.exitCode is None
+    assert "no-such-corbits" in (result.error or "") and "[agents.corbits]" in (result.error or "")
+
+
+def test_render_command_splits_first_then_substitutes() -> None:
+    values = {
+        "workdir": "/w d",
+        "prompt": "a 'b' c",
+        "provider": "p",
+        "model": "m",
+        "max_turns": None,
+    }
+    argv = render_command(
+        "corbits exec --cwd {workdir} --model={provider}/{model} {prompt}", values
+    )
+    assert argv == ["corbits", "exec", "--cwd", "/w d", "--model=p/m", "a 'b' c"]
+    # A None placeholder drops its argument, and the flag before it when it was the whole value.
+    assert render_command("x --max-turns {max_turns} --n={max_turns} {prompt}", values) == [
+        "x",
+        "a 'b' c",
+    ]
+    assert render_command("x {prompt}", values, ("--extra", "{model}")) == [
+        "x",
+        "a 'b' c",
+        "--extra",
+        "m",
+    ]
+
+
+def test_bad_templates_and_hook_paths_name_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(CommandTemplateError, match="does not split"):
+        render_command("x 'unclosed {prompt}", {"prompt": "p"})
+    with pytest.raises(CommandTemplateError, match="empty"):
+        render_command("   ", {})
+    for bad in ("/etc/hook.sh", "../outside.sh", "a/../../b.sh"):
+        with pytest.raises(CommandTemplateError, match="inside"):
+            hook_path(tmp_path, bad)
+    missing = CommandAdapter(AgentConfig(name="c", type="command")).run(make_request(tmp_path))
+    assert missing.status == "failed" and "[agents.c]" in (missing.error or "")
