@@ -136,3 +136,8 @@ def test_same_repeat_in_different_runs_is_not_a_duplicate(tmp_path: Path) -> Non
     seen: list[str] = []
     read_rows(write_jsonl(tmp_path / "two.jsonl", rows), on_warning=seen.append)
     assert seen == []
+
+
+def test_row_with_a_version_field_is_still_a_row(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "v.json", [make_row("a", version="1.2.3")])
+    assert detect_format(path) == "jsonl"

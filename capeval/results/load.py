@@ -50,7 +50,7 @@ def _sniff(data: bytes, path: Path) -> tuple[Format, Any]:
             return "v3", json.loads(stripped)
         except (ValueError, UnicodeDecodeError):
             return ("jsonl" if path.suffix in JSONL_SUFFIXES else "v3"), None
-    if isinstance(obj, dict) and ("version" in obj or "cases" in obj):
+    if isinstance(obj, dict) and ("cases" in obj or ("version" in obj and "passed" not in obj)):
         return "v3", (obj if not rest.strip() else None)
     if isinstance(obj, dict):
         return "jsonl", None
