@@ -182,6 +182,8 @@ def plan_run(options: RunOptions) -> RunPlan:
 
     default_agent = options.agent or config.agent or DEFAULT_AGENT
     agents = dict(config.agents)
+    if default_agent not in agents:
+        raise RunError(_unknown_agent(default_agent, agents, "--agent"))
     variants = [
         replace(v, agent=v.agent or default_agent)
         for v in _variants(options, config, default_agent, agents)
@@ -190,10 +192,7 @@ def plan_run(options: RunOptions) -> RunPlan:
     for v in variants:
         name = v.agent or default_agent
         if name not in agents:
-            raise RunError(
-                f"variant {v.id}: unknown agent {name!r}; expected one of: "
-                f"{', '.join(sorted(agents))}, or add an [agents.{name}] table to capeval.toml"
-            )
+            raise RunError(_unknown_agent(name, agents, f"variant {v.id}"))
         used[name] = agents[name]
 
     repeats = options.repeats if options.repeats is not None else config.repeats
@@ -243,6 +242,13 @@ def plan_run(options: RunOptions) -> RunPlan:
         shape=shape,
     )
     return plan
+
+
+def _unknown_agent(name: str, agents: dict[str, AgentConfig], where: str) -> str:
+    return (
+        f"{where}: unknown agent {name!r}; expected one of: {', '.join(sorted(agents))}, "
+        f"or add an [agents.{name}] table to capeval.toml"
+    )
 
 
 def _pick(given: Any, configured: Any) -> Any:
