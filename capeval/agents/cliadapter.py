@@ -173,8 +173,10 @@ class CliAdapter:
         if status == "timeout":
             error = f"agent timed out after {request.timeout_s:g} s"
         elif status == "failed" and error is None:
-            tail = stderr.strip().splitlines()[-1:] or [f"exit code {proc.exit_code}"]
-            error = f"{self.type} failed: {tail[0][:300]}"
+            tail = stderr.strip().splitlines()[-1:]
+            error = f"{self.type} exit code {proc.exit_code}" + (
+                f": {tail[0][:300]}" if tail else ""
+            )
 
         # A stream with no turn at all was not captured: behaviors must be null, not zeros.
         summary = None

@@ -1,0 +1,284 @@
+"""The launching half of the CLI adapters: flags, environment, verdicts.
+
+A stand-in binary (a real subprocess) records the argv and environment it
+got and prints a recorded stream. It stands in for the real CLIs so every
+flag and failure path is checked fast and without npm; the real binaries
+are driven end to end in tests/test_real_cli_*.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from capeval.agents.base import AgentConfig, AgentRequest
+from capeval.agents.claude_code import ClaudeCodeAdapter
+from capeval.agents.codex import CodexAdapter
+from capeval.agents.gemini import GeminiAdapter
+from capeval.agents.opencode import OpencodeAdapter
+from capeval.agents.registry import make_adapter
+
+DATA = Path(__file__).parent / "data" / "streams"
+
+FAKE_CLI = textwrap.dedent(
+    f"""\
+    #!{sys.executable}
+    import json, os, sys, time
+    if sys.argv[1:] == ["--version"]:
+        print(os.environ.get("FAKE_VERSION", "1.2.3 (fake)"))
+        sys.exit(0)
+    with open(os.environ["FAKE_RECORD"], "w") as fh:
+        json.dump({{"argv": sys.argv[1:], "cwd": os.getcwd(), "env": dict(os.environ)}}, fh)
+    time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
+    stream = os.environ.get("FAKE_STREAM")
+    if stream:
+        sys.stdout.write(open(stream).read())
+    sys.stderr.write("fake stderr line\\n")
+    sys.exit(int(os.environ.get("FAKE_EXIT", "0")))
+    """
+)
+
+
+@pytest.fixture
+def fake_cli(tmp_path: Path) -> Path:
+    path = tmp_path / "bin" / "fake-cli"
+    path.parent.mkdir()
+    path.write_text(FAKE_CLI)
+    path.chmod(0o755)
+    return path
+
+
+def request(tmp_path: Path, stream: Path | None, **kw: object) -> AgentRequest:
+    workdir = tmp_path / "work"
+    workdir.mkdir(exist_ok=True)
+    env = {"FAKE_RECORD": str(tmp_path / "record.json"), "FAKE_STREAM": str(stream or "")}
+    env.update(kw.pop("env", {}))  # type: ignore[arg-type]
+    return AgentRequest(
+        workdir=workdir,
+        prompt="-starts with a dash; and 'quotes'",
+        provider=str(kw.pop("provider", "anthropic")),
+        model=str(kw.pop("model", "claude-sonnet-4-5")),
+        case_dir=tmp_path,
+        capture_dir=tmp_path / "capture",
+        env=env,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def recorded(tmp_path: Path) -> dict:
+    return json.loads((tmp_path / "record.json").read_text())
+
+
+def test_registry_maps_every_adapter_type() -> None:
+    for kind, cls in [
+        ("claude-code", ClaudeCodeAdapter),
+        ("codex", CodexAdapter),
+        ("gemini", GeminiAdapter),
+        ("opencode", OpencodeAdapter),
+    ]:
+        assert isinstance(make_adapter(AgentConfig(name=kind, type=kind)), cls)
+    assert type(make_adapter(AgentConfig(name="c", type="command", command="x"))).__name__ == (
+        "CommandAdapter"
+    )
+
+
+def test_claude_flags_env_and_result(tmp_path: Path, fake_cli: Path, agent_streams: Path) -> None:
+    cfg = AgentConfig(
+        name="cc",
+        type="claude-code",
+        command=str(fake_cli),
+        args=("--add-dir", "x"),
+        env={"MY_VAR": "1"},
+    )
+    req = request(tmp_path, agent_streams / "claude-stream.jsonl")
+    result = ClaudeCodeAdapter(cfg).run(req)
+    rec = recorded(tmp_path)
+    assert rec["argv"] == [
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--model",
+        "claude-sonnet-4-5",
+        "--dangerously-skip-permissions",
+        "--add-dir",
+        "x",
+        "--",
+        "-starts with a dash; and 'quotes'",
+    ]
+    assert Path(rec["cwd"]) == req.workdir.resolve()
+    env = rec["env"]
+    assert Path(env["CLAUDE_CONFIG_DIR"]).parent == req.capture_dir  # isolated, outside workdir
+    assert env["MY_VAR"] == "1" and env["DISABLE_TELEMETRY"] == "1"
+    assert env.get("IS_SANDBOX") == ("1" if os.geteuid() == 0 else None)
+    assert result.status == "done" and result.exitCode == 0 and result.error is None
+    assert result.sessionId == "2cfd976e-e13e-4ec2-b4e2-e3a483a3d198"
+    assert result.model == "claude-sonnet-4-5" and result.agentVersion == "2.1.332"
+    assert result.turnsUsed == 2 and result.toolCallCount == 1
+    assert result.durationMs == 363  # Claude's own duration_ms
+    assert result.summary is not None and result.summary.status == "done"
+    assert result.summary.startedAt and result.summary.finishedAt
+    # The raw stream is kept outside the workdir.
+    kept = (req.capture_dir / "claude-code-stream.jsonl").read_text()
+    assert kept == (agent_streams / "claude-stream.jsonl").read_text()
+
+
+def test_claude_ask_permissions_and_config_env_wins(
+    tmp_path: Path, fake_cli: Path, agent_streams: Path
+) -> None:
+    own = str(tmp_path / "my-claude-config")
+    cfg = AgentConfig(
+        name="cc", type="claude-code", command=str(fake_cli), env={"CLAUDE_CONFIG_DIR": own}
+    )
+    ClaudeCodeAdapter(cfg).run(
+        request(tmp_path, agent_streams / "claude-stream.jsonl", skip_permissions=False)
+    )
+    rec = recorded(tmp_path)
+    assert "--dangerously-skip-permissions" not in rec["argv"]
+    assert rec["argv"][rec["argv"].index("--permission-mode") + 1] == "default"
+    assert "IS_SANDBOX" not in rec["env"] or os.environ.get("IS_SANDBOX")
+    assert rec["env"]["CLAUDE_CONFIG_DIR"] == own
+
+
+@pytest.mark.parametrize(
+    ("exit_code", "drop_result", "status", "error_part"),
+    [
+        (1, False, "failed", "exit code 1"),  # good stream, bad exit
+        (0, True, "failed", "without a `result`"),  # exit 0, stream cut short
+    ],
+)
+def test_claude_verdict_needs_exit_and_result(
+    tmp_path: Path,
+    fake_cli: Path,
+    agent_streams: Path,
+    exit_code: int,
+    drop_result: bool,
+    status: str,
+    error_part: str,
+) -> None:
+    stream = tmp_path / "s.jsonl"
+    body = (agent_streams / "claude-stream.jsonl").read_text().splitlines()
+    stream.write_text("\n".join(body[:-1] if drop_result else body) + "\n")
+    env = {"FAKE_EXIT": str(exit_code)}
+    cfg = AgentConfig(name="cc", type="claude-code", command=str(fake_cli))
+    result = ClaudeCodeAdapter(cfg).run(request(tmp_path, stream, env=env))
+    assert result.status == status and result.exitCode == exit_code
+    assert error_part in (result.error or "")
+    assert result.summary is not None and result.turnsUsed == 2  # what was seen is kept
+
+
+def test_codex_flags_and_isolated_home(tmp_path: Path, fake_cli: Path, agent_streams: Path) -> None:
+    cfg = AgentConfig(name="cx", type="codex", command=str(fake_cli), args=("-c", "k=v"))
+    req = request(
+        tmp_path, agent_streams / "codex-script-stream.jsonl", provider="myprov", model="gpt-5.5"
+    )
+    result = CodexAdapter(cfg).run(req)
+    rec = recorded(tmp_path)
+    assert rec["argv"] == [
+        "exec",
+        "--json",
+        "-m",
+        "gpt-5.5",
+        "-C",
+        str(req.workdir),
+        "--skip-git-repo-check",
+        "--dangerously-bypass-approvals-and-sandbox",
+        "-c",
+        "model_provider=myprov",
+        "-c",
+        "k=v",
+        "--",
+        "-starts with a dash; and 'quotes'",
+    ]
+    assert Path(rec["env"]["CODEX_HOME"]).parent == req.capture_dir
+    assert result.status == "done" and result.turnsUsed == 3
+    assert result.model is None  # Codex does not say: the runner cannot be fooled by a guess
+    assert result.durationMs is not None and result.durationMs > 0  # wall time
+
+    CodexAdapter(cfg).run(
+        request(tmp_path, agent_streams / "codex-stream.jsonl", skip_permissions=False)
+    )
+    assert "--dangerously-bypass-approvals-and-sandbox" not in recorded(tmp_path)["argv"]
+
+
+def test_gemini_flags(tmp_path: Path, fake_cli: Path) -> None:
+    cfg = AgentConfig(name="g", type="gemini", command=str(fake_cli))
+    result = GeminiAdapter(cfg).run(
+        request(tmp_path, DATA / "gemini-stream.jsonl", provider="google", model="gemini-2.5-pro")
+    )
+    assert recorded(tmp_path)["argv"] == [
+        "-m",
+        "gemini-2.5-pro",
+        "--output-format",
+        "stream-json",
+        "--approval-mode",
+        "yolo",
+        "--prompt=-starts with a dash; and 'quotes'",
+    ]
+    assert result.status == "done" and result.model == "gemini-2.5-pro" and result.turnsUsed == 4
+    GeminiAdapter(cfg).run(request(tmp_path, DATA / "gemini-stream.jsonl", skip_permissions=False))
+    argv = recorded(tmp_path)["argv"]
+    assert argv[argv.index("--approval-mode") + 1] == "default"
+
+
+def test_opencode_flags_and_exit_code_verdict(tmp_path: Path, fake_cli: Path) -> None:
+    cfg = AgentConfig(name="o", type="opencode", command=str(fake_cli))
+    req = request(
+        tmp_path, DATA / "opencode-stream.jsonl", provider="xai/thegreataxios", model="grok-4.5"
+    )
+    result = OpencodeAdapter(cfg).run(req)
+    assert recorded(tmp_path)["argv"][:6] == [
+        "run",
+        "--format",
+        "json",
+        "-m",
+        "xai/thegreataxios/grok-4.5",
+        "--dangerously-skip-permissions",
+    ]
+    assert result.status == "done" and result.turnsUsed == 3
+    failed = OpencodeAdapter(cfg).run(
+        request(tmp_path, DATA / "opencode-stream.jsonl", env={"FAKE_EXIT": "1"})
+    )
+    assert failed.status == "failed" and "fake stderr line" in (failed.error or "")
+
+
+def test_timeout_kills_and_reports(tmp_path: Path, fake_cli: Path, agent_streams: Path) -> None:
+    cfg = AgentConfig(name="cc", type="claude-code", command=str(fake_cli))
+    req = request(
+        tmp_path, agent_streams / "claude-stream.jsonl", env={"FAKE_SLEEP": "30"}, timeout_s=0.5
+    )
+    result = ClaudeCodeAdapter(cfg).run(req)
+    assert result.status == "timeout" and result.exitCode == 124
+    assert "timed out" in (result.error or "")
+
+
+def test_no_stream_means_no_summary(tmp_path: Path, fake_cli: Path) -> None:
+    cfg = AgentConfig(name="cc", type="claude-code", command=str(fake_cli))
+    result = ClaudeCodeAdapter(cfg).run(request(tmp_path, None, env={"FAKE_EXIT": "1"}))
+    assert result.status == "failed"
+    assert result.summary is None and result.turnsUsed is None  # behaviors null, not zeros
+
+
+def test_missing_binary_names_the_config_fix(tmp_path: Path) -> None:
+    cfg = AgentConfig(name="mycodex", type="codex", command=str(tmp_path / "nope" / "codex"))
+    result = CodexAdapter(cfg).run(request(tmp_path, None))
+    assert result.status == "failed" and result.exitCode is None
+    assert "[agents.mycodex]" in (result.error or "")
+    assert CodexAdapter(cfg).version() is None
+
+
+def test_version_is_read_from_the_binary(
+    tmp_path: Path, fake_cli: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_VERSION", "2.1.332 (Claude Code)")
+    cfg = AgentConfig(name="cc", type="claude-code", command=str(fake_cli))
+    assert ClaudeCodeAdapter(cfg).version() == "2.1.332"
+    monkeypatch.setenv("FAKE_VERSION", "codex-cli 0.171.0")
+    assert CodexAdapter(AgentConfig(name="c", type="codex", command=str(fake_cli))).version() == (
+        "0.171.0"
+    )
