@@ -90,13 +90,14 @@ def load_and_compare(
     bait_overrides: Mapping[str, BaitDecl] | None = None,
     allow_provider_fallback: bool = False,
     advisory: bool = False,
+    with_values: bool | None = None,
     seed: int = 0,
 ) -> tuple[Comparison, list[str]]:
     """Read both sides and compare them; read warnings come back separately."""
     from capeval.analysis.fastload import load_sides
 
     (base_cells, cand_cells), read_warnings = load_sides(
-        [baseline, candidates], with_values=advisory
+        [baseline, candidates], with_values=advisory if with_values is None else with_values
     )
     overrides = dict(bait_overrides or {})
     ws: dict[str, BaitDecl] = {}
@@ -150,6 +151,7 @@ def gate_files(
     cand_paths = [Path(p) for p in candidates]
     try:
         overrides = normalize_baits(bait_overrides)
+        # Statistics wait until the refusal checks pass: they cost seconds.
         comparison, _ = load_and_compare(
             base_paths,
             cand_paths,
@@ -157,8 +159,8 @@ def gate_files(
             explicit_root=explicit_root,
             bait_overrides=overrides,
             allow_provider_fallback=allow_provider_fallback,
-            advisory=advisory,
-            seed=seed,
+            advisory=False,
+            with_values=advisory,
         )
     except (ResultFileError, ProblemsError, ValueError, OSError) as exc:
         message = str(exc)
@@ -167,6 +169,10 @@ def gate_files(
     if refusals:
         text = "\n".join(f"refused: {r}" for r in refusals)
         return GateResult(EXIT_BAD_INPUT, text, None, comparison, refusals)
+    if advisory:
+        from capeval.analysis import stats
+
+        stats.annotate(comparison, seed=seed)
     return GateResult(
         comparison.exit_code, render_text(comparison), comparison.to_json(), comparison
     )

@@ -86,11 +86,20 @@ def render_text(comparison: Comparison) -> str:
     if changes:
         lines += ["", "behavior changes (medians, lower is better):"]
         changes.sort(key=lambda cb: (cb[1].verdict != "regress", cb[0].resultKey, cb[1].metric))
-        lines += [
-            f"  {b.verdict.upper():8} {c.resultKey}  {b.metric} "
-            f"{format_number(b.baselineMedian)} -> {format_number(b.candidateMedian)}"
-            for c, b in changes
-        ]
+        table = _table(
+            ["verdict", "cell", "metric", "baseline", "candidate"],
+            [
+                [
+                    b.verdict.upper(),
+                    c.resultKey,
+                    b.metric,
+                    format_number(b.baselineMedian),
+                    format_number(b.candidateMedian),
+                ]
+                for c, b in changes
+            ],
+        )
+        lines += ["  " + line for line in table]
     flags = comparison.bait_flag_lines
     if flags:
         lines.append("")

@@ -1,0 +1,446 @@
+"""Comparison rules (section 8) on crafted rows: one test per rule."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from capeval.analysis.cells import BaitDecl, cells_from_rows, format_number
+from capeval.analysis.compare import compare_cells, parse_bait_override
+from capeval.analysis.fastload import load_sides
+from capeval.metrics import METRIC_NAMES
+
+
+def row(
+    case: str,
+    passed: bool = True,
+    *,
+    variant: str = "v1",
+    repeat: int = 0,
+    provider: str = "prov",
+    model: str = "mod",
+    bait: dict[str, Any] | None = None,
+    **metrics: float | None,
+) -> dict[str, Any]:
+    """A result row; behaviors are all zeros unless given, `behaviors=None` for a lost stream."""
+    if "behaviors" in metrics and metrics["behaviors"] is None:
+        behaviors = None
+    else:
+        behaviors = dict.fromkeys(METRIC_NAMES, 0)
+        behaviors.update({k: v for k, v in metrics.items() if v is not None})
+        for k, v in metrics.items():
+            if v is None:
+                behaviors.pop(k, None)
+        behaviors["toolCallsByName"] = {}
+    return {
+        "resultKey": f"{variant}::{case}",
+        "id": case,
+        "tier": "simple",
+        "title": case,
+        "variantId": variant,
+        "provider": provider,
+        "model": model,
+        "passed": passed,
+        "repeat": repeat,
+        "durationMs": 1000,
+        "turnsUsed": 3,
+        "tokenUsage": {"input": 10, "output": 1, "cacheRead": 0, "cacheWrite": 0, "thinking": 0},
+        "behaviors": behaviors,
+        "bait": bait,
+    }
+
+
+def compare(base_rows: list[dict[str, Any]], cand_rows: list[dict[str, Any]], **kw: Any) -> Any:
+    return compare_cells(cells_from_rows(base_rows), cells_from_rows(cand_rows), **kw)
+
+
+def verdicts(cell: Any) -> dict[str, tuple[float, float, str]]:
+    return {b.metric: (b.baselineMedian, b.candidateMedian, b.verdict) for b in cell.behaviors}
+
+
+def test_pass_rate_statuses_have_no_tolerance() -> None:
+    base = [row("a", r < 2, repeat=r) for r in range(3)] + [row("b", True), row("c", True)]
+    base += [row("d", r == 0, repeat=r) for r in range(1000)]
+    cand = [row("a", True, repeat=r) for r in range(3)] + [row("b", False), row("c", True)]
+    # 1/1000 -> 2/1999: a tiny rise is still "improved".
+    cand += [row("d", r < 2, repeat=r) for r in range(1999)]
+    result = compare(base, cand)
+    status = {c.caseId: c.status for c in result.cells}
+    assert status == {"a": "improved", "b": "regressed", "c": "unchanged", "d": "improved"}
+    assert result.summary["regressed"] == 1 and result.exit_code == 1 and not result.clean
+
+
+def test_exact_ties_are_unchanged_and_neutral() -> None:
+    # 2/4 and 1/2 are the same rate; medians 3 and 3 tie.
+    base = [row("a", r < 2, repeat=r, repeatedSearchCount=3) for r in range(4)]
+    cand = [row("a", r < 1, repeat=r, repeatedSearchCount=3) for r in range(2)]
+    result = compare(base, cand)
+    (cell,) = result.cells
+    assert cell.status == "unchanged"
+    assert verdicts(cell)["repeatedSearchCount"] == (3, 3, "neutral")
+    assert result.exit_code == 0 and result.clean
+
+
+def test_even_count_medians_are_the_mean_of_the_middle_two() -> None:
+    base = [row("a", repeat=0, repeatedSearchCount=1), row("a", repeat=1, repeatedSearchCount=4)]
+    cand = [row("a", repeat=0, repeatedSearchCount=2), row("a", repeat=1, repeatedSearchCount=4)]
+    (cell,) = compare(base, cand).cells
+    # 2.5 -> 3: a lower-is-better metric got worse.
+    assert verdicts(cell)["repeatedSearchCount"] == (2.5, 3, "regress")
+    assert cell.to_json()["behaviors"][8] == {
+        "metric": "repeatedSearchCount",
+        "baselineMedian": 2.5,
+        "candidateMedian": 3,
+        "verdict": "regress",
+    }
+
+
+def test_lower_metrics_improve_or_regress_and_neutral_metrics_never_do() -> None:
+    base = [row("a", networkCommandCount=2, shellCommandCount=1, maxTurnDurationMs=500)]
+    cand = [row("a", networkCommandCount=1, shellCommandCount=9, maxTurnDurationMs=501)]
+    (cell,) = compare(base, cand).cells
+    v = verdicts(cell)
+    assert v["networkCommandCount"][2] == "improve"
+    assert v["maxTurnDurationMs"][2] == "regress"
+    assert v["shellCommandCount"][2] == "neutral"
+    assert [b.metric for b in cell.behaviors] == list(METRIC_NAMES)
+
+
+def test_null_behaviors_are_left_out_of_medians_and_all_null_skips() -> None:
+    base = [
+        row("a", repeat=0, repeatedSearchCount=5),
+        row("a", repeat=1, behaviors=None),
+        row("a", repeat=2, behaviors=None),
+    ]
+    cand = [row("a", repeat=0, behaviors=None), row("a", repeat=1, behaviors=None)]
+    (cell,) = compare(base, cand).cells
+    assert cell.baseline is not None and cell.baseline.medians["repeatedSearchCount"] == 5
+    # The candidate has no stats at all: no verdict (never zeros).
+    assert cell.behaviors == []
+
+
+def test_metric_present_on_one_side_only_is_skipped() -> None:
+    base = [row("a", maxTurnDurationMs=None, networkCommandCount=1)]
+    cand = [row("a", maxTurnDurationMs=10, networkCommandCount=0)]
+    (cell,) = compare(base, cand).cells
+    v = verdicts(cell)
+    assert "maxTurnDurationMs" not in v
+    assert v["networkCommandCount"] == (1, 0, "improve")
+
+
+def test_new_and_missing_cells() -> None:
+    base = [row("a"), row("gone", False)]
+    cand = [row("a"), row("fresh", False)]
+    result = compare(base, cand)
+    by_case = {c.caseId: c for c in result.cells}
+    assert by_case["fresh"].status == "new" and by_case["fresh"].to_json()["baseline"] is None
+    assert by_case["gone"].status == "missing" and by_case["gone"].to_json()["candidate"] is None
+    assert by_case["gone"].behaviors == [] and by_case["fresh"].behaviors == []
+    assert result.summary["new"] == 1 and result.summary["missing"] == 1
+    # Neither makes the comparison unclean.
+    assert result.exit_code == 0
+    assert any("missing from the candidate" in w for w in result.warnings)
+
+
+def test_single_variant_baseline_matches_on_case_id() -> None:
+    base = [row("a", False, variant="default:default"), row("b", variant="default:default")]
+    cand = [row("a", variant="scripted:oracle"), row("b", False, variant="scripted:oracle")]
+    result = compare(base, cand)
+    assert result.matched_on_case_id
+    assert {c.resultKey: c.status for c in result.cells} == {
+        "scripted:oracle::a": "improved",
+        "scripted:oracle::b": "regressed",
+    }
+    assert any("matched on case id" in w for w in result.warnings)
+
+
+def test_no_case_id_fallback_when_the_baseline_has_two_variants() -> None:
+    base = [row("a", variant="x"), row("a", variant="y")]
+    cand = [row("a", variant="z")]
+    result = compare(base, cand)
+    assert not result.matched_on_case_id
+    assert sorted(c.status for c in result.cells) == ["missing", "missing", "new"]
+
+
+def test_bait_flag_wording_and_number_format() -> None:
+    bait = {"metric": "maxTurnDurationMs", "threshold": 15000.0}
+    base = [row("slow", repeat=r, bait=bait, maxTurnDurationMs=v) for r, v in enumerate([100, 200])]
+    cand = [row("slow", repeat=0, bait=bait, maxTurnDurationMs=20000)]
+    result = compare(base, cand)
+    assert result.bait_flag_lines == [
+        "BAIT FLAG slow maxTurnDurationMs median 150 did not exceed 15000 on baseline: "
+        "the case no longer reproduces its misbehavior"
+    ]
+    (cell,) = result.cells
+    assert cell.to_json()["bait"] == {
+        "metric": "maxTurnDurationMs",
+        "threshold": 15000,
+        "baselineMedian": 150,
+        "candidateMedian": 20000,
+        "misbehaving": True,
+        "flag": True,
+    }
+    assert result.bait_flags == ["slow"] and result.exit_code == 3 and not result.clean
+
+
+def test_a_bait_that_still_bites_is_not_flagged() -> None:
+    bait = {"metric": "networkCommandCount", "threshold": 0}
+    base = [row("web", bait=bait, networkCommandCount=1)]
+    cand = [row("web", bait=bait, networkCommandCount=0)]
+    result = compare(base, cand)
+    (cell,) = result.cells
+    assert cell.bait is not None and not cell.bait.flag and cell.bait.misbehaving is False
+    assert result.exit_code == 0
+
+
+def test_no_flag_when_the_baseline_has_no_stats_for_the_bait_metric() -> None:
+    bait = {"metric": "networkCommandCount", "threshold": 0}
+    result = compare([row("web", bait=bait, behaviors=None)], [row("web", bait=bait)])
+    (cell,) = result.cells
+    assert cell.bait is not None and cell.bait.baselineMedian is None and not cell.bait.flag
+
+
+def test_bait_sources_overrides_beat_rows_beat_workspace() -> None:
+    rows_bait = {"metric": "networkCommandCount", "threshold": 5}
+    base = [row("a", bait=rows_bait, networkCommandCount=3), row("b", networkCommandCount=3)]
+    cand = [row("a", bait=rows_bait), row("b")]
+    ws = {"a": BaitDecl("networkCommandCount", 0), "b": BaitDecl("networkCommandCount", 1)}
+    result = compare(base, cand, workspace_baits=ws)
+    by = {c.caseId: c.bait for c in result.cells}
+    assert by["a"] is not None and by["a"].threshold == 5  # rows beat the workspace
+    assert by["b"] is not None and by["b"].threshold == 1  # workspace fills in
+    result = compare(
+        base, cand, workspace_baits=ws, bait_overrides={"a": BaitDecl("networkCommandCount", 2)}
+    )
+    by = {c.caseId: c.bait for c in result.cells}
+    assert by["a"] is not None and by["a"].threshold == 2 and not by["a"].flag
+
+
+def test_provider_change_is_refused_naming_both_unless_allowed() -> None:
+    base = [row("a", provider="zen", model="north")]
+    cand = [row("a", provider="xai/thegreataxios", model="grok-4.5")]
+    result = compare(base, cand)
+    (message,) = result.refusals(gate=False)
+    assert "zen:north" in message and "xai/thegreataxios:grok-4.5" in message
+    allowed = compare(base, cand, allow_provider_fallback=True)
+    assert allowed.refusals(gate=True) == []
+    assert any("zen:north" in w for w in allowed.warnings)
+
+
+def test_mixed_cell_is_a_warning_for_compare_and_refused_by_the_gate() -> None:
+    base = [row("a", repeat=0), row("a", repeat=1, provider="other", model="fallback")]
+    cand = [row("a", repeat=0), row("a", repeat=1, provider="other", model="fallback")]
+    result = compare(base, cand)
+    assert result.refusals(gate=False) == []
+    assert len(result.refusals(gate=True)) == 2  # the cell is mixed on both sides
+    assert any("mixed cell v1::a in the baseline" in w for w in result.warnings)
+
+
+def test_summary_counts_behavior_verdicts() -> None:
+    base = [row("a", networkCommandCount=1, editViaShellCount=0), row("b", repeatedSearchCount=2)]
+    cand = [row("a", networkCommandCount=0, editViaShellCount=1), row("b", repeatedSearchCount=1)]
+    s = compare(base, cand).summary
+    assert (s["behaviorImproved"], s["behaviorRegressed"]) == (2, 1)
+
+
+def test_json_contract_keys() -> None:
+    obj = compare([row("a")], [row("a")]).to_json()
+    assert list(obj) == ["cells", "summary", "baitFlags", "clean", "warnings"]
+    assert list(obj["summary"]) == [
+        "improved",
+        "regressed",
+        "unchanged",
+        "new",
+        "missing",
+        "behaviorImproved",
+        "behaviorRegressed",
+        "baitFlags",
+    ]
+    assert list(obj["cells"][0]) == [
+        "resultKey",
+        "caseId",
+        "variantId",
+        "status",
+        "baseline",
+        "candidate",
+        "behaviors",
+        "bait",
+        "advisory",
+    ]
+    assert obj["cells"][0]["baseline"] == {"repeats": 1, "passCount": 1, "passRate": 1}
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("web-bait", "CASE=METRIC:THRESHOLD"),
+        ("web-bait=nope:0", "unknown metric"),
+        ("web-bait=networkCommandCount:x", "not a number"),
+        ("web-bait=networkCommandCount:-1", ">= 0"),
+    ],
+)
+def test_bad_bait_overrides_say_what_to_fix(text: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        parse_bait_override(text)
+
+
+def test_bait_override_parses() -> None:
+    assert parse_bait_override("sub=maxTurnDurationMs:15000") == (
+        "sub",
+        BaitDecl("maxTurnDurationMs", 15000),
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (0, "0"),
+        (2.0, "2"),
+        (2.5, "2.5"),
+        (15000.0, "15000"),
+        (1 / 3, "0.3333333333333333"),
+        (1.5e-5, "0.000015"),
+        (1e-7, "1e-7"),
+        (1e21, "1e+21"),
+        (-0.5, "-0.5"),
+    ],
+)
+def test_numbers_print_as_javascript_would(value: float, text: str) -> None:
+    assert format_number(value) == text
+
+
+# -- the DuckDB fast path agrees with the reference reader -------------------
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _write_v3(
+    path: Path, rows: list[dict[str, Any]], *, indent: int | None = None, aggregates: Any = ()
+) -> Path:
+    doc = {
+        "version": 3,
+        "startedAt": "2026-01-01T00:00:00Z",
+        "finishedAt": "2026-01-01T00:10:00Z",
+        "provider": "prov",
+        "model": "mod",
+        "repeats": 3,
+        "variants": [{"id": "v1"}],
+        "aggregates": list(aggregates),
+        "totals": {},
+        "cases": rows,
+    }
+    path.write_text(json.dumps(doc, indent=indent))
+    return path
+
+
+def _crafted_rows() -> list[dict[str, Any]]:
+    rows = []
+    for r in range(4):
+        rows.append(
+            row("a", r % 2 == 0, repeat=r, repeatedSearchCount=r, maxTurnDurationMs=100.5 * r)
+        )
+        rows.append(
+            row("b", True, repeat=r, behaviors=None)
+            if r == 1
+            else row("b", True, repeat=r, networkCommandCount=r)
+        )
+    legacy = row("c", False, bait={"metric": "networkCommandCount", "threshold": 0})
+    del legacy["behaviors"]["taskToolCallCount"]
+    legacy["behaviors"]["toolCallsByName"] = {"task": 2, "spawn_agent": 1, "read": 4}
+    rows.append(legacy)
+    rows.append(row("d", True, provider="other", model="x", maxTurnDurationMs=None))
+    rows.append(row("d", True, repeat=1))
+    return rows
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "v3-compact", "v3-pretty"])
+def test_fast_path_equals_reference_reader(tmp_path: Path, fmt: str) -> None:
+    rows = _crafted_rows()
+    if fmt == "jsonl":
+        path = _write_jsonl(tmp_path / "r.jsonl", rows)
+    else:
+        path = _write_v3(tmp_path / "r.json", rows, indent=2 if fmt == "v3-pretty" else None)
+    (fast,), warnings = load_sides([[path]], with_values=True, fast=True)
+    (slow,), _ = load_sides([[path]], with_values=True, fast=False)
+    assert warnings == []
+    assert fast.keys() == slow.keys() == {"v1::a", "v1::b", "v1::c", "v1::d"}
+    for key in fast:
+        f, s = fast[key], slow[key]
+        assert (f.repeats, f.passCount, f.resolved, f.bait, f.tier) == (
+            s.repeats,
+            s.passCount,
+            s.resolved,
+            s.bait,
+            s.tier,
+        )
+        assert dict(f.medians) == dict(s.medians)
+        assert f.values is not None and s.values is not None
+        assert {m: sorted(v) for m, v in f.values.items()} == {
+            m: sorted(v) for m, v in s.values.items()
+        }
+    # The legacy row's task count is backfilled from toolCallsByName (task + spawn_agent).
+    assert fast["v1::c"].medians["taskToolCallCount"] == 3
+    assert fast["v1::a"].medians["maxTurnDurationMs"] == 150.75
+
+
+def test_hand_edited_v3_aggregates_are_ignored(tmp_path: Path) -> None:
+    rows = [row("a", r == 0, repeat=r, repeatedSearchCount=7) for r in range(3)]
+    lie = {
+        "resultKey": "v1::a",
+        "id": "a",
+        "variantId": "v1",
+        "repeats": 3,
+        "passCount": 3,
+        "passRate": 1,
+        "behaviorStats": {"repeatedSearchCount": {"min": 0, "median": 0, "max": 0}},
+    }
+    path = _write_v3(tmp_path / "edited.json", rows, aggregates=[lie])
+    for fast in (True, False):
+        (cells,), _ = load_sides([[path]], fast=fast)
+        assert cells["v1::a"].passCount == 1
+        assert cells["v1::a"].medians["repeatedSearchCount"] == 7
+
+
+def test_v3_whose_cases_is_not_last_still_reads(tmp_path: Path) -> None:
+    rows = [row("a", repeat=r) for r in range(2)]
+    doc = {"version": 3, "cases": rows, "aggregates": [], "totals": {"total": 2}}
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(doc))
+    (cells,), _ = load_sides([[path]])
+    assert cells["v1::a"].repeats == 2
+
+
+def test_several_files_on_one_side_pool_their_repeats(tmp_path: Path) -> None:
+    one = _write_jsonl(tmp_path / "1.jsonl", [row("a", True, repeat=0, repeatedSearchCount=1)])
+    two = _write_v3(tmp_path / "2.json", [row("a", False, repeat=1, repeatedSearchCount=2)])
+    (cells,), _ = load_sides([[one, two]])
+    assert (cells["v1::a"].repeats, cells["v1::a"].passCount) == (2, 1)
+    assert cells["v1::a"].medians["repeatedSearchCount"] == 1.5
+
+
+def test_torn_last_line_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    path = _write_jsonl(
+        tmp_path / "torn.jsonl", [row("a", True, repeat=0), row("a", False, repeat=1)]
+    )
+    with open(path, "a") as handle:
+        handle.write('{"resultKey": "v1::a", "id": "a", "pass')
+    (cells,), warnings = load_sides([[path]])
+    assert cells["v1::a"].repeats == 2
+    assert len(warnings) == 1 and "torn last line" in warnings[0] and "torn.jsonl:3" in warnings[0]
+
+
+def test_a_bad_row_in_the_middle_is_an_error_naming_file_and_line(tmp_path: Path) -> None:
+    from capeval.results.errors import ResultFileError
+
+    path = tmp_path / "bad.jsonl"
+    good = json.dumps(row("a"))
+    bad = json.dumps({**row("a", repeat=1), "passed": "yes"})
+    path.write_text(f"{good}\n{bad}\n{good}\n")
+    with pytest.raises(ResultFileError, match=r"bad\.jsonl:2: field 'passed'"):
+        load_sides([[path]])
