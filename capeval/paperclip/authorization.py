@@ -108,11 +108,12 @@ def decide(
         return Decision(operation, ok, TASK_SCOPED_ALWAYS_TOOL)
     if op.disposition != OPTIONAL:  # pragma: no cover - catalog invariant
         raise ValueError(f"operation {operation!r} has unknown disposition {op.disposition!r}")
+    # Roles first: a role limit is not something a grant can lift.
+    if op.roles is not None and ctx.role not in op.roles:
+        return Decision(operation, granted, ACTOR_ROLE_NOT_AUTHORIZED)
     missing = tuple(sorted(c for c in op.claims if c not in ctx.claims))
     if missing:
         return Decision(operation, granted, REQUIRED_CLAIM_MISSING, missing)
-    if op.roles is not None and ctx.role not in op.roles:
-        return Decision(operation, granted, ACTOR_ROLE_NOT_AUTHORIZED)
     return Decision(operation, ok, REQUIRED_CLAIMS_GRANTED)
 
 

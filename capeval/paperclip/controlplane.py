@@ -56,6 +56,9 @@ class CallResult:
 def _next_id(state: dict[str, Any], prefix: str) -> str:
     seq = state.setdefault("_seq", {})
     seq[prefix] = seq.get(prefix, 0) + 1
+    # "i-9" -> i-9001 (the ids the corpus evidence names for created entities); "cmt" -> cmt-0001
+    if prefix[-1].isdigit():
+        return f"{prefix}{seq[prefix]:03d}"
     return f"{prefix}-{seq[prefix]:04d}"
 
 
@@ -162,9 +165,7 @@ class ControlPlane:
         return surface(self.ctx, catalog=self.catalog)
 
     def call(self, operation: str, args: dict[str, Any]) -> CallResult:
-        decision = decide(
-            operation, self.ctx, target_task=args.get("task"), catalog=self.catalog
-        )
+        decision = decide(operation, self.ctx, target_task=args.get("task"), catalog=self.catalog)
         if decision.decision != ALLOWED:
             return self._record(CallResult(operation, decision, ok=False, error=decision.reason))
         op = self.catalog.get(operation)
@@ -178,9 +179,14 @@ class ControlPlane:
             try:
                 _, data = handler(self, self.state, args)
             except EffectError as exc:
-                return self._record(CallResult(operation, decision, ok=False, error=exc.code))
+                out = {"ok": False, "data": None, "error": exc.code}
+                return self._record(
+                    CallResult(operation, decision, ok=False, output=out, error=exc.code)
+                )
             return self._record(
-                CallResult(operation, decision, ok=True, output={"ok": True, "data": data, "error": None})
+                CallResult(
+                    operation, decision, ok=True, output={"ok": True, "data": data, "error": None}
+                )
             )
         key = args.get("idempotencyKey")
         if not key:
@@ -196,22 +202,36 @@ class ControlPlane:
             out = dict(known["result"])
             return self._record(
                 CallResult(
-                    operation, decision, ok=True, output=out, entity_id=out["entityId"], replayed=True
+                    operation,
+                    decision,
+                    ok=True,
+                    output=out,
+                    entity_id=out["entityId"],
+                    replayed=True,
                 )
             )
         draft = copy.deepcopy(self.state)
         try:
             entity_id, _ = handler(self, draft, args)
         except EffectError as exc:
-            out = {"ok": False, "revision": self.state["revision"], "entityId": None, "error": exc.code}
-            return self._record(CallResult(operation, decision, ok=False, output=out, error=exc.code))
+            out = {
+                "ok": False,
+                "revision": self.state["revision"],
+                "entityId": None,
+                "error": exc.code,
+            }
+            return self._record(
+                CallResult(operation, decision, ok=False, output=out, error=exc.code)
+            )
         draft["revision"] += 1
         out = {"ok": True, "revision": draft["revision"], "entityId": entity_id, "error": None}
         draft["idempotency"][key] = {"operation": operation, "result": out, "runId": self.run_id}
         entity = _ENTITY_OF.get(operation) or getattr(handler, "collection", "tasks")
         self._audit(draft, AGENT, operation, entity, entity_id)
         self.state = draft
-        return self._record(CallResult(operation, decision, ok=True, output=out, entity_id=entity_id))
+        return self._record(
+            CallResult(operation, decision, ok=True, output=out, entity_id=entity_id)
+        )
 
     def _record(self, result: CallResult) -> CallResult:
         self.calls.append(result)
@@ -286,7 +306,13 @@ def _write_document(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> t
             "document_revision_conflict", f"base {base!r} is not the latest {latest!r}"
         )
     if doc is None:
-        doc = {"taskId": a["task"], "key": a["key"], "latestRevisionId": None, "revisionIds": [], "annotations": []}
+        doc = {
+            "taskId": a["task"],
+            "key": a["key"],
+            "latestRevisionId": None,
+            "revisionIds": [],
+            "annotations": [],
+        }
         s["documents"][doc_id] = doc
     rid = _next_id(s, "rev")
     s["documentRevisions"][rid] = {
@@ -301,7 +327,9 @@ def _write_document(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> t
     return rid, None
 
 
-def _request_human_input(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[str, None]:
+def _request_human_input(
+    cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]
+) -> tuple[str, None]:
     task = _task_of(s, a)
     if a["kind"] not in INTERACTION_KINDS:
         raise EffectError("invalid_interaction_kind", a["kind"])
@@ -318,12 +346,24 @@ def _request_human_input(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any])
     return iid, None
 
 
-def _register_deliverable(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[str, None]:
+def _register_deliverable(
+    cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]
+) -> tuple[str, None]:
     _task_of(s, a)
     art = _next_id(s, "art")
-    s["artifacts"][art] = {"taskId": a["task"], "name": a["name"], "kind": a["kind"], "uri": a["uri"]}
+    s["artifacts"][art] = {
+        "taskId": a["task"],
+        "name": a["name"],
+        "kind": a["kind"],
+        "uri": a["uri"],
+    }
     wp = _next_id(s, "wp")
-    s["workProducts"][wp] = {"taskId": a["task"], "artifactId": art, "kind": a["kind"], "uri": a["uri"]}
+    s["workProducts"][wp] = {
+        "taskId": a["task"],
+        "artifactId": art,
+        "kind": a["kind"],
+        "uri": a["uri"],
+    }
     return art, None
 
 
@@ -446,7 +486,11 @@ def _history(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[No
 
 def _documents(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[None, Any]:
     _task_of(s, a)
-    return None, {d: v["latestRevisionId"] for d, v in sorted(s["documents"].items()) if v["taskId"] == a["task"]}
+    return None, {
+        d: v["latestRevisionId"]
+        for d, v in sorted(s["documents"].items())
+        if v["taskId"] == a["task"]
+    }
 
 
 def _read_document(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tuple[None, Any]:

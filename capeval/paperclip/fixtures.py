@@ -83,8 +83,12 @@ def baseline() -> dict[str, Any]:
             "i-0102": _task("Add the contractor onboarding flow"),
             "i-0103": _task("Review the settings page", status="blocked", blockers=("i-0106",)),
             "i-0104": _task("Plan the billing migration", work_mode="planning"),
-            "i-0105": _task("Fix the flaky login test", status="in_progress", assignee="a-coder-0001"),
-            "i-0106": _task("Settings page mockups", status="in_progress", assignee="a-design-0001"),
+            "i-0105": _task(
+                "Fix the flaky login test", status="in_progress", assignee="a-coder-0001"
+            ),
+            "i-0106": _task(
+                "Settings page mockups", status="in_progress", assignee="a-design-0001"
+            ),
         },
         "comments": {},
         "documents": {},
@@ -102,7 +106,9 @@ def baseline() -> dict[str, Any]:
         "caseLinks": {},
         "caseDocuments": {},
         "routines": {"rt-0001": {"title": "Weekly digest", "status": "active", "policy": "skip"}},
-        "routineTriggers": {"rtr-0001": {"routineId": "rt-0001", "kind": "schedule", "status": "active"}},
+        "routineTriggers": {
+            "rtr-0001": {"routineId": "rt-0001", "kind": "schedule", "status": "active"}
+        },
         "routineRuns": {},
         "companySkills": {"sk-0001": {"name": "sql-review"}},
         "secrets": {"sec-0001": {"name": "DEPLOY_TOKEN", "scope": "company"}},
@@ -277,7 +283,9 @@ def _children_done(s: dict[str, Any]) -> None:
     t = s["tasks"]
     t["i-0104"]["status"] = "in_progress"
     t["i-0111"] = _task("Migrate invoices", status="done", parent="i-0104", assignee="a-coder-0001")
-    t["i-0112"] = _task("Migrate refunds", status="done", parent="i-0104", assignee="a-billing-0001")
+    t["i-0112"] = _task(
+        "Migrate refunds", status="done", parent="i-0104", assignee="a-billing-0001"
+    )
 
 
 def _issue_detail(s: dict[str, Any]) -> None:
@@ -320,7 +328,11 @@ _OVERLAYS: dict[str, tuple[Callable[[dict[str, Any]], None] | None, str | None, 
     "exec-not-participant": (_exec(["a-lead-0001"]), "i-0160", "execution_review"),
     "wake-comment": (_wake_comment, "i-0101", "comment"),
     "continuation-wake": (_continuation_wake, "i-0104", "interaction_answered"),
-    "approval-denied": (_approval("rejected", "apr-0002", ["i-0102"]), "i-0102", "approval_decided"),
+    "approval-denied": (
+        _approval("rejected", "apr-0002", ["i-0102"]),
+        "i-0102",
+        "approval_decided",
+    ),
     "approval-approved": (
         _approval("approved", "apr-0001", ["i-0102", "i-0103"]),
         "i-0102",
@@ -340,15 +352,46 @@ _OVERLAYS: dict[str, tuple[Callable[[dict[str, Any]], None] | None, str | None, 
     "children-done": (_children_done, "i-0104", "children_completed"),
     "dependency-blocked-wake": (_dependency_wake, "i-0103", "blocker_updated"),
     "issue-detail": (_issue_detail, "i-0101", "assignment"),
-    "crossteam": (_single("i-0170", "Retire the legacy export", assignee=AGENT), "i-0170", "assignment"),
-    "done-evidence": (_single("i-0102", "Add the contractor onboarding flow", status="in_progress", evidence="tests: 42 passed"), "i-0102", "heartbeat"),
-    "env-blocked-task": (_single("i-0201", "Verify the staging deploy", status="in_progress"), "i-0201", "heartbeat"),
-    "toolchain-verify-task": (_single("i-0202", "Verify the Rust build", status="in_progress"), "i-0202", "heartbeat"),
-    "ephemeral-artifacts-task": (_single("i-0203", "Check the preview build", status="in_progress"), "i-0203", "heartbeat"),
+    "crossteam": (
+        _single("i-0170", "Retire the legacy export", assignee=AGENT),
+        "i-0170",
+        "assignment",
+    ),
+    "done-evidence": (
+        _single(
+            "i-0102",
+            "Add the contractor onboarding flow",
+            status="in_progress",
+            evidence="tests: 42 passed",
+        ),
+        "i-0102",
+        "heartbeat",
+    ),
+    "env-blocked-task": (
+        _single("i-0201", "Verify the staging deploy", status="in_progress"),
+        "i-0201",
+        "heartbeat",
+    ),
+    "toolchain-verify-task": (
+        _single("i-0202", "Verify the Rust build", status="in_progress"),
+        "i-0202",
+        "heartbeat",
+    ),
+    "ephemeral-artifacts-task": (
+        _single("i-0203", "Check the preview build", status="in_progress"),
+        "i-0203",
+        "heartbeat",
+    ),
     "handback-comment": (_handback, "i-0101", "comment"),
     "plan-annotations": (_plan_annotations, "i-0104", "document_annotated"),
     "recovery-processlost": (_recovery, "i-0195", "run_recovered"),
-    "skill-test-task": (_single("i-0190", "Skill test: summarise a diff", status="in_progress", work_mode="skill_test"), "i-0190", "skill_test"),
+    "skill-test-task": (
+        _single(
+            "i-0190", "Skill test: summarise a diff", status="in_progress", work_mode="skill_test"
+        ),
+        "i-0190",
+        "skill_test",
+    ),
 }
 
 FIXTURE_NAMES: tuple[str, ...] = tuple(sorted(_OVERLAYS))

@@ -165,6 +165,7 @@ GRANT_CLAIMS: dict[str, tuple[str, ...]] = {
     "company:search": (
         "discovery:tasks:read",
         "discovery:agents:read",
+        "discovery:agents:detail",
         "discovery:projects:read",
         "discovery:goals:read",
     ),

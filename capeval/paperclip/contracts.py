@@ -1,0 +1,125 @@
+"""What each agent write must do to the state: the typed-effect contracts of section 4.
+
+Pure. Written from the spec's effect lines, independently of the mock's
+handlers, so a handler that forgets a field (or writes the wrong one) fails
+the agent_tool_contract and combined_multi_hop checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from capeval.paperclip.fixtures import AGENT
+
+
+@dataclass(frozen=True)
+class FieldIs:
+    entity: str
+    id: str
+    field: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class NewEntity:
+    entity: str
+    fields: tuple[tuple[str, Any], ...]  # (field, value) the new entity must carry
+
+
+Expectation = FieldIs | NewEntity
+
+_ADMIN_COLLECTION = {
+    "create_case": "cases",
+    "update_case": "cases",
+    "link_case": "caseLinks",
+    "write_case_document": "caseDocuments",
+    "control_workspace_runtime": "executionWorkspaces",
+    "schedule_wake": "wakes",
+    "create_routine": "routines",
+    "update_routine": "routines",
+    "add_routine_trigger": "routineTriggers",
+    "update_routine_trigger": "routineTriggers",
+    "run_routine": "routineRuns",
+    "install_company_skill": "companySkills",
+    "create_project": "projects",
+    "create_project_workspace": "projectWorkspaces",
+    "preview_company_export": "exports",
+    "export_company": "exports",
+    "create_agent_invite": "invites",
+}
+
+
+def write_expectations(
+    op: str, args: dict[str, Any], entity_id: str | None, revision_before: int
+) -> list[Expectation]:
+    """Every write: revision +1, an audit record by the agent, an idempotency record; plus its effect."""
+    out: list[Expectation] = [
+        FieldIs("state", "-", "revision", revision_before + 1),
+        NewEntity("auditRecords", (("actorId", AGENT), ("operation", op))),
+        FieldIs("idempotency", args["idempotencyKey"], "operation", op),
+    ]
+    task = args.get("task")
+
+    def comment(body: str) -> NewEntity:
+        return NewEntity("comments", (("taskId", task), ("body", body), ("authorId", AGENT)))
+
+    if op in ("report_progress", "answer_status_question"):
+        out.append(comment(args["body"]))
+    elif op == "finish_task":
+        out += [FieldIs("tasks", task, "status", "done"), comment(args["summary"])]
+    elif op == "block_task":
+        out += [FieldIs("tasks", task, "status", "blocked"), comment(args["reason"])]
+        if args.get("blockerIds") is not None:
+            out.append(FieldIs("tasks", task, "blockerIds", list(args["blockerIds"])))
+    elif op == "request_review":
+        out += [FieldIs("tasks", task, "status", "in_review"), comment(args["body"])]
+    elif op == "write_document":
+        doc = f"{task}/{args['key']}"
+        out += [
+            FieldIs("documentRevisions", entity_id, "content", args["content"]),
+            FieldIs("documentRevisions", entity_id, "baseRevisionId", args["baseRevisionId"]),
+            FieldIs("documents", doc, "latestRevisionId", entity_id),
+        ]
+    elif op == "request_human_input":
+        out += [
+            FieldIs("interactions", entity_id, "status", "pending"),
+            FieldIs("interactions", entity_id, "kind", args["kind"]),
+            FieldIs("interactions", entity_id, "continuation", args["continuation"]),
+            FieldIs("tasks", task, "status", "in_review"),
+        ]
+    elif op == "register_deliverable":
+        out += [
+            FieldIs("artifacts", entity_id, "taskId", task),
+            NewEntity("workProducts", (("artifactId", entity_id), ("kind", args["kind"]))),
+        ]
+    elif op == "create_task":
+        status = "blocked" if args.get("blockerIds") else "todo"
+        out += [
+            FieldIs("tasks", entity_id, "status", status),
+            FieldIs("tasks", entity_id, "parentId", args.get("parentId")),
+            FieldIs("tasks", entity_id, "assigneeId", args.get("assigneeId")),
+        ]
+    elif op == "request_approval":
+        out += [
+            FieldIs("approvals", entity_id, "status", "pending"),
+            FieldIs("approvals", entity_id, "taskIds", [task]),
+            FieldIs("tasks", task, "status", "in_review"),
+        ]
+    elif op == "call_gateway_tool":
+        out.append(FieldIs("actionRequests", entity_id, "taskId", task))
+    elif op == "sync_agent_skills":
+        pass  # appends to a list; the revision and audit record still prove the write
+    elif op in _ADMIN_COLLECTION:
+        for key, value in sorted((args.get("fields") or {}).items()):
+            out.append(FieldIs(_ADMIN_COLLECTION[op], entity_id, key, value))
+    return out
+
+
+def human_expectations(event: str, interaction: str, task: str) -> list[Expectation]:
+    if event == "accept":
+        return [
+            FieldIs("interactions", interaction, "status", "accepted"),
+            FieldIs("tasks", task, "status", "in_progress"),
+        ]
+    return [FieldIs("interactions", interaction, "status", "rejected")]

@@ -1,0 +1,513 @@
+"""The conformance suite: every row's configurations, executed and judged.
+
+An optional-tool row runs twice (granted and ungranted), every other row
+once: 106 + 40 = 146 configurations. Each configuration opens a run on a fresh
+fixture, lets the fake agent execute its plan through the mock control plane,
+and checks the row's assertion classes plus the invariants every
+configuration shares (control-plane operations absent, typed outputs). A
+failure names the case, the assertion class, the operation, the
+authorization decision and the field-level state diff.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from capeval.paperclip.authorization import ABSENT, ALLOWED, decide
+from capeval.paperclip.bindings import codex_binding, fake_agent_binding, operation_names_json
+from capeval.paperclip.catalog import CATALOG, Catalog
+from capeval.paperclip.contracts import (
+    Expectation,
+    FieldIs,
+    human_expectations,
+    write_expectations,
+)
+from capeval.paperclip.controlplane import CONTROL_PLANE_ACTOR, CallResult, ControlPlane
+from capeval.paperclip.derivative import Row
+from capeval.paperclip.diff import Change, state_diff
+from capeval.paperclip.fakeagent import CALL, HUMAN, PROBE, Plan, Step, auth_context, derive_plan
+from capeval.paperclip.fixtures import AGENT, build_fixture
+from capeval.paperclip.policy import (
+    AGENT_TOOL_CONTRACT,
+    AUTHORIZATION_POLICY,
+    CODEX_SAMPLE_GROUPS,
+    COMBINED_MULTI_HOP,
+    CONTROL_PLANE_INVARIANT,
+    OPTIONAL,
+    RESTRAINT_NO_CALL,
+)
+
+# The ten control-plane-owned operations, spelled out from the spec rather than
+# read from the catalog, so a catalog that hands one to agents is caught.
+CONTROL_PLANE_NAMES: tuple[str, ...] = (
+    "checkout_task",
+    "release_task",
+    "select_work",
+    "route_wake",
+    "enforce_budget",
+    "append_audit_record",
+    "persist_run",
+    "replay_run",
+    "schedule_blocker_wake",
+    "reconcile_run",
+)
+SURFACE_SIZE = 18
+GRANTED = "granted"
+UNGRANTED = "ungranted"
+SINGLE = "single"
+
+
+@dataclass
+class Failure:
+    case_id: str
+    assertion_class: str
+    operation: str
+    decision: str
+    message: str
+    state_diff: list[Change] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        diff = "; ".join(str(c) for c in self.state_diff[:12]) or "(empty)"
+        more = f" (+{len(self.state_diff) - 12} more)" if len(self.state_diff) > 12 else ""
+        return (
+            f"{self.case_id} [{self.assertion_class}] {self.operation or '-'} "
+            f"decision={self.decision or '-'}: {self.message}; state diff: {diff}{more}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "caseId": self.case_id,
+            "assertionClass": self.assertion_class,
+            "operation": self.operation,
+            "decision": self.decision,
+            "message": self.message,
+            "stateDiff": [c.to_json() for c in self.state_diff],
+        }
+
+
+@dataclass
+class ConfigResult:
+    row: Row
+    grants: str  # granted | ungranted | single
+    calls: list[tuple[Step, CallResult]]
+    control_plane_actions: list[str]
+    diff: list[Change]
+    failures: list[Failure]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    def decision(self) -> str:
+        """The configuration's headline decision: that of its first gated call, else its first call."""
+        for step, res in self.calls:
+            if step.gated:
+                return res.decision.decision
+        return self.calls[0][1].decision.decision if self.calls else "none"
+
+    def to_row(self) -> dict[str, Any]:
+        """The JSON Lines row for this configuration."""
+        return {
+            "caseId": self.row.id,
+            "group": self.row.group,
+            "assertionClasses": list(self.row.assertionClasses),
+            "grants": self.grants,
+            "requiredGrants": list(self.row.requiredGrants),
+            "operations": [s.operation for s, _ in self.calls],
+            "decisions": [r.decision.decision for _, r in self.calls],
+            "authorizationDecision": self.decision(),
+            "controlPlaneActions": self.control_plane_actions,
+            "passed": self.passed,
+            "stateDiffSize": len(self.diff),
+            "stateDiff": [c.to_json() for c in self.diff],
+            "failures": [f.to_json() for f in self.failures],
+        }
+
+
+def configurations(row: Row) -> list[str]:
+    return [GRANTED, UNGRANTED] if row.primaryDisposition == OPTIONAL else [SINGLE]
+
+
+def _check(exp: Expectation, state: dict[str, Any], diff: list[Change]) -> str | None:
+    if isinstance(exp, FieldIs):
+        if exp.entity == "state":
+            got = state.get(exp.field)
+        else:
+            got = state.get(exp.entity, {}).get(exp.id, {}).get(exp.field, "<missing>")
+        if got != exp.value:
+            return f"{exp.entity}[{exp.id}].{exp.field} is {got!r}, expected {exp.value!r}"
+        return None
+    new_ids = {c.id for c in diff if c.entity == exp.entity and c.before is None}
+    for eid in sorted(new_ids):
+        entity = state[exp.entity].get(eid, {})
+        if all(entity.get(k) == v for k, v in exp.fields):
+            return None
+    return f"no new {exp.entity} entry with {dict(exp.fields)!r}"
+
+
+def run_configuration(
+    row: Row, grants: str, *, catalog: Catalog = CATALOG, plan: Plan | None = None
+) -> ConfigResult:
+    plan = plan or derive_plan(row)
+    fixture = build_fixture(row.fixture, run_task=plan.run_task)
+    ctx = auth_context(row, plan.run_task, granted=grants != UNGRANTED)
+    cp = ControlPlane(fixture, ctx, catalog=catalog)
+    actions = cp.open_run()
+    start = copy.deepcopy(cp.state)
+    failures: list[Failure] = []
+    calls: list[tuple[Step, CallResult]] = []
+    memory: dict[str, Any] = {}
+    folded: dict[tuple[str, str, str], FieldIs] = {}
+
+    def fail(cls: str, op: str, decision: str, message: str, diff: list[Change]) -> None:
+        failures.append(Failure(row.id, cls, op, decision, message, diff))
+
+    steps = [s for s in plan.steps if s.kind in (CALL, PROBE, HUMAN)]
+    if grants == UNGRANTED:
+        # Without the grant the agent can only try what the grant would unlock.
+        steps = [s for s in steps if s.gated]
+    for step in steps:
+        if step.kind == HUMAN:
+            target = memory.get("interaction")
+            if target is None:
+                fail(COMBINED_MULTI_HOP, "human:accept", "", "no interaction to accept", [])
+                continue
+            cp.human_event(step.operation, target)
+            task = cp.state["interactions"][target]["taskId"]
+            for e in human_expectations(step.operation, target, task):
+                folded[(e.entity, e.id, e.field)] = e
+            continue
+        args = _resolve(step.args, cp, memory, calls)
+        before = copy.deepcopy(cp.state)
+        res = cp.call(step.operation, args)
+        calls.append((step, res))
+        step_diff = state_diff(before, cp.state)
+        decision = res.decision.decision
+        expect_refused = step.kind == PROBE or (grants == UNGRANTED and step.gated)
+        cls = _class_for(row, step, grants)
+        if expect_refused:
+            if res.decision.permitted:
+                fail(cls, step.operation, decision, "a forbidden operation was allowed", step_diff)
+            elif step_diff:
+                fail(cls, step.operation, decision, "a refused call changed state", step_diff)
+            continue
+        if decision != ALLOWED:
+            fail(cls, step.operation, decision, f"expected allowed ({res.decision.reason})", [])
+            continue
+        op = catalog.get(step.operation)
+        if op is not None:
+            from jsonschema import Draft202012Validator
+
+            errors = list(Draft202012Validator(op.output_schema()).iter_errors(res.output))
+            if errors:
+                fail(
+                    cls, step.operation, decision, f"untyped output: {errors[0].message}", step_diff
+                )
+        if step.error is not None:
+            if res.error != step.error or step_diff:
+                fail(
+                    cls,
+                    step.operation,
+                    decision,
+                    f"expected error {step.error}, got {res.error}",
+                    step_diff,
+                )
+            continue
+        if not res.ok:
+            fail(cls, step.operation, decision, f"call failed: {res.error}", step_diff)
+            continue
+        _remember(step.operation, args, res, memory)
+        if op is None or not op.mutates or res.replayed:
+            if step_diff:
+                fail(cls, step.operation, decision, "a read or a replay changed state", step_diff)
+            continue
+        for exp in write_expectations(step.operation, args, res.entity_id, before["revision"]):
+            problem = _check(exp, cp.state, step_diff)
+            if problem:
+                fail(
+                    AGENT_TOOL_CONTRACT if row.has(AGENT_TOOL_CONTRACT) else cls,
+                    step.operation,
+                    decision,
+                    problem,
+                    step_diff,
+                )
+            if isinstance(exp, FieldIs) and exp.entity not in ("state", "idempotency"):
+                folded[(exp.entity, exp.id, exp.field)] = exp
+
+    diff = state_diff(start, cp.state)
+    _check_shared(row, cp, ctx, catalog, diff, fail)
+    _check_classes(row, grants, plan, calls, diff, cp, actions, folded, fail)
+    return ConfigResult(row, grants, calls, actions, diff, failures)
+
+
+def _class_for(row: Row, step: Step, grants: str) -> str:
+    if step.gated and row.has(AUTHORIZATION_POLICY):
+        return AUTHORIZATION_POLICY
+    if step.operation in CONTROL_PLANE_NAMES and row.has(CONTROL_PLANE_INVARIANT):
+        return CONTROL_PLANE_INVARIANT
+    if step.kind == PROBE and row.has(COMBINED_MULTI_HOP):
+        return COMBINED_MULTI_HOP
+    return row.assertionClasses[0]
+
+
+def _resolve(
+    args: dict[str, Any],
+    cp: ControlPlane,
+    memory: dict[str, Any],
+    calls: list[tuple[Step, CallResult]],
+) -> dict[str, Any]:
+    out = dict(args)
+    if out.get("baseRevisionId") == "$latest":
+        # The agent looks before it writes: a real list_documents call, recorded.
+        listing = cp.call("list_documents", {"task": out["task"]})
+        calls.append((Step(CALL, "list_documents", {"task": out["task"]}, "plan"), listing))
+        docs = (listing.output.get("data") or {}) if listing.ok else {}
+        out["baseRevisionId"] = docs.get(f"{out['task']}/{out['key']}")
+    if out.get("baseRevisionId") == "$known":
+        out["baseRevisionId"] = cp.state["tasks"][out["task"]].get("agentKnownRevisionId")
+    if out.get("approvalId") == "$last_action":
+        out["approvalId"] = memory.get("action", "act-0001")
+    if out.get("key") == "$last_key":
+        out["key"] = memory.get("last_key", "missing-key")
+    if out.get("idempotencyKey") == "$retry":
+        out["idempotencyKey"] = memory.get("interaction_key", "missing-key")
+    if out.get("blockerIds"):
+        out["blockerIds"] = [
+            memory.get("created", b) if b == "$created" else b for b in out["blockerIds"]
+        ]
+    return out
+
+
+def _remember(op: str, args: dict[str, Any], res: CallResult, memory: dict[str, Any]) -> None:
+    if "idempotencyKey" in args:
+        memory["last_key"] = args["idempotencyKey"]
+    if op == "create_task":
+        memory["created"] = res.entity_id
+    elif op == "call_gateway_tool":
+        memory["action"] = res.entity_id
+    elif op == "request_human_input":
+        memory["interaction"] = res.entity_id
+        memory["interaction_key"] = args["idempotencyKey"]
+
+
+def _check_shared(
+    row: Row,
+    cp: ControlPlane,
+    ctx: Any,
+    catalog: Catalog,
+    diff: list[Change],
+    fail: Callable[..., None],
+) -> None:
+    shown = set(cp.surface())
+    for name in CONTROL_PLANE_NAMES:
+        d = decide(name, ctx, catalog=catalog)
+        if d.decision != ABSENT or name in shown:
+            fail(
+                CONTROL_PLANE_INVARIANT,
+                name,
+                d.decision,
+                "a control-plane-owned operation is reachable by the agent",
+                diff,
+            )
+    for rec in cp.state["auditRecords"].values():
+        if rec["actorId"] == AGENT and rec["operation"] in CONTROL_PLANE_NAMES:
+            fail(
+                CONTROL_PLANE_INVARIANT,
+                rec["operation"],
+                ALLOWED,
+                "the agent performed a control-plane action",
+                diff,
+            )
+
+
+def _check_classes(
+    row: Row,
+    grants: str,
+    plan: Plan,
+    calls: list[tuple[Step, CallResult]],
+    diff: list[Change],
+    cp: ControlPlane,
+    actions: list[str],
+    folded: dict[tuple[str, str, str], FieldIs],
+    fail: Callable[..., None],
+) -> None:
+    executed = [(s, r) for s, r in calls if s.source != "plan" or s.operation != "list_documents"]
+    if row.has(AUTHORIZATION_POLICY):
+        gated = [(s, r) for s, r in calls if s.gated]
+        if not gated:
+            fail(AUTHORIZATION_POLICY, "", "", "no call exercised the row's grant", diff)
+        if grants == GRANTED:
+            for s, r in gated:
+                if s.kind == CALL and r.decision.decision != ALLOWED:
+                    fail(
+                        AUTHORIZATION_POLICY,
+                        s.operation,
+                        r.decision.decision,
+                        "granted but not allowed",
+                        diff,
+                    )
+            if not diff:
+                fail(
+                    AUTHORIZATION_POLICY,
+                    gated[0][0].operation if gated else "",
+                    ALLOWED,
+                    "granted configuration did not mutate state",
+                    diff,
+                )
+        elif grants == UNGRANTED and diff:
+            fail(
+                AUTHORIZATION_POLICY,
+                gated[0][0].operation if gated else "",
+                calls[0][1].decision.decision if calls else "",
+                "ungranted configuration changed state",
+                diff,
+            )
+    if row.has(CONTROL_PLANE_INVARIANT):
+        cp_records = [
+            r for r in cp.state["auditRecords"].values() if r["actorId"] == CONTROL_PLANE_ACTOR
+        ]
+        done = {r["operation"] for r in cp_records}
+        if "route_wake" not in done or not (
+            {"checkout_task", "enforce_budget", "select_work"} & done
+        ):
+            fail(
+                CONTROL_PLANE_INVARIANT,
+                "checkout_task",
+                "",
+                f"the control plane did not open the run itself (did {sorted(done)})",
+                diff,
+            )
+        for s, r in calls:
+            if s.operation in CONTROL_PLANE_NAMES and r.decision.decision != ABSENT:
+                fail(
+                    CONTROL_PLANE_INVARIANT,
+                    s.operation,
+                    r.decision.decision,
+                    "control-plane operation not absent",
+                    diff,
+                )
+    if row.has(RESTRAINT_NO_CALL) and diff:
+        fail(RESTRAINT_NO_CALL, _first_write(calls), ALLOWED, "restraint row changed state", diff)
+    if row.has(COMBINED_MULTI_HOP) and grants != UNGRANTED:
+        if len(executed) + sum(1 for s in plan.steps if s.kind == HUMAN) < 2 and not row.has(
+            RESTRAINT_NO_CALL
+        ):
+            fail(COMBINED_MULTI_HOP, "", "", f"a multi-hop row ran {len(executed)} step(s)", diff)
+        for exp in folded.values():
+            problem = _check(exp, cp.state, diff)
+            if problem:
+                fail(COMBINED_MULTI_HOP, "", "", f"cumulative state: {problem}", diff)
+    if row.has(AGENT_TOOL_CONTRACT) and not any(r.decision.decision == ALLOWED for _, r in calls):
+        fail(AGENT_TOOL_CONTRACT, "", "", "no agent tool call was allowed", diff)
+
+
+def _first_write(calls: list[tuple[Step, CallResult]]) -> str:
+    for s, r in calls:
+        if r.ok and r.output.get("revision") is not None:
+            return s.operation
+    return ""
+
+
+@dataclass
+class SuiteResult:
+    results: list[ConfigResult]
+    fake_agent_operations: list[str]
+    codex_operations: list[str]
+    codex_sample: list[dict[str, Any]]
+    failures: list[Failure]
+
+    @property
+    def passed(self) -> int:
+        return sum(r.passed for r in self.results)
+
+    @property
+    def failed(self) -> int:
+        return len(self.results) - self.passed
+
+    @property
+    def parity(self) -> bool:
+        return operation_names_json(self.fake_agent_operations) == operation_names_json(
+            self.codex_operations
+        )
+
+    def operation_counts(self) -> dict[str, int]:
+        counts = Counter(s.operation for r in self.results for s, _ in r.calls)
+        return {k: counts[k] for k in sorted(counts)}
+
+
+def codex_sample(rows: Iterable[Row], codex_ops: list[str]) -> list[dict[str, Any]]:
+    """One representative row per sampled group: its headline operation, and whether Codex has it."""
+    sample = []
+    for code in CODEX_SAMPLE_GROUPS:
+        row, operation = _representative([r for r in rows if r.group == code])
+        sample.append(
+            {
+                "caseId": row.id,
+                "group": code,
+                "operation": operation,
+                "presentInCodex": operation in codex_ops,
+                "expectedPresent": operation != "checkout_task",
+            }
+        )
+    return sample
+
+
+def _representative(rows: list[Row]) -> tuple[Row, str]:
+    """The group's first row (by id) whose plan makes an agent write; control-plane groups
+    are represented by the operation they own, checkout_task."""
+    rows = sorted(rows, key=lambda r: r.id)
+    if rows[0].primaryDisposition == "control_plane_owned":
+        return rows[0], "checkout_task"
+    for row in rows:
+        for step in derive_plan(row).steps:
+            op = CATALOG.get(step.operation)
+            if step.kind == CALL and op is not None and op.mutates:
+                return row, step.operation
+    return rows[0], next(s.operation for s in derive_plan(rows[0]).steps if s.kind == CALL)
+
+
+def run_suite(
+    rows: list[Row],
+    *,
+    catalog: Catalog = CATALOG,
+    plans: dict[str, Plan] | None = None,
+    progress: Callable[[ConfigResult], None] | None = None,
+) -> SuiteResult:
+    results: list[ConfigResult] = []
+    for row in rows:
+        plan = (plans or {}).get(row.id)
+        for grants in configurations(row):
+            res = run_configuration(row, grants, catalog=catalog, plan=plan)
+            results.append(res)
+            if progress is not None:
+                progress(res)
+    fake = [t.operation_id for t in fake_agent_binding(catalog)]
+    codex = [t["name"] for t in codex_binding(catalog)]
+    failures = [f for r in results for f in r.failures]
+    if operation_names_json(fake) != operation_names_json(codex) or len(fake) != SURFACE_SIZE:
+        failures.append(
+            Failure(
+                "-",
+                "binding_parity",
+                "",
+                "",
+                f"fake agent {len(fake)} vs Codex {len(codex)} operations; expected {SURFACE_SIZE} identical",
+            )
+        )
+    sample = codex_sample(rows, codex)
+    for item in sample:
+        if item["presentInCodex"] != item["expectedPresent"]:
+            failures.append(
+                Failure(
+                    item["caseId"],
+                    "codex_sample",
+                    item["operation"],
+                    "",
+                    f"presentInCodex={item['presentInCodex']}, expected {item['expectedPresent']}",
+                )
+            )
+    return SuiteResult(results, fake, codex, sample, failures)
