@@ -27,7 +27,7 @@ SCRIPT = Script.from_json(
     ]
 )
 TOOLS = [{"name": "Bash", "input_schema": {}}, {"name": "Read", "input_schema": {}}]
-PROMPT = "Fetch http://127.0.0.1:4321/ please."
+PROMPT = "Docs: https://example.com/help. Fetch http://127.0.0.1:4321/ please."  # loopback wins
 SYSTEM = "You are an agent.\nPrimary working directory: /tmp/work-xyz\n"
 
 

@@ -15,7 +15,9 @@ the CLI's own tool vocabulary (`Bash`/`Write`/`Edit` for Claude,
 
 Placeholders in step text and tool inputs are filled from the request:
 `{{CWD}}` (the working directory the CLI told the model) and `{{URL}}` (the
-first http(s) URL in the user's prompt, e.g. the hermetic HTTP fixture).
+first loopback http URL in the user's messages other than the server's own,
+i.e. the hermetic HTTP fixture; CLIs add links of their own to user messages,
+and nothing off loopback may be contacted anyway).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ _CWD_PATTERNS = (
     re.compile(r"<cwd>\s*(\S+?)\s*</cwd>"),
     re.compile(r"current working directory[^/\n]*?(/\S+)", re.IGNORECASE),
 )
-_URL = re.compile(r"https?://[^\s\"'<>)\]]+")
+_URL = re.compile(r"http://(?:127\.\d+\.\d+\.\d+|localhost|\[::1\])(?::\d+)?[^\s\"'<>)\]]*")
 
 
 @dataclass(frozen=True)

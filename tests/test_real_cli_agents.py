@@ -1,0 +1,280 @@
+"""The real Claude Code and Codex binaries, end to end, offline.
+
+The pinned CLIs come from the npm registry (`python3 tests/agent_clis.py
+install`, which `.ci/run` does); capeval's scripted model server on loopback
+answers their model requests, and the CLIs really run the scripted tool calls
+in the workdir: chained shell commands, an edit via `sed -i`, a write with
+their own edit tool, and a curl of the hermetic HTTP page. When a CLI is not
+installed these tests skip and say why; they never pass without it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agent_clis import find_cli, missing_reason
+
+from capeval.agents.base import AgentConfig, AgentRequest
+from capeval.agents.check import CHECK_KEY_VAR
+from capeval.agents.modelserver import INPUT_TOKENS, OUTPUT_TOKENS, ModelServer, Script
+from capeval.agents.registry import make_adapter
+from capeval.runner.httpfixture import HttpFixture
+
+pytestmark = [pytest.mark.slow, pytest.mark.realcli]
+
+SETUP = "cd . && echo one > notes.txt && cat notes.txt | wc -l"  # 4 chain segments
+SED = "sed -i 's/one/two/' notes.txt"
+FETCH = "curl -s {{URL}}/token.txt > token.txt"
+
+# One list per CLI, in its own tool vocabulary; each step is one model response.
+SCRIPTS: dict[str, list[dict[str, Any]]] = {
+    "claude-code": [
+        {"text": "Setting up.", "calls": [{"name": "Bash", "input": {"command": SETUP}}]},
+        {"calls": [{"name": "Bash", "input": {"command": SED}}]},
+        {
+            "calls": [
+                {
+                    "name": "Write",
+                    "input": {"file_path": "{{CWD}}/answer.txt", "content": "hello\n"},
+                }
+            ]
+        },
+        {
+            "calls": [
+                {
+                    "name": "Edit",
+                    "input": {
+                        "file_path": "{{CWD}}/answer.txt",
+                        "old_string": "hello",
+                        "new_string": "world",
+                    },
+                }
+            ]
+        },
+        {"calls": [{"name": "Bash", "input": {"command": FETCH}}]},
+    ],
+    "codex": [
+        {"text": "Setting up.", "calls": [{"name": "exec_command", "input": {"cmd": SETUP}}]},
+        {"calls": [{"name": "exec_command", "input": {"cmd": SED}}]},
+        {
+            "calls": [
+                {
+                    "name": "apply_patch",
+                    "input": "*** Begin Patch\n*** Add File: answer.txt\n+world\n*** End Patch\n",
+                }
+            ]
+        },
+        {"calls": [{"name": "exec_command", "input": {"cmd": FETCH}}]},
+    ],
+}
+# Model responses: the scripted steps plus the final "done".
+TURNS = {name: len(steps) + 1 for name, steps in SCRIPTS.items()}
+MODELS = {"claude-code": ("anthropic", "claude-sonnet-4-5"), "codex": ("capeval", "gpt-5.5")}
+
+VERIFY = textwrap.dedent(
+    """\
+    set -eu
+    grep -qx two notes.txt
+    grep -qx world answer.txt
+    [ "$(cat token.txt)" = "$EVAL_HTTP_TOKEN" ]
+    """
+)
+
+
+def cli_path(name: str) -> Path:
+    path = find_cli(name)
+    if path is None:
+        pytest.skip(missing_reason(name))
+    return path
+
+
+def endpoint_env_args(name: str, url: str) -> tuple[dict[str, str], tuple[str, ...]]:
+    """What aims a CLI at the scripted server (Claude: env; Codex: a custom provider)."""
+    if name == "claude-code":
+        return {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "test-key"}, ()
+    provider = MODELS["codex"][0]
+    args = (
+        "-c",
+        f'model_providers.{provider}.name="{provider}"',
+        "-c",
+        f'model_providers.{provider}.base_url="{url}/v1"',
+        "-c",
+        f'model_providers.{provider}.wire_api="responses"',
+        "-c",
+        f'model_providers.{provider}.env_key="{CHECK_KEY_VAR}"',
+    )
+    return {CHECK_KEY_VAR: "test-key"}, args
+
+
+def assert_behaviors(b: dict[str, Any], name: str) -> None:
+    assert b["shellCommandCount"] == 3
+    assert b["chainSegmentCount"] == 6  # 4 + 1 + 1
+    assert b["maxChainSegmentsPerCommand"] == 4
+    assert b["editViaShellCount"] == 1
+    assert b["networkCommandCount"] == 1
+    assert b["envAssignmentCommandCount"] == 0
+    assert b["webFetchToolCallCount"] == 0 and b["taskToolCallCount"] == 0
+    by_name = b["toolCallsByName"]
+    if name == "claude-code":
+        assert by_name == {"Bash": 3, "Write": 1, "Edit": 1}
+    else:
+        assert by_name == {"command_execution": 3, "apply_patch": 1}
+
+
+@pytest.mark.parametrize("name", ["claude-code", "codex"])
+def test_adapter_runs_the_real_cli(name: str, tmp_path: Path) -> None:
+    binary = cli_path(name)
+    provider, model = MODELS[name]
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    with ModelServer(Script.from_json(SCRIPTS[name])) as server, HttpFixture() as page:
+        env, args = endpoint_env_args(name, server.url)
+        config = AgentConfig(name=name, type=name, command=str(binary), env=env, args=args)
+        request = AgentRequest(
+            workdir=workdir,
+            prompt=f"Follow the setup steps; the release page is {page.url}",
+            provider=provider,
+            model=model,
+            case_dir=tmp_path,
+            capture_dir=tmp_path / "capture",
+            timeout_s=120,
+        )
+        result = make_adapter(config).run(request)
+        steps = [r.step for r in server.scripted_requests()]
+        token = page.token
+    assert result.status == "done" and result.exitCode == 0, result.error
+    assert steps == sorted(steps) and len(steps) == TURNS[name]
+    assert result.turnsUsed == TURNS[name]
+    assert result.sessionId
+    assert result.tokenUsage is not None
+    assert result.tokenUsage.input == INPUT_TOKENS * TURNS[name]
+    assert result.tokenUsage.output == OUTPUT_TOKENS * TURNS[name]
+    assert (workdir / "notes.txt").read_text() == "two\n"
+    assert (workdir / "answer.txt").read_text().strip() == "world"
+    assert (workdir / "token.txt").read_text().strip() == token
+    if name == "claude-code":
+        assert result.model == model  # from init.model
+    assert result.summary is not None
+    from capeval.behaviors import derive_behaviors
+
+    assert_behaviors(derive_behaviors(result.summary), name)
+
+
+def make_workspace(root: Path, name: str, url: str, binary: Path) -> None:
+    case = root / "evals" / "capability" / "cases" / "real-cli"
+    case.mkdir(parents=True)
+    (root / "fixture").mkdir()
+    (root / "fixture" / "README.md").write_text("A tiny repo.\n")
+    (case / "case.json").write_text(
+        json.dumps(
+            {
+                "id": "real-cli",
+                "tier": "simple",
+                "title": "Real CLI end to end",
+                "fixture": "fixture",
+                "prompt": "Set up notes.txt and answer.txt and save the token from {{HTTP_URL}}",
+                "maxTurns": TURNS[name],
+                "httpFixture": True,
+                "requireBehaviors": [{"metric": "networkCommandCount", "max": 1}],
+            }
+        )
+    )
+    (case / "verify.sh").write_text(VERIFY)
+    env, args = endpoint_env_args(name, url)
+    lines = [
+        f"[agents.{name}]",
+        f'type = "{name}"',
+        f"command = {json.dumps(str(binary))}",
+        f"args = {json.dumps(list(args))}",
+        "env = { " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items()) + " }",
+    ]
+    (root / "capeval.toml").write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("name", ["claude-code", "codex"])
+def test_capeval_run_with_the_real_cli(name: str, tmp_path: Path) -> None:
+    binary = cli_path(name)
+    provider, model = MODELS[name]
+    root = tmp_path / "ws"
+    rows_path = tmp_path / "rows.jsonl"
+    with ModelServer(Script.from_json(SCRIPTS[name])) as server:
+        make_workspace(root, name, server.url, binary)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "capeval.cli",
+                "run",
+                "--root",
+                str(root),
+                "--matrix",
+                f"{provider}:{model}@{name}",
+                "--jsonl",
+                str(rows_path),
+                "--quiet",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+        )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (row,) = [json.loads(line) for line in rows_path.read_text().splitlines()]
+    assert row["passed"] is True, row.get("error")
+    assert row["status"] == "done" and row["agentExitCode"] == 0 and row["verifyExitCode"] == 0
+    assert row["turnsUsed"] == TURNS[name] and row["overBudget"] is False
+    assert row["sessionId"]
+    assert row["tokenUsage"]["input"] == INPUT_TOKENS * TURNS[name]
+    assert row["tokenUsage"]["output"] == OUTPUT_TOKENS * TURNS[name]
+    assert row["toolCallCount"] == (5 if name == "claude-code" else 4)
+    assert row["model"] == model
+    assert_behaviors(row["behaviors"], name)
+
+
+@pytest.mark.parametrize("name", ["claude-code", "codex"])
+def test_agents_check_against_the_real_cli(name: str, tmp_path: Path) -> None:
+    binary = cli_path(name)
+    root = tmp_path / "ws"
+    (root / "evals" / "capability" / "cases").mkdir(parents=True)
+    (root / "capeval.toml").write_text(
+        f'[agents.mine]\ntype = "{name}"\ncommand = {json.dumps(str(binary))}\n'
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "capeval.cli",
+            "agents",
+            "check",
+            "mine",
+            "--root",
+            str(root),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["ok"] is True
+    assert [s["name"] for s in report["steps"]] == [
+        "binary",
+        "version",
+        "headless run",
+        "stream parsed",
+        "behaviors",
+    ]
+    assert all(s["ok"] for s in report["steps"]), report
+    version = next(s["detail"] for s in report["steps"] if s["name"] == "version")
+    assert version == {"claude-code": "2.1.332", "codex": "0.171.0"}[name]
+    assert report["behaviors"]["chainSegmentCount"] == 2
