@@ -111,3 +111,32 @@ def test_fixture_outside_the_root_is_refused(tmp_path: Path) -> None:
 def test_missing_fixture_names_the_case_and_field(tmp_path: Path) -> None:
     with pytest.raises(WorkdirError, match="case demo: fixture: 'nope' is not a directory"):
         prepare_workdir(tmp_path, FakeCase("demo", "nope"), dest=tmp_path / "w")
+
+
+def test_cached_template_gives_the_same_repository(tmp_path: Path) -> None:
+    from capeval.runner.workdir import WorkdirCache
+
+    fx = _fixture(tmp_path)
+    os.symlink("src/app.py", fx / "link.py")
+    case = FakeCase("demo", "evals/capability/fixtures/demo")
+    fresh = prepare_workdir(tmp_path, case, dest=tmp_path / "fresh")
+    with WorkdirCache(tmp_path) as cache:
+        a = prepare_workdir(tmp_path, case, dest=tmp_path / "a", cache=cache)
+        (a / "src/app.py").write_text("changed\n")  # one repeat's edits stay in its copy
+        b = prepare_workdir(tmp_path, case, dest=tmp_path / "b", cache=cache)
+        assert _git(b, "rev-parse", "HEAD") == _git(fresh, "rev-parse", "HEAD")
+        assert _git(b, "status", "--porcelain") == ""
+        assert _git(a, "status", "--porcelain").strip() == "M src/app.py"
+        assert os.readlink(b / "link.py") == "src/app.py"
+        templates = list(cache._dir.iterdir())
+        assert len(templates) == 1  # built once per fixture
+    assert not templates[0].exists()  # removed with the cache
+
+
+def test_cached_template_still_refuses_unsafe_symlinks(tmp_path: Path) -> None:
+    from capeval.runner.workdir import WorkdirCache
+
+    fx = _fixture(tmp_path)
+    os.symlink("/etc/passwd", fx / "bad")
+    with WorkdirCache(tmp_path) as cache, pytest.raises(WorkdirError, match="absolute"):
+        prepare_workdir(tmp_path, FakeCase("demo", "evals/capability/fixtures/demo"), cache=cache)

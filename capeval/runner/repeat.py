@@ -32,7 +32,7 @@ from capeval.runner import process
 from capeval.runner.httpfixture import HttpFixture
 from capeval.runner.matrix import Variant
 from capeval.runner.passrule import decide, effective_budget, is_over_budget, provider_mismatch
-from capeval.runner.workdir import WorkdirError, prepare_workdir
+from capeval.runner.workdir import WorkdirCache, WorkdirError, prepare_workdir
 
 VERIFY_KILL_GRACE_S = 5.0
 # Past the agent timeout, the adapter gets this long to stop its own process
@@ -57,6 +57,7 @@ class RepeatSettings:
     allow_provider_fallback: bool = False
     verify_kill_grace_s: float = VERIFY_KILL_GRACE_S
     tmp_parent: Path | None = None
+    workdirs: WorkdirCache | None = None  # per-run committed fixture templates
     context: Mapping[str, Any] = field(default_factory=dict)  # run context fields of the row
 
 
@@ -90,7 +91,7 @@ def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Ro
     try:
         with process.process_scope(f"{job.variant.id}::{case.id}#{job.repeat}") as scope:
             try:
-                prepare_workdir(settings.root, case, dest=workdir)
+                prepare_workdir(settings.root, case, dest=workdir, cache=settings.workdirs)
             except (WorkdirError, OSError) as exc:
                 return _setup_failed_row(job, settings, started_at, t0, str(exc))
 

@@ -34,6 +34,7 @@ from capeval.runner import process
 from capeval.runner.httpfixture import HttpFixture
 from capeval.runner.matrix import Variant, parse_matrix
 from capeval.runner.repeat import RepeatCancelled, RepeatJob, RepeatSettings, now_iso, run_repeat
+from capeval.runner.workdir import WorkdirCache
 
 DEFAULT_AGENT = "scripted"
 DEFAULT_SCRIPTED_MODEL = "oracle"
@@ -102,6 +103,7 @@ class RunPlan:
     jobs: list[RepeatJob]  # every repeat of the run, in order
     done: list[Row] = field(default_factory=list)  # rows already in the stream (resume)
     shape: dict[str, Any] = field(default_factory=dict)
+    adapters: dict[str, Adapter] = field(default_factory=dict)
 
     @property
     def todo(self) -> list[RepeatJob]:
@@ -363,18 +365,30 @@ def _adapters(plan: RunPlan) -> tuple[dict[str, Adapter], dict[str, str | None]]
 
 def execute(options: RunOptions, plan: RunPlan | None = None) -> RunOutcome:
     """Run every missing repeat of the plan; rows are durable as each repeat ends."""
-    from capeval.results.jsonl import JsonlWriter
-
     plan = plan or plan_run(options)
     rows: list[Row] = list(plan.done)
     todo = plan.todo
     if options.dry_run:
         return RunOutcome(plan, rows, plan.jsonl_path, 0)
     adapters, versions = _adapters(plan)
+    plan.adapters = adapters
     todo = [replace(j, agent_version=versions.get(j.agent.name)) for j in todo]
     write_plan(plan)
 
     process.reset_shutdown()
+    workdirs = WorkdirCache(options.tmp_dir)
+    plan.settings = replace(plan.settings, workdirs=workdirs)
+    try:
+        return _execute(options, plan, todo, rows)
+    finally:
+        workdirs.close()
+
+
+def _execute(
+    options: RunOptions, plan: RunPlan, todo: list[RepeatJob], rows: list[Row]
+) -> RunOutcome:
+    from capeval.results.jsonl import JsonlWriter
+
     stop = threading.Event()
     got: list[str] = []
     lock = threading.Lock()
@@ -386,7 +400,7 @@ def execute(options: RunOptions, plan: RunPlan | None = None) -> RunOutcome:
             if stop.is_set():
                 return None
             try:
-                row = run_repeat(job, adapters[job.agent.name], plan.settings)
+                row = run_repeat(job, plan.adapters[job.agent.name], plan.settings)
             except RepeatCancelled:
                 return None
             with lock:  # the single writer: durable row, then progress

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 from typing import Protocol
 
@@ -99,23 +100,65 @@ def check_symlinks(fixture: Path) -> None:
                 )
 
 
-def prepare_workdir(root: Path, case: FixtureLike, *, dest: Path | None = None) -> Path:
+class WorkdirCache:
+    """Committed copies of fixtures, made once per run and copied per repeat.
+
+    `git init/add/commit` costs tens of milliseconds per repeat, more than
+    the rest of the runner together; because the commit is deterministic
+    (fixed identity and dates), copying a committed template, `.git`
+    included, gives the same repository. One cache per run, so a fixture
+    edited between runs is picked up; `close()` removes the templates.
+    """
+
+    def __init__(self, parent: Path | None = None) -> None:
+        self._dir = Path(tempfile.mkdtemp(prefix="capeval-templates-", dir=parent))
+        self._lock = threading.Lock()
+        self._keys: dict[Path, threading.Lock] = {}
+        self._templates: dict[Path, Path] = {}
+
+    def template(self, root: Path, case: FixtureLike) -> Path:
+        src = fixture_path(root, case)
+        with self._lock:
+            key_lock = self._keys.setdefault(src, threading.Lock())
+        with key_lock:
+            if src not in self._templates:
+                dest = self._dir / f"{len(self._templates)}-{case.id}"
+                prepare_workdir(root, case, dest=dest)
+                self._templates[src] = dest
+            return self._templates[src]
+
+    def close(self) -> None:
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def __enter__(self) -> WorkdirCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def prepare_workdir(
+    root: Path, case: FixtureLike, *, dest: Path | None = None, cache: WorkdirCache | None = None
+) -> Path:
     """Copy the case's fixture to `dest` (default: a new temp dir) and commit it once.
 
     Returns the workdir. The caller removes it when the repeat is over.
     """
+    if dest is None:
+        dest = Path(tempfile.mkdtemp(prefix=f"capeval-{case.id}-"))
+        dest.rmdir()
+    if cache is not None:
+        shutil.copytree(cache.template(root, case), dest, symlinks=True)
+        return dest
     src = fixture_path(root, case)
     try:
         check_symlinks(src)
     except WorkdirError as exc:
         raise WorkdirError(f"case {case.id}: fixture {case.fixture}/{exc}") from None
-    if dest is None:
-        dest = Path(tempfile.mkdtemp(prefix=f"capeval-{case.id}-"))
-        dest.rmdir()
     shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns(".git"))
     env = git_env()
     for args in (
-        ("init", "-q"),
+        ("init", "-q", "--template="),
         ("add", "-A"),
         ("commit", "-q", "--allow-empty", "--no-verify", "-m", INITIAL_COMMIT_MESSAGE),
     ):
