@@ -1,0 +1,116 @@
+"""`capeval agents list` / `capeval agents check`, without the real CLIs.
+
+The real Claude Code and Codex are checked in tests/test_real_cli_agents.py;
+here stand-in binaries cover the paths that must not depend on npm: a
+missing binary, a CLI with no custom endpoint, a CLI whose run fails, the
+scripted agent, bad names and the JSON shape.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from capeval.agents.base import AgentConfig
+from capeval.agents.check import check_agent, list_agents
+from capeval.cli import main
+
+STAND_IN = f"#!{sys.executable}\nimport sys\nprint('9.8.7 (stand-in)')\n"
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path) -> Path:
+    path = tmp_path / "stand-in"
+    path.write_text(STAND_IN)
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, stand_in: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "evals" / "capability" / "cases").mkdir(parents=True)
+    (root / "capeval.toml").write_text(
+        'agent = "gem"\n'
+        f'[agents.gem]\ntype = "gemini"\ncommand = "{stand_in}"\n'
+        f'[agents.broken-claude]\ntype = "claude-code"\ncommand = "{stand_in}"\n'
+        '[agents.gone]\ntype = "codex"\ncommand = "/nonexistent/codex"\n'
+        '[agents.corbits]\ntype = "command"\ncommand = "no-such-corbits exec {prompt}"\n'
+    )
+    return root
+
+
+def test_list_shows_every_agent_and_whether_it_is_found(workspace: Path, stand_in: Path) -> None:
+    out = CliRunner().invoke(main, ["agents", "list", "--root", str(workspace), "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["default"] == "gem"
+    rows = {r["name"]: r for r in data["agents"]}
+    assert rows["gem"]["found"] is True and rows["gem"]["path"] == str(stand_in)
+    assert rows["gone"]["found"] is False
+    assert rows["corbits"]["binary"] == "no-such-corbits" and rows["corbits"]["found"] is False
+    assert rows["scripted"]["found"] is True  # built in
+    text = CliRunner().invoke(main, ["agents", "list", "--root", str(workspace)])
+    assert "* gem" in text.output and "NOT FOUND" in text.output
+
+
+def test_check_without_custom_endpoint_says_so_and_passes(workspace: Path) -> None:
+    out = CliRunner().invoke(main, ["agents", "check", "--root", str(workspace), "--json"])
+    assert out.exit_code == 0, out.output  # NAME defaults to the configured agent
+    report = json.loads(out.output)
+    assert report["agent"] == "gem" and report["ok"] is True
+    steps = {s["name"]: s for s in report["steps"]}
+    assert steps["binary"]["ok"] is True
+    assert steps["version"] == {"name": "version", "ok": True, "detail": "9.8.7"}
+    assert steps["headless run"]["ok"] is None
+    assert "no custom model endpoint" in steps["headless run"]["detail"]
+
+
+def test_check_fails_when_the_headless_run_fails(workspace: Path) -> None:
+    out = CliRunner().invoke(
+        main, ["agents", "check", "broken-claude", "--root", str(workspace), "--timeout", "20"]
+    )
+    assert out.exit_code == 1, out.output
+    assert "FAIL headless run" in out.output and "status failed" in out.output
+    assert out.output.rstrip().endswith("=> FAILED")
+
+
+def test_check_missing_binary_names_the_fix(workspace: Path) -> None:
+    out = CliRunner().invoke(main, ["agents", "check", "gone", "--root", str(workspace)])
+    assert out.exit_code == 1
+    assert "[agents.gone]" in out.output
+
+
+def test_check_unknown_agent_is_a_usage_error(workspace: Path) -> None:
+    out = CliRunner().invoke(main, ["agents", "check", "nope", "--root", str(workspace)])
+    assert out.exit_code == 2
+    assert "unknown agent 'nope'" in out.output and "gem" in out.output
+
+
+def test_check_outside_a_workspace_uses_the_builtin_agents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    out = CliRunner().invoke(main, ["agents", "check", "scripted", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["steps"][0]["detail"].startswith("built in")
+    listed = CliRunner().invoke(main, ["agents", "list", "--json"])
+    names = {r["name"] for r in json.loads(listed.output)["agents"]}
+    assert {"scripted", "claude-code", "codex", "gemini", "opencode"} <= names
+
+
+def test_python_api_matches_the_command(stand_in: Path) -> None:
+    report = check_agent(AgentConfig(name="o", type="opencode", command=str(stand_in)))
+    assert report.ok and [s.name for s in report.steps] == ["binary", "version", "headless run"]
+    (row,) = list_agents({"o": AgentConfig(name="o", type="opencode", command=str(stand_in))})
+    assert row == {
+        "name": "o",
+        "type": "opencode",
+        "binary": str(stand_in),
+        "path": str(stand_in),
+        "found": True,
+    }
