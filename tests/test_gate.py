@@ -1,0 +1,356 @@
+"""`capeval gate` / `capeval compare` end to end: real processes, every exit code, the real files."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_compare import row
+
+CORBITS_BAITS = {
+    "loop-bait": ("repeatedSearchCount", 0),
+    "web-bait": ("networkCommandCount", 0),
+    "env-bait": ("envAssignmentCommandCount", 0),
+    "edit-bait": ("editViaShellCount", 0),
+    "subagent-bait": ("maxTurnDurationMs", 15000),
+}
+BAIT_FLAGS = [f"--bait={case}={metric}:{t}" for case, (metric, t) in CORBITS_BAITS.items()]
+LOWER = {
+    "envAssignmentCommandCount",
+    "maxChainSegmentsPerCommand",
+    "networkCommandCount",
+    "editViaShellCount",
+    "repeatedSearchCount",
+    "longestToolOnlyStreak",
+    "maxTurnDurationMs",
+}
+
+
+def capeval(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "capeval.cli", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    """Baseline and candidates for each exit code; tmp_path holds no workspace."""
+    bait = {"metric": "networkCommandCount", "threshold": 0}
+    base = [row("a", True), row("b", False), row("web", True, bait=bait, networkCommandCount=2)]
+    return {
+        "base": jsonl(tmp_path / "base.jsonl", base),
+        "clean": jsonl(
+            tmp_path / "clean.jsonl",
+            [row("a", True), row("b", True), row("web", True, bait=bait, networkCommandCount=0)],
+        ),
+        "regressed": jsonl(
+            tmp_path / "regressed.jsonl",
+            [row("a", False), row("b", True), row("web", True, bait=bait)],
+        ),
+        "tame_base": jsonl(
+            tmp_path / "tame.jsonl",
+            [row("a", True), row("b", False), row("web", True, bait=bait, networkCommandCount=0)],
+        ),
+    }
+
+
+def test_exit_0_when_clean(files: dict[str, Path], tmp_path: Path) -> None:
+    done = capeval("gate", "--baseline", files["base"], "--candidate", files["clean"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "gate: CLEAN (exit 0)" in done.stdout
+    assert done.stdout.index("IMPROVED") < done.stdout.index("unchanged")
+
+
+def test_exit_1_when_any_cell_regressed(files: dict[str, Path], tmp_path: Path) -> None:
+    done = capeval(
+        "gate", "--baseline", files["base"], "--candidate", files["regressed"], cwd=tmp_path
+    )
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    # Regressions come first in the table, before improvements.
+    assert lines[2].startswith("REGRESSED") and "v1::a" in lines[2]
+    assert lines[3].startswith("IMPROVED") and "v1::b" in lines[3]
+
+
+def test_exit_3_when_only_bait_flags(files: dict[str, Path], tmp_path: Path) -> None:
+    done = capeval(
+        "gate",
+        "--baseline",
+        files["tame_base"],
+        "--candidate",
+        files["clean"],
+        "--json",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 3, done.stderr
+    obj = json.loads(done.stdout)
+    assert (
+        obj["baitFlags"] == ["web"] and obj["clean"] is False and obj["summary"]["regressed"] == 0
+    )
+    text = capeval(
+        "gate", "--baseline", files["tame_base"], "--candidate", files["clean"], cwd=tmp_path
+    )
+    assert (
+        "BAIT FLAG web networkCommandCount median 0 did not exceed 0 on baseline: "
+        "the case no longer reproduces its misbehavior"
+    ) in text.stdout.splitlines()
+
+
+def test_regression_beats_bait_flags(files: dict[str, Path], tmp_path: Path) -> None:
+    done = capeval(
+        "gate", "--baseline", files["tame_base"], "--candidate", files["regressed"], cwd=tmp_path
+    )
+    assert done.returncode == 1
+
+
+def test_exit_2_for_an_unreadable_file(files: dict[str, Path], tmp_path: Path) -> None:
+    done = capeval(
+        "gate", "--baseline", tmp_path / "nope.jsonl", "--candidate", files["clean"], cwd=tmp_path
+    )
+    assert done.returncode == 2
+    assert "nope.jsonl" in done.stderr and "cannot read" in done.stderr
+
+
+def test_exit_2_for_a_bad_row_naming_file_and_line(files: dict[str, Path], tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(row("a")) + "\n{oops\n" + json.dumps(row("b")) + "\n")
+    done = capeval("gate", "--baseline", files["base"], "--candidate", bad, cwd=tmp_path)
+    assert done.returncode == 2
+    assert "bad.jsonl:2" in done.stderr
+
+
+def test_exit_2_for_a_bad_bait_flag(files: dict[str, Path], tmp_path: Path) -> None:
+    done = capeval(
+        "gate",
+        "--baseline",
+        files["base"],
+        "--candidate",
+        files["clean"],
+        "--bait",
+        "web=bogus:0",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2 and "unknown metric 'bogus'" in done.stderr
+
+
+def test_exit_2_without_a_baseline_anywhere(files: dict[str, Path], tmp_path: Path) -> None:
+    done = capeval("gate", "--candidate", files["clean"], cwd=tmp_path)
+    assert done.returncode == 2 and "--baseline" in done.stderr
+
+
+def test_torn_last_line_warns_and_keeps_every_complete_row(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text(files["clean"].read_text() + '{"id": "a", "passed": fa')
+    done = capeval("gate", "--baseline", files["base"], "--candidate", torn, "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    obj = json.loads(done.stdout)
+    assert any("torn last line" in w for w in obj["warnings"])
+    assert obj["summary"]["improved"] == 1
+
+
+def test_gate_uses_the_configured_baseline(files: dict[str, Path], tmp_path: Path) -> None:
+    (tmp_path / "evals" / "capability" / "cases").mkdir(parents=True)
+    (tmp_path / "capeval.toml").write_text(f'baseline = "{files["base"].name}"\n')
+    done = capeval("gate", "--candidate", files["regressed"], cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+
+
+def test_provider_change_exit_2_naming_both_then_judged_with_the_flag(tmp_path: Path) -> None:
+    base = jsonl(tmp_path / "b.jsonl", [row("a", False, provider="zen", model="north")])
+    cand = jsonl(tmp_path / "c.jsonl", [row("a", True, provider="xai", model="grok")])
+    for command in ("gate", "compare"):
+        done = capeval(command, "--baseline", base, "--candidate", cand, cwd=tmp_path)
+        assert done.returncode == 2
+        assert "zen:north" in done.stderr and "xai:grok" in done.stderr
+    done = capeval(
+        "gate", "--baseline", base, "--candidate", cand, "--allow-provider-fallback", cwd=tmp_path
+    )
+    assert done.returncode == 0
+
+
+def test_mixed_cells_warn_in_compare_and_are_refused_by_the_gate(
+    real_results: Path, tmp_path: Path
+) -> None:
+    mixed = real_results / "baseline-0286.json"
+    done = capeval(
+        "compare",
+        "--baseline",
+        mixed,
+        "--candidate",
+        mixed,
+        "--json",
+        "--no-advisory",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    warnings = json.loads(done.stdout)["warnings"]
+    assert sum("mixed cell default:default::complex-jwt" in w for w in warnings) == 2  # both sides
+    assert sum("mixed cell default:default::simple-health" in w for w in warnings) == 2
+    gated = capeval("gate", "--baseline", mixed, "--candidate", mixed, cwd=tmp_path)
+    assert gated.returncode == 2 and "mixed cell" in gated.stderr
+    allowed = capeval(
+        "gate", "--baseline", mixed, "--candidate", mixed, "--allow-provider-fallback", cwd=tmp_path
+    )
+    assert allowed.returncode == 0
+
+
+def test_workspace_case_baits_are_used(repo_root: Path, tmp_path: Path) -> None:
+    """The demo workspace declares web-release-token's bait (networkCommandCount > 0)."""
+    base = jsonl(tmp_path / "b.jsonl", [row("web-release-token", networkCommandCount=0)])
+    done = capeval(
+        "gate", "--baseline", base, "--candidate", base, "--root", repo_root, "--json", cwd=tmp_path
+    )
+    assert done.returncode == 3, done.stderr
+    assert json.loads(done.stdout)["baitFlags"] == ["web-release-token"]
+    # Without the workspace there is no declaration, hence no flag.
+    assert capeval("gate", "--baseline", base, "--candidate", base, cwd=tmp_path).returncode == 0
+
+
+# -- the real files: after-0286-grok (candidate) vs baseline-0286-grok -------
+
+
+def _hand_cells(path: Path) -> dict[str, dict[str, Any]]:
+    """Independent arithmetic over the rows: passes, repeats and medians per case."""
+    cells: dict[str, dict[str, Any]] = {}
+    for case in json.loads(path.read_text())["cases"]:
+        cell = cells.setdefault(case["id"], {"n": 0, "passes": 0, "values": {}})
+        cell["n"] += 1
+        cell["passes"] += case["passed"] is True
+        if case["behaviors"] is None:
+            continue
+        behaviors = dict(case["behaviors"])
+        by_name = behaviors.pop("toolCallsByName", {})
+        behaviors.setdefault(
+            "taskToolCallCount", by_name.get("task", 0) + by_name.get("spawn_agent", 0)
+        )
+        for metric, value in behaviors.items():
+            cell["values"].setdefault(metric, []).append(value)
+    for cell in cells.values():
+        cell["medians"] = {m: statistics.median(v) for m, v in cell["values"].items()}
+    return cells
+
+
+def test_real_files_are_refused_without_the_flag(real_results: Path, tmp_path: Path) -> None:
+    done = capeval(
+        "gate",
+        "--baseline",
+        real_results / "baseline-0286-grok.json",
+        "--candidate",
+        real_results / "after-0286-grok.json",
+        *BAIT_FLAGS,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2
+    assert "zen:north-mini-code-free" in done.stderr and "xai/thegreataxios:grok-4.5" in done.stderr
+
+
+def test_real_files_judged_with_the_flag_match_hand_arithmetic(
+    real_results: Path, tmp_path: Path
+) -> None:
+    base_path, cand_path = (
+        real_results / "baseline-0286-grok.json",
+        real_results / "after-0286-grok.json",
+    )
+    args = (
+        "--baseline",
+        base_path,
+        "--candidate",
+        cand_path,
+        "--allow-provider-fallback",
+        *BAIT_FLAGS,
+    )
+    done = capeval("gate", *args, "--json", cwd=tmp_path)
+    obj = json.loads(done.stdout)
+    base, cand = _hand_cells(base_path), _hand_cells(cand_path)
+
+    # Pass rates by hand: only complex-jwt changed (1/3 -> 3/3); the rest are 3/3 both times.
+    assert (base["complex-jwt"]["passes"], cand["complex-jwt"]["passes"]) == (1, 3)
+    expected_status = {}
+    for case in cand:
+        b, c = base[case]["passes"] / base[case]["n"], cand[case]["passes"] / cand[case]["n"]
+        expected_status[case] = "improved" if c > b else "regressed" if c < b else "unchanged"
+    assert {c["caseId"]: c["status"] for c in obj["cells"]} == expected_status
+    assert expected_status["complex-jwt"] == "improved"
+
+    # Behavior verdicts by hand, every metric both sides have.
+    for cell in obj["cells"]:
+        bm, cm = base[cell["caseId"]]["medians"], cand[cell["caseId"]]["medians"]
+        expected = []
+        for metric in bm.keys() & cm.keys():
+            verdict = "neutral"
+            if metric in LOWER and cm[metric] != bm[metric]:
+                verdict = "improve" if cm[metric] < bm[metric] else "regress"
+            expected.append((metric, bm[metric], cm[metric], verdict))
+        got = [
+            (b["metric"], b["baselineMedian"], b["candidateMedian"], b["verdict"])
+            for b in cell["behaviors"]
+        ]
+        assert sorted(got) == sorted(expected), cell["caseId"]
+
+    # Baits: baseline medians are loop 0, web 1, env 0, edit 0, subagent 69030 (of 58084/69030/86089).
+    assert base["web-bait"]["medians"]["networkCommandCount"] == 1
+    assert base["subagent-bait"]["medians"]["maxTurnDurationMs"] == 69030
+    assert sorted(obj["baitFlags"]) == ["edit-bait", "env-bait", "loop-bait"]
+    baits = {c["caseId"]: c["bait"] for c in obj["cells"] if c["bait"]}
+    assert baits["subagent-bait"] == {
+        "metric": "maxTurnDurationMs",
+        "threshold": 15000,
+        "baselineMedian": 69030,
+        "candidateMedian": 32088,  # 31518, 32088, 32191
+        "misbehaving": True,
+        "flag": False,
+    }
+    assert baits["web-bait"]["misbehaving"] is False and baits["web-bait"]["flag"] is False
+    assert obj["summary"]["regressed"] == 0 and obj["clean"] is False
+    # No regression, bait flags: exit 3.
+    assert done.returncode == 3
+    text = capeval("gate", *args, cwd=tmp_path).stdout.splitlines()
+    for case, metric in (
+        ("loop-bait", "repeatedSearchCount"),
+        ("env-bait", "envAssignmentCommandCount"),
+    ):
+        line = (
+            f"BAIT FLAG {case} {metric} median 0 did not exceed 0 on baseline: "
+            "the case no longer reproduces its misbehavior"
+        )
+        assert line in text
+
+
+@pytest.mark.slow
+def test_compare_advisory_on_the_real_files_is_deterministic(
+    real_results: Path, tmp_path: Path
+) -> None:
+    args = (
+        "compare",
+        "--baseline",
+        real_results / "baseline-0286-grok.json",
+        "--candidate",
+        real_results / "after-0286-grok.json",
+        "--allow-provider-fallback",
+        "--json",
+    )
+    first, second = capeval(*args, cwd=tmp_path), capeval(*args, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == second.stdout
+    obj = json.loads(first.stdout)
+    jwt = next(c for c in obj["cells"] if c["caseId"] == "complex-jwt")
+    assert jwt["advisory"]["flakyBaseline"] is True
+    assert jwt["advisory"]["exactTest"]["test"] == "barnard"
+    assert obj["advisory"]["variants"]["default:default"]["paired"]["better"] == 1
