@@ -379,30 +379,3 @@ def _admin_fields(op: str, resource: str | None, detail: str | None) -> dict[str
     if op == "create_agent_invite":
         return {"role": "engineer"}
     return {}
-
-
-def resolve_args(
-    args: dict[str, Any], state: dict[str, Any], memory: dict[str, Any]
-) -> dict[str, Any]:
-    """Fill `$` placeholders from what the agent has seen so far in this run."""
-    out = dict(args)
-    if out.get("baseRevisionId") == "$latest":
-        doc = state["documents"].get(f"{out['task']}/{out['key']}")
-        out["baseRevisionId"] = (
-            memory.get("documents", {}).get(
-                f"{out['task']}/{out['key']}", doc and doc["latestRevisionId"]
-            )
-            if doc
-            else None
-        )
-    if out.get("baseRevisionId") == "$known":
-        out["baseRevisionId"] = state["tasks"][out["task"]].get("agentKnownRevisionId")
-    if out.get("approvalId") == "$last_action":
-        out["approvalId"] = memory.get("action") or "act-0001"
-    if out.get("idempotencyKey") == "$retry":
-        out["idempotencyKey"] = memory.get("interaction_key")
-    if out.get("blockerIds"):
-        out["blockerIds"] = [
-            memory.get("created", b) if b == "$created" else b for b in out["blockerIds"]
-        ]
-    return out
