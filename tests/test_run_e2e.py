@@ -217,3 +217,14 @@ def test_an_existing_stream_is_never_appended_to_without_resume(tmp_path: Path) 
     proc = capeval(tmp_path, "--jsonl", str(stream))
     assert proc.returncode == 2 and "--resume" in proc.stderr
     assert stream.read_text() == '{"id": "x"}\n'
+
+
+def test_baseline_gates_the_run_after_it_ends(tmp_path: Path) -> None:
+    write_case(tmp_path, "alpha")
+    base = tmp_path / "base.json"
+    assert capeval(tmp_path, "--out", str(base), "-q").returncode == 0
+    proc = capeval(tmp_path, "--baseline", str(base), "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["gate"]["clean"] is True and doc["exitCode"] == 0
+    assert proc.stderr.strip()  # the gate's human text goes to stderr beside --json

@@ -201,21 +201,36 @@ def run(
         _fail(str(exc))
         return
 
+    gate = None
+    if baseline is not None and not outcome.interrupted:
+        try:
+            from capeval.analysis.gatecheck import gate_files
+        except ImportError:
+            _fail(
+                "--baseline: the gate (capeval.analysis.gatecheck) is not available in this build"
+            )
+            return
+        gate = gate_files(
+            baseline,
+            [outcome.jsonl_path],
+            root=plan.root,
+            bait_overrides={},
+            allow_provider_fallback=bool(allow_provider_fallback),
+        )
+
     cells = cell_summaries(outcome.rows)
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "runId": plan.run_id,
-                    "jsonl": str(outcome.jsonl_path),
-                    "exitCode": outcome.exit_code,
-                    "interrupted": outcome.interrupted,
-                    "cells": [c.to_json() for c in cells],
-                    "rows": outcome.rows,
-                },
-                indent=2,
-            )
-        )
+        doc = {
+            "runId": plan.run_id,
+            "jsonl": str(outcome.jsonl_path),
+            "exitCode": outcome.exit_code if gate is None else gate.exit_code,
+            "interrupted": outcome.interrupted,
+            "cells": [c.to_json() for c in cells],
+            "rows": outcome.rows,
+        }
+        if gate is not None:
+            doc["gate"] = gate.json
+        click.echo(json.dumps(doc, indent=2))
     else:
         click.echo(format_table(cells))
         passed = sum(1 for r in outcome.rows if r.get("passed") is True)
@@ -226,22 +241,7 @@ def run(
             f"recorded in {outcome.jsonl_path}; finish with: capeval run --resume {outcome.jsonl_path}",
             err=True,
         )
-        click.get_current_context().exit(outcome.exit_code)
-    if baseline is not None:
-        try:
-            from capeval.analysis.gatecheck import gate_files
-        except ImportError:
-            _fail(
-                "--baseline: the gate (capeval.analysis.gatecheck) is not available in this build"
-            )
-            return
-        result = gate_files(
-            baseline,
-            [outcome.jsonl_path],
-            root=plan.root,
-            bait_overrides={},
-            allow_provider_fallback=bool(allow_provider_fallback),
-        )
-        click.echo(result.text, err=as_json)
-        click.get_current_context().exit(result.exit_code)
+    if gate is not None:
+        click.echo(gate.text, err=as_json)
+        click.get_current_context().exit(gate.exit_code)
     click.get_current_context().exit(outcome.exit_code)
