@@ -1,0 +1,692 @@
+"""Many runs in DuckDB: scan result folders, ingest incrementally, query views.
+
+A folder of past runs is a pile of JSON Lines streams and v3 JSON files,
+sometimes the same run twice (the runner writes both, with the same `runId`
+in every row). `connect()` reads them into a DuckDB table and puts three views
+on top, so any question about history is one SQL query:
+
+- `repeats`: one row per repeat, each run counted once (de-duplicated on
+  `runId, variantId, id, repeat`, preferring the JSON Lines copy); behavior
+  metrics and token usage are flat columns, as in `capeval.analysis.frame`.
+- `cells`: per run and cell, repeats, passCount, passRate, median turns and
+  the median of every behavior metric.
+- `runs`: one row per run: start time, variants, cases, repeats, pass rate,
+  turns, tokens, wall time, capeval version, git commit.
+- `cell_metrics`: `cells` unpivoted to one row per (run, cell, metric), the
+  shape drift and bait queries want.
+
+JSON Lines files are read by DuckDB itself (fast: a million rows in a couple
+of seconds). v3 files are read by the reference reader (they are one JSON
+object, usually small), which also names the file and line of anything broken.
+
+With a database file the ingest is incremental and idempotent: every file's
+size, mtime and ingested byte offset are recorded in `result_files`, so an
+unchanged file is skipped, a grown JSON Lines stream contributes only the
+rows after its recorded offset (after checking the bytes before it are
+unchanged) and a rewritten file replaces its rows. A torn last line (a run
+still writing, or one that crashed) is left for the next ingest, never
+half-read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from capeval.metrics import METRIC_NAMES
+from capeval.results.errors import ResultFileError
+
+if TYPE_CHECKING:
+    import duckdb
+
+RESULT_SUFFIXES = (".jsonl", ".ndjson", ".json")
+# Files the runner writes beside a row stream that are not results.
+SIDECAR_SUFFIXES = (".plan.json",)
+SKIP_DIRS = frozenset({".git", ".ipynb_checkpoints", "__pycache__", ".venv"})
+_HEAD = 1 << 16
+_TAIL_CHECK = 256  # bytes before the ingested offset that must not change
+
+TOKEN_COLUMNS: dict[str, str] = {
+    "tokenInput": "input",
+    "tokenOutput": "output",
+    "tokenCacheRead": "cacheRead",
+    "tokenCacheWrite": "cacheWrite",
+    "tokenThinking": "thinking",
+}
+
+# How DuckDB reads a result row (JSON Lines); fields not named here are ignored.
+_RAW_COLUMNS: dict[str, str] = {
+    "resultKey": "VARCHAR",
+    "id": "VARCHAR",
+    "tier": "VARCHAR",
+    "title": "VARCHAR",
+    "variantId": "VARCHAR",
+    "provider": "VARCHAR",
+    "model": "VARCHAR",
+    "passed": "BOOLEAN",
+    "agentExitCode": "BIGINT",
+    "verifyExitCode": "BIGINT",
+    "durationMs": "DOUBLE",
+    "agentDurationMs": "DOUBLE",
+    "verifyDurationMs": "DOUBLE",
+    "status": "VARCHAR",
+    "sessionId": "VARCHAR",
+    "turnsUsed": "BIGINT",
+    "toolCallCount": "BIGINT",
+    "maxTurns": "BIGINT",
+    "overBudget": "BOOLEAN",
+    "skipPermissions": "BOOLEAN",
+    "error": "VARCHAR",
+    "repeat": "BIGINT",
+    "textPreview": "VARCHAR",
+    "runId": "VARCHAR",
+    "runStartedAt": "VARCHAR",
+    "requestedProvider": "VARCHAR",
+    "requestedModel": "VARCHAR",
+    "agent": "VARCHAR",
+    "agentType": "VARCHAR",
+    "agentVersion": "VARCHAR",
+    "capevalVersion": "VARCHAR",
+    "gitCommit": "VARCHAR",
+    "gitDirty": "BOOLEAN",
+    "startedAt": "VARCHAR",
+    "finishedAt": "VARCHAR",
+    "tokenUsage": "STRUCT(" + ", ".join(f'"{key}" DOUBLE' for key in TOKEN_COLUMNS.values()) + ")",
+    "behaviors": "STRUCT("
+    + ", ".join(f'"{m}" DOUBLE' for m in METRIC_NAMES)
+    + ', "toolCallsByName" JSON)',
+    "bait": "STRUCT(metric VARCHAR, threshold DOUBLE)",
+}
+
+_PLAIN = [c for c in _RAW_COLUMNS if c not in ("tokenUsage", "behaviors", "bait")]
+_TIMESTAMPS = ("runStartedAt", "startedAt", "finishedAt")
+
+
+def _metric_sql(metric: str) -> str:
+    if metric == "taskToolCallCount":
+        # Older rows predate the metric: count `task`/`spawn_agent` calls (section 6).
+        return (
+            "CASE WHEN r.behaviors IS NULL THEN NULL ELSE coalesce(r.behaviors.taskToolCallCount, "
+            "coalesce(CAST(json_extract(r.behaviors.toolCallsByName, '$.task') AS DOUBLE), 0) + "
+            "coalesce(CAST(json_extract(r.behaviors.toolCallsByName, '$.spawn_agent') AS DOUBLE), 0)) END"
+        )
+    return f'r.behaviors."{metric}"'
+
+
+def _select_sql() -> str:
+    """Raw JSON rows (alias r) joined with per-file facts (alias i) -> table columns."""
+    plain = []
+    for column in _PLAIN:
+        if column in _TIMESTAMPS:
+            continue
+        if column == "runId":
+            plain.append(
+                "coalesce(r.runId, i.stem || '@' || coalesce(r.runStartedAt, i.headerStartedAt, '')) AS runId"
+            )
+        elif column == "repeat":
+            plain.append('coalesce(r."repeat", 0) AS "repeat"')
+        elif column == "resultKey":
+            plain.append("coalesce(r.resultKey, r.variantId || '::' || r.id) AS resultKey")
+        elif column == "variantId":
+            plain.append(
+                "coalesce(r.variantId, regexp_extract(r.resultKey, '^(.*)::', 1)) AS variantId"
+            )
+        else:
+            plain.append(f'r."{column}"')
+    parts = [
+        "i.source AS source",
+        "i.format AS format",
+        *plain,
+        "try_cast(coalesce(r.runStartedAt, i.headerStartedAt) AS TIMESTAMP) AS runStartedAt",
+        "try_cast(i.headerFinishedAt AS TIMESTAMP) AS runFinishedAt",
+        "try_cast(r.startedAt AS TIMESTAMP) AS startedAt",
+        "try_cast(r.finishedAt AS TIMESTAMP) AS finishedAt",
+        *(f'CAST(r.tokenUsage."{key}" AS BIGINT) AS {col}' for col, key in TOKEN_COLUMNS.items()),
+        "r.behaviors IS NOT NULL AS behaviorsCaptured",
+        *(f'{_metric_sql(m)} AS "{m}"' for m in METRIC_NAMES),
+        "r.behaviors.toolCallsByName AS toolCallsByName",
+        "r.bait.metric AS baitMetric",
+        "r.bait.threshold AS baitThreshold",
+    ]
+    return ",\n  ".join(parts)
+
+
+_SCHEMA_SQL = """
+CREATE TABLE IF NOT EXISTS result_files (
+  path VARCHAR PRIMARY KEY,
+  format VARCHAR,        -- 'jsonl', 'v3' or 'other' (not a result file; skipped)
+  size BIGINT,
+  mtimeNs BIGINT,
+  ingestedOffset BIGINT, -- bytes of a JSON Lines stream already ingested
+  tailHash VARCHAR,      -- hash of the bytes just before ingestedOffset
+  rowCount BIGINT,
+  ingestedAt TIMESTAMP
+);
+"""
+
+
+def _views_sql() -> str:
+    metric_medians = ",\n  ".join(f'median("{m}") AS "{m}"' for m in METRIC_NAMES)
+    unpivot = ", ".join(f'"{m}"' for m in METRIC_NAMES)
+    return f"""
+CREATE OR REPLACE VIEW repeats AS
+SELECT * FROM result_rows
+QUALIFY row_number() OVER (
+  PARTITION BY runId, variantId, id, "repeat"
+  ORDER BY CASE format WHEN 'jsonl' THEN 0 ELSE 1 END, source
+) = 1;
+
+CREATE OR REPLACE VIEW cells AS
+SELECT
+  runId,
+  min(runStartedAt) AS runStartedAt,
+  resultKey,
+  variantId,
+  id AS caseId,
+  any_value(tier) AS tier,
+  count(*) AS repeats,
+  CAST(count_if(passed) AS BIGINT) AS passCount,
+  count_if(passed) / count(*) AS passRate,
+  median(turnsUsed) AS medianTurns,
+  median(durationMs) AS medianDurationMs,
+  sum(durationMs) AS durationMs,
+  CAST(sum(turnsUsed) AS BIGINT) AS turnsUsed,
+  CAST(sum(tokenInput) AS BIGINT) AS tokenInput,
+  CAST(sum(tokenOutput) AS BIGINT) AS tokenOutput,
+  count(DISTINCT coalesce(provider, '?') || ':' || coalesce(model, '?')) > 1 AS mixed,
+  any_value(baitMetric) AS baitMetric,
+  any_value(baitThreshold) AS baitThreshold,
+  {metric_medians}
+FROM repeats
+GROUP BY runId, resultKey, variantId, id;
+
+CREATE OR REPLACE VIEW cell_metrics AS
+SELECT runId, runStartedAt, resultKey, variantId, caseId, metric, median
+FROM (UNPIVOT cells ON {unpivot} INTO NAME metric VALUE median);
+
+CREATE OR REPLACE VIEW runs AS
+SELECT
+  runId,
+  min(runStartedAt) AS startedAt,
+  coalesce(max(runFinishedAt), max(finishedAt)) AS finishedAt,
+  string_agg(DISTINCT variantId, ',' ORDER BY variantId) AS variants,
+  count(DISTINCT id) AS cases,
+  count(DISTINCT resultKey) AS cells,
+  max("repeat") + 1 AS repeats,
+  count(*) AS rows,
+  CAST(count_if(passed) AS BIGINT) AS passed,
+  count_if(passed) / count(*) AS passRate,
+  CAST(sum(turnsUsed) AS BIGINT) AS turnsUsed,
+  CAST(sum(tokenInput) AS BIGINT) AS tokenInput,
+  CAST(sum(tokenOutput) AS BIGINT) AS tokenOutput,
+  date_diff('millisecond', min(runStartedAt), coalesce(max(runFinishedAt), max(finishedAt))) AS wallMs,
+  sum(durationMs) AS durationMs,
+  string_agg(DISTINCT agent, ',' ORDER BY agent) AS agents,
+  any_value(capevalVersion) AS capevalVersion,
+  any_value(gitCommit) AS gitCommit,
+  bool_or(gitDirty) AS gitDirty,
+  string_agg(DISTINCT source, ',' ORDER BY source) AS sources
+FROM repeats
+GROUP BY runId;
+"""
+
+
+def _table_sql() -> str:
+    """The row table, typed by running the ingest projection over nothing."""
+    raw = ", ".join(f'CAST(NULL AS {kind}) AS "{name}"' for name, kind in _RAW_COLUMNS.items())
+    facts = ", ".join(
+        f"CAST(NULL AS VARCHAR) AS {name}"
+        for name in ("source", "format", "stem", "headerStartedAt", "headerFinishedAt")
+    )
+    return (
+        f"CREATE TABLE IF NOT EXISTS result_rows AS SELECT {_select_sql()} "
+        f"FROM (SELECT {raw}) r, (SELECT {facts}) i WHERE false"
+    )
+
+
+@dataclass
+class IngestReport:
+    """What one ingest did; `capeval history` prints the warnings."""
+
+    files_seen: int = 0
+    files_unchanged: int = 0
+    files_new: int = 0
+    files_grown: int = 0
+    files_replaced: int = 0
+    rows_added: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "filesSeen": self.files_seen,
+            "filesUnchanged": self.files_unchanged,
+            "filesNew": self.files_new,
+            "filesGrown": self.files_grown,
+            "filesReplaced": self.files_replaced,
+            "rowsAdded": self.rows_added,
+            "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
+            "warnings": list(self.warnings),
+        }
+
+
+@dataclass(frozen=True)
+class _Known:
+    format: str
+    size: int
+    mtime_ns: int
+    offset: int
+    tail_hash: str | None
+
+
+@dataclass
+class _Input:
+    """One byte range of one file to read, with the facts its rows inherit."""
+
+    source: str
+    format: str
+    read_path: str
+    stem: str
+    header_started: str | None = None
+    header_finished: str | None = None
+
+
+# -- discovery ------------------------------------------------------------------
+
+
+def discover(paths: Iterable[str | Path]) -> list[Path]:
+    """Result-file candidates under `paths` (files as given, folders recursively), sorted."""
+    found: set[Path] = set()
+    for raw in paths:
+        path = Path(raw)
+        if path.is_file():
+            found.add(path.resolve())
+        elif path.is_dir():
+            for dirpath, dirnames, filenames in os.walk(path):
+                dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
+                for name in filenames:
+                    if name.endswith(RESULT_SUFFIXES) and not name.endswith(SIDECAR_SUFFIXES):
+                        found.add((Path(dirpath) / name).resolve())
+        else:
+            raise ResultFileError(path, "no such file or folder")
+    return sorted(found)
+
+
+def _sniff(path: Path) -> str:
+    """'jsonl', 'v3' or 'other', from the head of the file only."""
+    with open(path, "rb") as handle:
+        head = handle.read(_HEAD)
+    text = head.lstrip()
+    if not text:
+        return "jsonl" if path.suffix != ".json" else "other"
+    first = text.split(b"\n", 1)[0]
+    try:
+        obj = json.loads(first)
+    except (ValueError, UnicodeDecodeError):
+        # A pretty-printed document (v3 as the harness writes it) or garbage;
+        # the v3 reader decides, naming the file if it is broken.
+        return "v3" if text.startswith(b"{") else "other"
+    if not isinstance(obj, dict):
+        return "other"
+    if obj.get("version") == 3 or isinstance(obj.get("cases"), list):
+        return "v3" if obj.get("version") is not None else "other"
+    if "id" in obj and "passed" in obj:
+        return "jsonl"
+    return "other"
+
+
+def _tail_hash(handle: Any, offset: int) -> str:
+    start = max(0, offset - _TAIL_CHECK)
+    handle.seek(start)
+    return hashlib.sha1(handle.read(offset - start)).hexdigest()
+
+
+def _jsonl_end(handle: Any, size: int) -> tuple[int, bool]:
+    """(end of the last complete row, whether a torn tail was left out)."""
+    if size == 0:
+        return 0, False
+    handle.seek(size - 1)
+    if handle.read(1) == b"\n":
+        return size, False
+    back = min(size, 1 << 20)
+    handle.seek(size - back)
+    chunk = handle.read(back)
+    cut = chunk.rfind(b"\n")
+    start = size - back + cut + 1 if cut >= 0 else (0 if back == size else -1)
+    if start < 0:
+        return size, False  # a single row longer than 1 MiB: let DuckDB judge it
+    handle.seek(start)
+    tail = handle.read(size - start)
+    try:
+        complete = isinstance(json.loads(tail), dict)
+    except (ValueError, UnicodeDecodeError):
+        complete = False
+    return (size, False) if complete else (start, True)
+
+
+# -- ingest -----------------------------------------------------------------------
+
+
+def _ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(_SCHEMA_SQL)
+    con.execute(_table_sql())
+    con.execute(_views_sql())
+
+
+def ingest(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> IngestReport:
+    """Bring the database up to date with the result files under `paths`.
+
+    Idempotent: running it twice adds nothing the second time. All changes
+    land in one transaction, so an interrupted ingest leaves the database as
+    it was.
+    """
+    _ensure_schema(con)
+    report = IngestReport()
+    known = {
+        row[0]: _Known(row[1], row[2], row[3], row[4], row[5])
+        for row in con.execute(
+            "SELECT path, format, size, mtimeNs, ingestedOffset, tailHash FROM result_files"
+        ).fetchall()
+    }
+    files = discover(paths)
+    report.files_seen = len(files)
+    inputs: list[_Input] = []
+    replaced: list[str] = []
+    file_rows: list[tuple[str, str, int, int, int, str | None]] = []
+    temps: list[str] = []
+    try:
+        for path in files:
+            _plan_file(path, known.get(str(path)), inputs, replaced, file_rows, temps, report)
+        con.execute("BEGIN TRANSACTION")
+        try:
+            if replaced:
+                con.execute("DELETE FROM result_rows WHERE source IN ?", [replaced])
+            report.rows_added = _insert(con, inputs)
+            for path_s, fmt, size, mtime, offset, tail in file_rows:
+                con.execute(
+                    "INSERT OR REPLACE INTO result_files VALUES "
+                    "(?, ?, ?, ?, ?, ?, (SELECT count(*) FROM result_rows WHERE source = ?), "
+                    "now()::TIMESTAMP)",
+                    [path_s, fmt, size, mtime, offset, tail, path_s],
+                )
+            con.execute("COMMIT")
+        except BaseException as exc:
+            con.execute("ROLLBACK")
+            if _is_duckdb_error(exc):
+                _diagnose(con, inputs, exc)
+            raise
+    finally:
+        for name in temps:
+            Path(name).unlink(missing_ok=True)
+    return report
+
+
+def _plan_file(
+    path: Path,
+    known: _Known | None,
+    inputs: list[_Input],
+    replaced: list[str],
+    file_rows: list[tuple[str, str, int, int, int, str | None]],
+    temps: list[str],
+    report: IngestReport,
+) -> None:
+    stat = path.stat()
+    key = str(path)
+    if known is not None and known.size == stat.st_size and known.mtime_ns == stat.st_mtime_ns:
+        report.files_unchanged += 1
+        if known.format == "other":
+            report.skipped.append((key, "not a result file"))
+        return
+    fmt = _sniff(path)
+    if fmt == "other":
+        report.skipped.append((key, "not a result file (no v3 header, no result rows)"))
+        if known is not None and known.format != "other":
+            replaced.append(key)
+        file_rows.append((key, "other", stat.st_size, stat.st_mtime_ns, 0, None))
+        return
+    if fmt == "v3":
+        rows, header = _read_v3(path)
+        if known is not None:
+            replaced.append(key)
+            report.files_replaced += 1
+        else:
+            report.files_new += 1
+        inputs.append(
+            _Input(
+                source=key,
+                format="v3",
+                read_path=_temp_jsonl(rows, temps),
+                stem=path.stem,
+                header_started=_str(header.get("startedAt")),
+                header_finished=_str(header.get("finishedAt")),
+            )
+        )
+        file_rows.append((key, "v3", stat.st_size, stat.st_mtime_ns, stat.st_size, None))
+        return
+    with open(path, "rb") as handle:
+        end, torn = _jsonl_end(handle, stat.st_size)
+        start = 0
+        if (
+            known is not None
+            and known.format == "jsonl"
+            and stat.st_size >= known.offset
+            and end >= known.offset
+            and _tail_hash(handle, known.offset) == known.tail_hash
+        ):
+            start = known.offset
+            report.files_grown += 1
+        elif known is not None:
+            replaced.append(key)
+            report.files_replaced += 1
+        else:
+            report.files_new += 1
+        tail = _tail_hash(handle, end)
+        if torn:
+            report.warnings.append(
+                f"{key}: the last line is incomplete (a run still writing, or one that "
+                "crashed); it is left for the next ingest"
+            )
+        if end > start:
+            if start == 0 and end == stat.st_size:
+                read_path = key
+            else:
+                read_path = _temp_slice(handle, start, end, temps)
+            inputs.append(_Input(source=key, format="jsonl", read_path=read_path, stem=path.stem))
+    file_rows.append((key, "jsonl", stat.st_size, stat.st_mtime_ns, end, tail))
+
+
+def _read_v3(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    from capeval.results.load import read_rows
+    from capeval.results.v3 import parse_v3
+
+    rows = read_rows(path)
+    try:
+        header = parse_v3(json.loads(path.read_bytes()), path)[0]
+    except (ValueError, ResultFileError):
+        header = {}
+    return rows, header
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _temp_jsonl(rows: Sequence[dict[str, Any]], temps: list[str]) -> str:
+    fd, name = tempfile.mkstemp(prefix="capeval-history-", suffix=".jsonl")
+    temps.append(name)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return name
+
+
+def _temp_slice(handle: Any, start: int, end: int, temps: list[str]) -> str:
+    fd, name = tempfile.mkstemp(prefix="capeval-history-", suffix=".jsonl")
+    temps.append(name)
+    handle.seek(start)
+    with os.fdopen(fd, "wb") as out:
+        remaining = end - start
+        while remaining > 0:
+            chunk = handle.read(min(remaining, 1 << 20))
+            if not chunk:
+                break
+            out.write(chunk)
+            remaining -= len(chunk)
+    return name
+
+
+def _read_sql() -> str:
+    """SELECT of table columns from JSON Lines files (one parameter: the list of their paths)."""
+    columns = "{" + ", ".join(f"'{k}': '{v}'" for k, v in _RAW_COLUMNS.items()) + "}"
+    return f"""
+SELECT {_select_sql()}
+FROM read_json(?, format = 'newline_delimited', records = true, filename = true,
+               columns = {columns}, maximum_object_size = 67108864) r
+JOIN _inputs i ON i.readPath = r.filename"""
+
+
+def _stage(con: duckdb.DuckDBPyConnection, inputs: Sequence[_Input]) -> None:
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE _inputs (readPath VARCHAR, source VARCHAR, format VARCHAR, "
+        "stem VARCHAR, headerStartedAt VARCHAR, headerFinishedAt VARCHAR)"
+    )
+    con.executemany(
+        "INSERT INTO _inputs VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            (i.read_path, i.source, i.format, i.stem, i.header_started, i.header_finished)
+            for i in inputs
+        ],
+    )
+
+
+def _insert(con: duckdb.DuckDBPyConnection, inputs: Sequence[_Input]) -> int:
+    if not inputs:
+        return 0
+    _stage(con, inputs)
+    before = con.execute("SELECT count(*) FROM result_rows").fetchone()[0]  # type: ignore[index]
+    con.execute(
+        "INSERT INTO result_rows BY NAME " + _read_sql(),
+        [[i.read_path for i in inputs]],
+    )
+    after = con.execute("SELECT count(*) FROM result_rows").fetchone()[0]  # type: ignore[index]
+    return int(after - before)
+
+
+def _is_duckdb_error(exc: BaseException) -> bool:
+    import duckdb
+
+    return isinstance(exc, duckdb.Error)
+
+
+def _diagnose(con: duckdb.DuckDBPyConnection, inputs: Sequence[_Input], exc: BaseException) -> None:
+    """Raise a `ResultFileError` naming the file DuckDB could not read (and the line, if known)."""
+    from capeval.results.jsonl import parse_jsonl
+
+    for item in inputs:
+        _stage(con, [item])
+        try:
+            con.execute(f"SELECT count(*) FROM ({_read_sql()})", [[item.read_path]])
+        except Exception as single:
+            if not _is_duckdb_error(single):
+                raise
+            if item.format == "jsonl":
+                data = Path(item.read_path).read_bytes()
+                parse_jsonl(data, item.source)  # names the line of a malformed row
+            raise ResultFileError(
+                item.source,
+                f"DuckDB cannot read its rows ({str(single).splitlines()[0]}); "
+                "check the types of the fields named there",
+            ) from single
+
+
+# -- the public entry point -----------------------------------------------------------
+
+
+def default_paths(root: Path | None = None) -> list[Path]:
+    """The workspace's results folder (from its configuration), for `capeval history`."""
+    from capeval.config import load_config
+    from capeval.workspace import find_root
+
+    root = find_root(explicit=root)
+    return [load_config(root).results_dir]
+
+
+def open_db(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """A connection to a history database (in memory when `db` is None), views in place."""
+    import duckdb
+
+    if db is not None and read_only and not Path(db).is_file():
+        raise ResultFileError(db, "no such history database; create it with `capeval history --db`")
+    con = duckdb.connect(str(db) if db is not None else ":memory:", read_only=read_only)
+    con.execute("SET TimeZone = 'UTC'")
+    if not read_only:
+        _ensure_schema(con)
+    return con
+
+
+def connect(
+    paths: Iterable[str | Path] | None = None, db: str | Path | None = None
+) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with the views `repeats`, `cells`, `cell_metrics` and `runs`.
+
+    - `paths` only: the files are scanned into an in-memory database.
+    - `db` only: the stored history is opened as it is (nothing is scanned).
+    - both: `paths` are ingested into `db` first (incremental, idempotent).
+    - neither: the current workspace's results folder, in memory.
+
+    Use `open_db` and `ingest` directly to see what an ingest did.
+    """
+    if paths is None and db is None:
+        paths = default_paths()
+    con = open_db(db)
+    if paths is not None:
+        ingest(con, paths)
+    return con
+
+
+def runs(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """The `runs` view as records, oldest first (what `capeval history` lists)."""
+    return records(con, "SELECT * FROM runs ORDER BY startedAt NULLS FIRST, runId")
+
+
+def records(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None
+) -> list[dict[str, Any]]:
+    """Rows of a query as JSON-ready dicts (timestamps as ISO strings)."""
+    cursor = con.execute(sql, params or [])
+    names = [d[0] for d in cursor.description or []]
+    return [
+        {name: _json_value(value) for name, value in zip(names, row, strict=True)}
+        for row in cursor.fetchall()
+    ]
+
+
+def _json_value(value: Any) -> Any:
+    import datetime
+    import decimal
+    import math
+
+    if isinstance(value, datetime.datetime):
+        text = value.isoformat(timespec="milliseconds")
+        return text + "Z" if value.tzinfo is None else text
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        return int(value) if value.is_integer() and abs(value) < 2**53 else value
+    if isinstance(value, list | tuple):
+        return [_json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items()}
+    return value
