@@ -1,0 +1,102 @@
+"""Report renderings: Markdown, JSON, JUnit XML and self-contained HTML."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from capeval.analysis.cells import cells_from_rows
+from capeval.analysis.compare import compare_cells
+from capeval.analysis.report import render, render_text
+from tests.test_compare import row
+
+
+@pytest.fixture(scope="module")
+def comparison():  # type: ignore[no-untyped-def]
+    bait = {"metric": "networkCommandCount", "threshold": 0}
+    base = [row("a", True), row("b", False, repeatedSearchCount=1), row("web", bait=bait)]
+    cand = [row("a", False), row("b", True, repeatedSearchCount=3), row("web", bait=bait), row("n")]
+    return compare_cells(cells_from_rows(base), cells_from_rows(cand))
+
+
+def test_text_puts_regressions_first_and_prints_flags(comparison) -> None:  # type: ignore[no-untyped-def]
+    text = render_text(comparison)
+    assert text.index("REGRESSED") < text.index("IMPROVED") < text.index("unchanged")
+    assert "BAIT FLAG web networkCommandCount median 0 did not exceed 0 on baseline" in text
+    assert text.rstrip().endswith("gate: REGRESSED (exit 1)")
+
+
+def test_markdown_has_headline_verdict_cells_behaviors_and_baits(comparison) -> None:  # type: ignore[no-untyped-def]
+    md = render(comparison, "md")
+    assert "**Verdict: REGRESSED** (exit 1)" in md
+    assert "| pass rate | 2/3 (66.7%) | 3/4 (75.0%) |" in md
+    assert "| input tokens | 30 | 40 |" in md
+    assert "| regress | `v1::b` | repeatedSearchCount | 1 | 3 |" in md
+    assert md.index("**regressed**") < md.index("| improved |")
+    assert "BAIT FLAG web" in md
+
+
+def test_json_report_is_the_section_8_object_plus_exit_code(comparison) -> None:  # type: ignore[no-untyped-def]
+    obj = json.loads(render(comparison, "json"))
+    assert obj["exitCode"] == 1
+    assert obj["summary"] == comparison.to_json()["summary"]
+
+
+def test_junit_has_one_testcase_per_cell_and_fails_regressions_and_flags(comparison) -> None:  # type: ignore[no-untyped-def]
+    root = ET.fromstring(render(comparison, "junit"))
+    suite = root.find("testsuite")
+    assert suite is not None
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    assert set(cases) == {"a", "b", "web", "n"}
+    assert cases["a"].find("failure") is not None
+    assert cases["web"].find("failure") is not None  # bait flag
+    assert cases["b"].find("failure") is None and cases["n"].find("failure") is None
+    assert suite.get("failures") == "2" and suite.get("tests") == "4"
+
+
+@pytest.mark.slow
+def test_html_is_self_contained_with_an_embedded_plot(comparison) -> None:  # type: ignore[no-untyped-def]
+    page = render(comparison, "html")
+    assert page.startswith("<!doctype html>")
+    assert re.search(r'src="data:image/png;base64,[A-Za-z0-9+/=]{100,}"', page)
+    # No remote resources of any kind.
+    assert not re.search(r'(src|href)="(https?:)?//', page)
+    assert "<script" not in page
+
+
+@pytest.mark.slow
+def test_report_command_writes_the_file(real_results: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out" / "report.md"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "capeval.cli",
+            "report",
+            "--baseline",
+            str(real_results / "baseline-0286-grok.json"),
+            "--candidate",
+            str(real_results / "after-0286-grok.json"),
+            "--allow-provider-fallback",
+            "--bait",
+            "env-bait=envAssignmentCommandCount:0",
+            "--no-advisory",
+            "-o",
+            str(out),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    md = out.read_text()
+    assert "**Verdict: UNCLEAN (bait flags)** (exit 3)" in md
+    assert "| pass rate | 19/21 (90.5%) | 21/21 (100.0%) |" in md
+    assert "BAIT FLAG env-bait envAssignmentCommandCount median 0 did not exceed 0" in md

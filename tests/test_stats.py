@@ -1,0 +1,94 @@
+"""Advisory statistics: known values, determinism, and that they never touch verdicts."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from capeval.analysis import stats
+from capeval.analysis.cells import cells_from_rows
+from capeval.analysis.compare import compare_cells
+from tests.test_compare import row
+
+
+def test_wilson_interval_known_values() -> None:
+    # 1 pass of 3 at 95%: the textbook Wilson bounds.
+    low, high = stats.wilson(1, 3)  # type: ignore[misc]
+    assert low == pytest.approx(0.0615, abs=1e-4) and high == pytest.approx(0.7923, abs=1e-4)
+    assert stats.wilson(3, 3)[1] == pytest.approx(1.0)  # type: ignore[index]
+    assert stats.wilson(0, 0) is None
+
+
+def test_difference_interval_contains_the_difference_and_stays_in_range() -> None:
+    low, high = stats.difference_interval((1, 3), (3, 3))  # type: ignore[misc]
+    assert -1 <= low < 2 / 3 < high <= 1
+
+
+def test_exact_test_switches_to_fisher_for_large_cells() -> None:
+    small = stats.exact_test((1, 5), (5, 5))
+    assert small["test"] == "barnard" and 0 < small["pValue"] < 0.05
+    big = stats.exact_test((500, 1000), (520, 1000))
+    assert big["test"] == "fisher" and 0.3 < big["pValue"] <= 1
+
+
+def test_pass_at_k_and_pass_hat_k_are_the_unbiased_estimators() -> None:
+    # n=5, c=2: pass@2 = 1 - C(3,2)/C(5,2) = 0.7; pass^2 = C(2,2)/C(5,2) = 0.1
+    assert stats.pass_at_k(5, 2, 2) == pytest.approx(0.7)
+    assert stats.pass_hat_k(5, 2, 2) == pytest.approx(0.1)
+    assert stats.pass_at_k(5, 2, 1) == pytest.approx(0.4) == stats.pass_hat_k(5, 2, 1)
+    assert stats.pass_at_k(5, 2, 4) == 1.0 and stats.pass_hat_k(5, 2, 3) == 0.0
+
+
+def test_k_ladder() -> None:
+    assert stats.k_values(3) == [1, 2, 3]
+    assert stats.k_values(1000) == [1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000]
+
+
+def test_bootstrap_is_seeded_and_order_free() -> None:
+    values = [5.0, 1.0, 9.0, 3.0, 7.0, 2.0]
+    a = stats.bootstrap_median(values, seed=1)
+    b = stats.bootstrap_median(list(reversed(values)), seed=1)
+    assert a == b and a is not None and a[0] <= 4 <= a[1]
+    assert stats.bootstrap_median([4.0], seed=1) is None
+    assert stats.bootstrap_median([4.0, 4.0], seed=1) == (4.0, 4.0)
+    diff = stats.bootstrap_median_difference([10.0, 11, 12, 13], [1.0, 2, 3, 4], seed=3)
+    assert diff is not None and diff[1] < 0
+
+
+def test_variant_interval_resamples_cases_not_repeats() -> None:
+    # Two cases: one always passes, one never does. Resampling repeats would
+    # give a tight interval around 50%; resampling cases spans 0..1.
+    cells = cells_from_rows(
+        [row("a", True, repeat=r) for r in range(100)]
+        + [row("b", False, repeat=r) for r in range(100)]
+    )
+    out = stats.variant_rate(list(cells.values()), seed=0)
+    assert out["passRate"] == 0.5 and out["ci"][0] == 0.0 and out["ci"][1] == 1.0
+
+
+def test_annotate_fills_cells_and_top_level_and_never_changes_verdicts() -> None:
+    base = cells_from_rows(
+        [row("a", r < 1, repeat=r, repeatedSearchCount=r) for r in range(3)] + [row("b")]
+    )
+    cand = cells_from_rows(
+        [row("a", True, repeat=r, repeatedSearchCount=0) for r in range(3)] + [row("b", False)]
+    )
+    plain = compare_cells(base, cand)
+    rich = compare_cells(base, cand, advisory=True, seed=7)
+    assert [c.status for c in plain.cells] == [c.status for c in rich.cells]
+    assert plain.exit_code == rich.exit_code == 1 and plain.summary == rich.summary
+    a = next(c for c in rich.cells if c.caseId == "a")
+    assert a.advisory["flakyBaseline"] is True
+    assert a.advisory["exactTest"]["test"] == "barnard"
+    assert set(a.advisory["behaviors"]) == {b.metric for b in a.behaviors}
+    assert rich.advisory["flakyBaselineCells"] == ["v1::a"]
+    paired = rich.advisory["variants"]["v1"]["paired"]
+    assert (paired["better"], paired["worse"], paired["cases"]) == (1, 1, 2)
+    again = compare_cells(base, cand, advisory=True, seed=7)
+    assert again.to_json() == rich.to_json()
+    assert not any(
+        isinstance(v, float) and math.isnan(v)
+        for v in rich.advisory["variants"]["v1"]["candidate"].values()
+        if v is not None and not isinstance(v, list)
+    )
