@@ -13,7 +13,8 @@ on top, so any question about history is one SQL query:
 - `runs`: one row per run: start time, variants, cases, repeats, pass rate,
   turns, tokens, wall time, capeval version, git commit.
 - `cell_metrics`: `cells` unpivoted to one row per (run, cell, metric), the
-  shape drift and bait queries want.
+  shape drift and bait queries want; `metric_directions` says which metrics
+  are better lower (section 6 of the spec).
 
 JSON Lines files are read by DuckDB itself (fast: a million rows in a couple
 of seconds). v3 files are read by the reference reader (they are one JSON
@@ -39,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from capeval.metrics import METRIC_NAMES
+from capeval.metrics import METRIC_NAMES, NUMERIC_METRICS
 from capeval.results.errors import ResultFileError
 
 if TYPE_CHECKING:
@@ -172,9 +173,15 @@ CREATE TABLE IF NOT EXISTS result_files (
 
 
 def _views_sql() -> str:
+    directions = ", ".join(
+        f"('{m}', '{d}', {i})" for i, (m, d) in enumerate(NUMERIC_METRICS.items())
+    )
     metric_medians = ",\n  ".join(f'median("{m}") AS "{m}"' for m in METRIC_NAMES)
     unpivot = ", ".join(f'"{m}"' for m in METRIC_NAMES)
     return f"""
+CREATE OR REPLACE VIEW metric_directions AS
+SELECT * FROM (VALUES {directions}) t(metric, direction, ordinal);
+
 CREATE OR REPLACE VIEW repeats AS
 SELECT * FROM result_rows
 QUALIFY row_number() OVER (
@@ -215,7 +222,7 @@ SELECT
   runId,
   min(runStartedAt) AS startedAt,
   coalesce(max(runFinishedAt), max(finishedAt)) AS finishedAt,
-  string_agg(DISTINCT variantId, ',' ORDER BY variantId) AS variants,
+  array_agg(DISTINCT variantId ORDER BY variantId) AS variants,
   count(DISTINCT id) AS cases,
   count(DISTINCT resultKey) AS cells,
   max("repeat") + 1 AS repeats,
@@ -227,11 +234,11 @@ SELECT
   CAST(sum(tokenOutput) AS BIGINT) AS tokenOutput,
   date_diff('millisecond', min(runStartedAt), coalesce(max(runFinishedAt), max(finishedAt))) AS wallMs,
   sum(durationMs) AS durationMs,
-  string_agg(DISTINCT agent, ',' ORDER BY agent) AS agents,
+  array_agg(DISTINCT agent ORDER BY agent) FILTER (WHERE agent IS NOT NULL) AS agents,
   any_value(capevalVersion) AS capevalVersion,
   any_value(gitCommit) AS gitCommit,
   bool_or(gitDirty) AS gitDirty,
-  string_agg(DISTINCT source, ',' ORDER BY source) AS sources
+  array_agg(DISTINCT source ORDER BY source) AS sources
 FROM repeats
 GROUP BY runId;
 """
