@@ -457,16 +457,22 @@ def codex_sample(rows: Iterable[Row], codex_ops: list[str]) -> list[dict[str, An
 
 
 def _representative(rows: list[Row]) -> tuple[Row, str]:
-    """The group's first row (by id) whose plan makes an agent write; control-plane groups
-    are represented by the operation they own, checkout_task."""
+    """The group's first row (by id) whose plan makes a surface write, preferring a write its
+    grant unlocks; control-plane groups are represented by the operation they own."""
     rows = sorted(rows, key=lambda r: r.id)
     if rows[0].primaryDisposition == "control_plane_owned":
         return rows[0], "checkout_task"
-    for row in rows:
-        for step in derive_plan(row).steps:
-            op = CATALOG.get(step.operation)
-            if step.kind == CALL and op is not None and op.mutates:
-                return row, step.operation
+    for want_gated in (True, False):
+        for row in rows:
+            for step in derive_plan(row).steps:
+                op = CATALOG.get(step.operation)
+                if (
+                    step.kind == CALL
+                    and op is not None
+                    and op.mutates
+                    and (step.gated or not want_gated)
+                ):
+                    return row, step.operation
     return rows[0], next(s.operation for s in derive_plan(rows[0]).steps if s.kind == CALL)
 
 

@@ -1,0 +1,286 @@
+"""The suite end to end: 146 passing configurations, and each assertion class failing when broken."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from capeval.analysis.paperclip_counts import group_counts
+from capeval.paperclip import controlplane
+from capeval.paperclip.catalog import CATALOG
+from capeval.paperclip.derivative import Row, load_derivative
+from capeval.paperclip.fakeagent import CALL, PROBE, WITHHELD, derive_plan
+from capeval.paperclip.policy import ALWAYS, GROUP_COUNTS
+from capeval.paperclip.report import REPORT_JSON, REPORT_MD, ROWS_JSONL, write_report
+from capeval.paperclip.suite import (
+    GRANTED,
+    SINGLE,
+    UNGRANTED,
+    SuiteResult,
+    run_configuration,
+    run_suite,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+DERIVATIVE = REPO / "evals" / "paperclip" / "eval-traceability.yaml"
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[Row]:
+    return load_derivative(DERIVATIVE)
+
+
+@pytest.fixture(scope="module")
+def by_id(rows: list[Row]) -> dict[str, Row]:
+    return {r.id: r for r in rows}
+
+
+@pytest.fixture(scope="module")
+def suite(rows: list[Row]) -> SuiteResult:
+    return run_suite(rows)
+
+
+def classes_failed(result: Any) -> set[str]:
+    return {f.assertion_class for f in result.failures}
+
+
+def test_all_146_configurations_pass(suite: SuiteResult) -> None:
+    assert [str(f) for f in suite.failures] == []
+    assert (len(suite.results), suite.passed, suite.failed) == (146, 146, 0)
+    grants = [r.grants for r in suite.results]
+    assert grants.count(GRANTED) == grants.count(UNGRANTED) == 40
+    assert grants.count(SINGLE) == 66
+
+
+def test_optional_rows_are_allowed_granted_and_refused_ungranted(suite: SuiteResult) -> None:
+    for r in suite.results:
+        if r.grants == GRANTED:
+            assert any(s.gated and c.decision.decision == "allowed" for s, c in r.calls), r.row.id
+            assert r.diff, r.row.id
+        if r.grants == UNGRANTED:
+            assert r.calls and all(c.decision.decision in ("absent", "denied") for _, c in r.calls)
+            assert r.diff == [], r.row.id
+
+
+def test_restraint_rows_have_empty_diffs(suite: SuiteResult) -> None:
+    restraint = [r for r in suite.results if "restraint_no_call" in r.row.assertionClasses]
+    assert len(restraint) == 18
+    assert all(r.diff == [] for r in restraint)
+
+
+def test_multi_hop_rows_run_real_sequences(suite: SuiteResult) -> None:
+    multi = [
+        r
+        for r in suite.results
+        if "combined_multi_hop" in r.row.assertionClasses and r.grants != UNGRANTED
+    ]
+    assert len(multi) == 54
+    assert all(len(r.calls) >= 2 for r in multi)
+    confirm = next(r for r in multi if r.row.id == "mh-plan-confirm-01")
+    assert [s.operation for s, _ in confirm.calls] == [
+        "list_documents",
+        "write_document",
+        "request_human_input",
+        "create_task",
+    ]
+    assert any(
+        c.entity == "interactions" and c.field == "status" and c.after == "accepted"
+        for c in confirm.diff
+    )
+
+
+def test_forbidden_operations_in_plans_are_refused(suite: SuiteResult) -> None:
+    skill = next(r for r in suite.results if r.row.id == "wk-skilltest-mode-01")
+    refused = [(s.operation, c.decision.reason) for s, c in skill.calls if s.kind == PROBE]
+    assert ("finish_task", "task_out_of_scope") in refused
+    ask = next(r for r in suite.results if r.row.id == "wk-ask-mode-01")
+    assert ("finish_task", "operation_not_available_in_task_mode") in [
+        (s.operation, c.decision.reason) for s, c in ask.calls
+    ]
+
+
+def test_plans_are_derived_from_the_rows_evidence(rows: list[Row]) -> None:
+    for row in rows:
+        plan = derive_plan(row)
+        sources = {s.source for s in plan.steps} - {"plan"}
+        assert sources <= set(row.expectedSemantics), row.id
+        assert plan == derive_plan(row)
+
+
+def test_exposing_checkout_fails_the_suite(rows: list[Row]) -> None:
+    broken = CATALOG.with_disposition("checkout_task", ALWAYS)
+    result = run_suite(rows, catalog=broken)
+    assert result.failed == 146
+    kinds = {f.assertion_class for f in result.failures}
+    assert {"control_plane_invariant", "binding_parity", "codex_sample"} <= kinds
+    f = next(
+        f
+        for f in result.failures
+        if f.operation == "checkout_task" and f.case_id == "co-409-stop-01"
+    )
+    assert "co-409-stop-01 [control_plane_invariant] checkout_task decision=" in str(f)
+
+
+def test_restraint_row_whose_plan_mutates_fails(by_id: dict[str, Row]) -> None:
+    row = by_id["co-before-work-01"]
+    plan = derive_plan(row)
+    steps = tuple(
+        dataclasses.replace(s, kind=CALL) if s.kind == WITHHELD else s for s in plan.steps
+    )
+    assert steps != plan.steps
+    result = run_configuration(row, SINGLE, plan=dataclasses.replace(plan, steps=steps))
+    failure = next(f for f in result.failures if f.assertion_class == "restraint_no_call")
+    assert failure.state_diff and failure.operation == "report_progress"
+
+
+def test_optional_tool_without_claims_fails_ungranted(by_id: dict[str, Row]) -> None:
+    op = dataclasses.replace(CATALOG.operations["create_task"], claims=())
+    result = run_configuration(
+        by_id["su-parent-goal-01"], UNGRANTED, catalog=CATALOG.with_operation(op)
+    )
+    assert "authorization_policy" in classes_failed(result)
+    assert any("ungranted configuration changed state" in f.message for f in result.failures)
+
+
+def test_granted_configuration_that_does_not_mutate_fails(by_id: dict[str, Row]) -> None:
+    row = by_id["se-q-filters-01"]
+    plan = derive_plan(row)
+    reads = tuple(s for s in plan.steps if not CATALOG.operations[s.operation].mutates)
+    result = run_configuration(row, GRANTED, plan=dataclasses.replace(plan, steps=reads))
+    assert any(f.message == "granted configuration did not mutate state" for f in result.failures)
+
+
+def test_broken_effect_fails_the_tool_contract(
+    by_id: dict[str, Row], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Deliberately wrong effect: finish_task moves the task to review instead of done.
+    monkeypatch.setitem(
+        controlplane._HANDLERS,
+        "finish_task",
+        controlplane._status_with_comment("in_review", "summary"),
+    )
+    result = run_configuration(by_id["st-done-comment-01"], SINGLE)
+    f = next(f for f in result.failures if f.assertion_class == "agent_tool_contract")
+    assert f.operation == "finish_task" and "expected 'done'" in f.message
+    assert any(c.field == "status" and c.after == "in_review" for c in f.state_diff)
+
+
+def test_side_effect_that_undoes_an_earlier_hop_fails_the_cumulative_check(
+    by_id: dict[str, Row], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = controlplane._HANDLERS["report_progress"]
+
+    def comment_and_reset(cp: Any, s: dict[str, Any], a: dict[str, Any]) -> Any:
+        s["tasks"][a["task"]]["status"] = "todo"
+        return original(cp, s, a)
+
+    monkeypatch.setitem(controlplane._HANDLERS, "report_progress", comment_and_reset)
+    result = run_configuration(by_id["wk-recovery-processlost-01"], SINGLE)
+    assert any(
+        f.assertion_class == "combined_multi_hop" and "cumulative state" in f.message
+        for f in result.failures
+    )
+
+
+def test_forbidden_operation_allowed_fails_multi_hop(by_id: dict[str, Row]) -> None:
+    # A catalog that lets anyone create children while still planning.
+    op = dataclasses.replace(
+        CATALOG.operations["create_task"], modes=("standard", "planning"), claims=()
+    )
+    row = by_id["bl-create-blocked-01"]
+    assert run_configuration(row, SINGLE, catalog=CATALOG.with_operation(op)).passed
+    result = run_configuration(
+        by_id["wk-plan-directive-01"], SINGLE, catalog=CATALOG.with_operation(op)
+    )
+    f = next(f for f in result.failures if f.message == "a forbidden operation was allowed")
+    assert (f.operation, f.decision) == ("create_task", "allowed")
+
+
+def test_control_plane_that_does_not_open_the_run_fails(
+    by_id: dict[str, Row], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(controlplane.ControlPlane, "open_run", lambda self: [])
+    result = run_configuration(by_id["hb-scoped-wake-01"], SINGLE)
+    assert any(
+        f.assertion_class == "control_plane_invariant" and "did not open the run" in f.message
+        for f in result.failures
+    )
+
+
+def test_report_contract_and_byte_identical_reruns(rows: list[Row], tmp_path: Path) -> None:
+    first = write_report(run_suite(rows), tmp_path / "a")
+    second = write_report(run_suite(rows), tmp_path / "b")
+    for p, q in zip(first, second, strict=True):
+        assert p.read_bytes() == q.read_bytes(), p.name
+    report = json.loads((tmp_path / "a" / REPORT_JSON).read_text(encoding="utf-8"))
+    assert report["groups"] == GROUP_COUNTS
+    assert (report["passed"], report["failed"], len(report["results"])) == (146, 0, 146)
+    assert (
+        report["fakeAgentOperations"] == report["codexOperations"]
+        and len(report["codexOperations"]) == 18
+    )
+    sample = report["boundedCodexSample"]
+    assert [s["group"] for s in sample] == ["hb", "dp", "bl", "ap", "ar", "ix", "mh", "rs", "wk"]
+    for s in sample:
+        assert s["presentInCodex"] is (s["operation"] != "checkout_task"), s
+    assert set(report["assertionClasses"]) == {
+        "agent_tool_contract",
+        "authorization_policy",
+        "control_plane_invariant",
+        "combined_multi_hop",
+        "restraint_no_call",
+    }
+    assert report["operationCounts"]["checkout_task"] > 0
+    assert all({"caseId", "passed"} <= set(r) for r in report["results"])
+    md = (tmp_path / "a" / REPORT_MD).read_text(encoding="utf-8")
+    assert "**146 passed, 0 failed**" in md and "18/18" in md
+
+
+def test_group_counts_come_from_the_row_stream(rows: list[Row], tmp_path: Path) -> None:
+    _, _, stream = write_report(run_suite(rows), tmp_path)
+    counts = group_counts(stream)
+    assert {g: v["cases"] for g, v in counts.items()} == GROUP_COUNTS
+    assert counts["rf"]["configurations"] == 44
+    lines = stream.read_text(encoding="utf-8").splitlines(keepends=True)
+    stream.write_text("".join(lines[:-1]), encoding="utf-8")
+    assert group_counts(stream)["wk"]["cases"] == GROUP_COUNTS["wk"] - 1
+
+
+@pytest.mark.slow
+def test_cli_run_and_report(tmp_path: Path) -> None:
+    jsonl = tmp_path / "rows.jsonl"
+    cmd = [sys.executable, "-m", "capeval.cli", "paperclip"]
+    out = subprocess.run(
+        [*cmd, "run", "--json", "--jsonl", str(jsonl)], capture_output=True, text=True, cwd=REPO
+    )
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert (summary["passed"], summary["failed"], summary["parity"]["identical"]) == (146, 0, True)
+    lines = [json.loads(x) for x in jsonl.read_text(encoding="utf-8").splitlines()]
+    assert len(lines) == 146
+    assert {
+        "caseId",
+        "group",
+        "assertionClasses",
+        "grants",
+        "operations",
+        "authorizationDecision",
+        "passed",
+        "stateDiff",
+    } <= set(lines[0])
+    again = subprocess.run(
+        [*cmd, "run", "--jsonl", str(jsonl)], capture_output=True, text=True, cwd=REPO
+    )
+    assert again.returncode == 2 and "exists" in again.stderr
+    rep = subprocess.run(
+        [*cmd, "report", "--out", str(tmp_path / "r")], capture_output=True, text=True, cwd=REPO
+    )
+    assert rep.returncode == 0, rep.stderr
+    assert "146 passed, 0 failed of 146 configurations; parity 18/18" in rep.stdout
+    assert (tmp_path / "r" / ROWS_JSONL).is_file()
