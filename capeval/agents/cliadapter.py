@@ -14,14 +14,17 @@ import logging
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from capeval.agents.base import AgentConfig, AgentRequest, AgentResult
 from capeval.agents.streams import ParsedStream
+
+if TYPE_CHECKING:
+    from capeval.runner.process import ProcessResult
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,44 @@ def probe_version(exe: str, args: tuple[str, ...] = ("--version",)) -> str | Non
         return None
     m = _VERSION.search(proc.stdout.decode(errors="replace")) if proc.exit_code == 0 else None
     return m.group(0) if m else None
+
+
+def agent_environment(
+    config: AgentConfig, request: AgentRequest, adapter_env: Mapping[str, str]
+) -> dict[str, str]:
+    """The agent's environment: ours, then the adapter's, the request's, the config's.
+
+    The config comes last so a user can override anything capeval sets (for
+    example point CLAUDE_CONFIG_DIR at their own login).
+    """
+    return {**os.environ, **adapter_env, **request.env, **config.env}
+
+
+def launch(
+    config: AgentConfig, argv: list[str], request: AgentRequest, env: Mapping[str, str]
+) -> ProcessResult | AgentResult:
+    """Run the agent process under the agent timeout; an AgentResult when it could not start."""
+    from capeval.runner.process import ProcessCancelled, run_process
+
+    exe = resolve_binary(argv[0])
+    if exe is None:
+        return AgentResult(
+            exitCode=None,
+            status="failed",
+            error=(
+                f"agent {config.name!r}: {argv[0]!r} not found; install it or fix "
+                f"`command` in [agents.{config.name}]"
+            ),
+        )
+    request.capture_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        return run_process(
+            [exe, *argv[1:]], cwd=request.workdir, env=env, timeout_s=request.timeout_s
+        )
+    except ProcessCancelled as exc:
+        return AgentResult(exitCode=None, status="cancelled", error=str(exc))
+    except OSError as exc:
+        return AgentResult(exitCode=None, status="failed", error=f"could not start {exe}: {exc}")
 
 
 def is_root() -> bool:
@@ -111,50 +152,17 @@ class CliAdapter:
         ]
 
     def environment(self, request: AgentRequest) -> dict[str, str]:
-        """The agent's environment: ours, then the adapter's, the request's, the config's.
-
-        The config comes last so a user can override anything we set (for
-        example point CLAUDE_CONFIG_DIR at their own login).
-        """
-        env = dict(os.environ)
-        env.update(self.cli_env(request))
-        env.update(request.env)
-        env.update(self.config.env)
-        return env
+        return agent_environment(self.config, request, self.cli_env(request))
 
     def version(self) -> str | None:
         exe = resolve_binary(self.binary)
         return probe_version(exe, self.version_args) if exe else None
 
     def run(self, request: AgentRequest) -> AgentResult:
-        from capeval.runner.process import ProcessCancelled, run_process
-
-        exe = resolve_binary(self.binary)
-        if exe is None:
-            return AgentResult(
-                exitCode=None,
-                status="failed",
-                error=(
-                    f"agent {self.config.name!r}: binary {self.binary!r} not found; install it "
-                    f"or set `command` in [agents.{self.config.name}] to its path"
-                ),
-            )
-        request.capture_dir.mkdir(parents=True, exist_ok=True)
-        argv = [exe, *self.argv(request)[1:]]
         started = datetime.now(UTC)
-        try:
-            proc = run_process(
-                argv,
-                cwd=request.workdir,
-                env=self.environment(request),
-                timeout_s=request.timeout_s,
-            )
-        except ProcessCancelled as exc:
-            return AgentResult(exitCode=None, status="cancelled", error=str(exc))
-        except OSError as exc:
-            return AgentResult(
-                exitCode=None, status="failed", error=f"could not start {exe}: {exc}"
-            )
+        proc = launch(self.config, self.argv(request), request, self.environment(request))
+        if isinstance(proc, AgentResult):
+            return proc
 
         stdout = proc.stdout.decode(errors="replace")
         stderr = proc.stderr.decode(errors="replace")

@@ -99,7 +99,7 @@ def parse_codex_stream(lines: Iterable[str]) -> ParsedStream:
         kind = event.get("type")
         if kind == "thread.started":
             session = event.get("thread_id") or session
-        elif kind in ("turn.started",):
+        elif kind == "turn.started":
             pass
         elif kind == "turn.completed":
             completed = True

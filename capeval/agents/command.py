@@ -27,7 +27,6 @@ closed in the pass rule instead of passing on missing data.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 from collections.abc import Mapping
@@ -36,7 +35,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from capeval.agents.base import AgentConfig, AgentRequest, AgentResult
-from capeval.agents.cliadapter import classify, probe_version, resolve_binary
+from capeval.agents.cliadapter import (
+    agent_environment,
+    classify,
+    launch,
+    probe_version,
+    resolve_binary,
+)
 from capeval.agents.streams import preview
 from capeval.turns import RunSummary
 
@@ -156,8 +161,6 @@ class CommandAdapter:
         return probe_version(exe) if exe else None
 
     def run(self, request: AgentRequest) -> AgentResult:
-        from capeval.runner.process import ProcessCancelled, run_process
-
         try:
             argv = self.argv(request)
             request.capture_dir.mkdir(parents=True, exist_ok=True)
@@ -166,27 +169,9 @@ class CommandAdapter:
             install_hook(request.workdir, self.config.hook, capture)
         except (CommandTemplateError, OSError) as exc:
             return AgentResult(exitCode=None, status="failed", error=str(exc))
-        exe = resolve_binary(argv[0])
-        if exe is None:
-            return AgentResult(
-                exitCode=None,
-                status="failed",
-                error=(
-                    f"agent {self.config.name!r}: {argv[0]!r} not found; fix the first word of "
-                    f"`command` in [agents.{self.config.name}]"
-                ),
-            )
-        env = {**os.environ, **request.env, **self.config.env}
-        try:
-            proc = run_process(
-                [exe, *argv[1:]], cwd=request.workdir, env=env, timeout_s=request.timeout_s
-            )
-        except ProcessCancelled as exc:
-            return AgentResult(exitCode=None, status="cancelled", error=str(exc))
-        except OSError as exc:
-            return AgentResult(
-                exitCode=None, status="failed", error=f"could not start {exe}: {exc}"
-            )
+        proc = launch(self.config, argv, request, agent_environment(self.config, request, {}))
+        if isinstance(proc, AgentResult):
+            return proc
         (request.capture_dir / "command-stdout.log").write_bytes(proc.stdout)
         (request.capture_dir / "command-stderr.log").write_bytes(proc.stderr)
 
