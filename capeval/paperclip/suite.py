@@ -181,7 +181,7 @@ def run_configuration(
             for e in human_expectations(step.operation, target, task):
                 folded[(e.entity, e.id, e.field)] = e
             continue
-        args = _resolve(step.args, cp, memory, calls)
+        args = _resolve(step.args, cp, memory, calls, look=step.kind == CALL)
         before = copy.deepcopy(cp.state)
         res = cp.call(step.operation, args)
         calls.append((step, res))
@@ -259,8 +259,12 @@ def _resolve(
     cp: ControlPlane,
     memory: dict[str, Any],
     calls: list[tuple[Step, CallResult]],
+    *,
+    look: bool = True,
 ) -> dict[str, Any]:
     out = dict(args)
+    if out.get("baseRevisionId") == "$latest" and not look:
+        out["baseRevisionId"] = None  # a call expected to be refused: no point looking first
     if out.get("baseRevisionId") == "$latest":
         # The agent looks before it writes: a real list_documents call, recorded.
         listing = cp.call("list_documents", {"task": out["task"]})
