@@ -272,3 +272,64 @@ def test_bad_templates_and_hook_paths_name_the_fix(tmp_path: Path) -> None:
             hook_path(tmp_path, bad)
     missing = CommandAdapter(AgentConfig(name="c", type="command")).run(make_request(tmp_path))
     assert missing.status == "failed" and "[agents.c]" in (missing.error or "")
+
+
+@pytest.mark.slow
+def test_capeval_run_with_command_agents(tmp_path: Path, product: Path) -> None:
+    """Through `capeval run`: the hooked run passes; the one whose hook never fires fails closed."""
+    root = tmp_path / "ws"
+    case = root / "evals" / "capability" / "cases" / "notes"
+    case.mkdir(parents=True)
+    (root / "fixture").mkdir()
+    (root / "fixture" / "README.md").write_text("notes\n")
+    (case / "case.json").write_text(
+        json.dumps(
+            {
+                "id": "notes",
+                "tier": "simple",
+                "title": "Write notes",
+                "fixture": "fixture",
+                "prompt": "write two into notes.txt",
+                "maxTurns": 10,
+            }
+        )
+    )
+    (case / "verify.sh").write_text("grep -qx two notes.txt\n")
+    agents = []
+    for name, mode in (("fake", "ok"), ("fake-nohook", "nohook")):
+        agents.append(
+            f"[agents.{name}]\n"
+            'type = "command"\n'
+            f"command = {json.dumps(template(product, mode))}\n"
+            f"env = {{ FAKE_ARGV_OUT = {json.dumps(str(tmp_path / (name + '.json')))} }}\n"
+        )
+    (root / "capeval.toml").write_text("\n".join(agents))
+    rows_path = tmp_path / "rows.jsonl"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "capeval.cli",
+            "run",
+            "--root",
+            str(root),
+            "--matrix",
+            "hooked=acme:m-1@fake,silent=acme:m-1@fake-nohook",
+            "--jsonl",
+            str(rows_path),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # one repeat failed
+    rows = {r["variantId"]: r for r in map(json.loads, rows_path.read_text().splitlines())}
+    hooked, silent = rows["hooked"], rows["silent"]
+    assert hooked["passed"] is True, hooked["error"]
+    assert hooked["turnsUsed"] == 4 and hooked["sessionId"] == "fake-session-1"
+    assert hooked["behaviors"]["editViaShellCount"] == 1
+    assert silent["verifyExitCode"] == 0 and silent["agentExitCode"] == 0  # the work was done...
+    assert silent["passed"] is False  # ...but with no turn count a budgeted case fails closed
+    assert silent["overBudget"] is True and silent["turnsUsed"] is None
+    assert silent["behaviors"] is None
