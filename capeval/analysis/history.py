@@ -45,6 +45,7 @@ from capeval.results.errors import ResultFileError
 
 if TYPE_CHECKING:
     import duckdb
+    import polars as pl
 
 RESULT_SUFFIXES = (".jsonl", ".ndjson", ".json")
 # Files the runner writes beside a row stream that are not results.
@@ -672,6 +673,25 @@ def records(
         {name: _json_value(value) for name, value in zip(names, row, strict=True)}
         for row in cursor.fetchall()
     ]
+
+
+def frame(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None
+) -> pl.DataFrame:
+    """A query's result as a polars DataFrame, for notebooks and plots.
+
+    Built from plain rows rather than DuckDB's `.pl()`, which needs pyarrow
+    (not a capeval dependency); fine for the sizes a notebook plots.
+    """
+    import polars as pl
+
+    cursor = con.execute(sql, params or [])
+    names = [d[0] for d in cursor.description or []]
+    rows = cursor.fetchall()
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in names]
+    return pl.DataFrame(
+        {name: list(values) for name, values in zip(names, columns, strict=True)}, strict=False
+    )
 
 
 def _json_value(value: Any) -> Any:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import duckdb
+    import polars as pl
 
 QUERY_DIR = "analysis"
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -115,10 +116,14 @@ def run_query(
     return records(con, sql)
 
 
-def query_frame(con: duckdb.DuckDBPyConnection, text: str, root: Path | None = None) -> Any:
+def query_frame(
+    con: duckdb.DuckDBPyConnection, text: str, root: Path | None = None
+) -> pl.DataFrame:
     """Like `run_query`, as a polars DataFrame (for notebooks)."""
+    from capeval.analysis.history import frame
+
     sql, _ = resolve(text, root)
-    return con.sql(sql).pl()
+    return frame(con, sql)
 
 
 def format_value(value: Any) -> str:

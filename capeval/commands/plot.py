@@ -1,0 +1,237 @@
+"""`capeval plot heatmap|compare|history|behaviors ... -o FILE.png|.svg|.pdf`.
+
+Thin wrappers over `capeval.analysis.plots` (each plot function takes a
+frame and returns a matplotlib Figure, which a notebook can show directly).
+Result sources are files or folders (scanned like `capeval history`) or a
+history database (`--db`). `--json` prints the data behind the plot instead
+of, or as well as, drawing it, so the numbers can be checked.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+FORMATS = (".png", ".svg", ".pdf")
+
+
+def _fail(message: str) -> None:
+    click.echo(f"capeval plot: {message}", err=True)
+    click.get_current_context().exit(2)
+
+
+def _image_path(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    if value is not None and value.suffix.lower() not in FORMATS:
+        raise click.BadParameter(
+            f"{value}: unsupported image type {value.suffix!r}; use {', '.join(FORMATS)}"
+        )
+    return value
+
+
+def _output(required: bool = True) -> Callable[[Any], Any]:
+    return click.option(
+        "-o",
+        "--output",
+        type=click.Path(path_type=Path, dir_okay=False),
+        required=required,
+        callback=_image_path,
+        help="Image to write: .png, .svg or .pdf.",
+    )
+
+
+def _sources(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option(
+        "--db",
+        type=click.Path(path_type=Path, dir_okay=False),
+        help="History database (`capeval history --db`).",
+    )(f)
+    f = click.option(
+        "--root",
+        type=click.Path(path_type=Path, file_okay=False),
+        help="Workspace root (default: nearest ancestor holding evals/capability/cases).",
+    )(f)
+    return click.argument("paths", nargs=-1, type=click.Path(path_type=Path, exists=True))(f)
+
+
+def _repeats(
+    paths: tuple[Path, ...], db: Path | None, root: Path | None, run: str | None, latest: bool
+) -> tuple[Any, str | None]:
+    """(one-row-per-repeat frame, the run it was narrowed to or None)."""
+    from capeval.analysis.history import default_paths, frame, ingest, open_db
+
+    if paths:
+        sources: list[Path] | None = list(paths)
+    elif db is None:
+        sources = default_paths(root)
+    else:
+        sources = None
+    con = open_db(db, read_only=sources is None)
+    if sources is not None:
+        ingest(con, sources)
+    chosen = run
+    if chosen is None and latest:
+        found = con.execute(
+            "SELECT runId FROM runs ORDER BY startedAt DESC NULLS LAST, runId DESC LIMIT 1"
+        ).fetchone()
+        chosen = found[0] if found else None
+    if chosen is None:
+        return frame(con, "SELECT * FROM repeats"), None
+    data = frame(con, "SELECT * FROM repeats WHERE runId = ?", [chosen])
+    if data.height == 0:
+        known = [r[0] for r in con.execute("SELECT runId FROM runs ORDER BY startedAt").fetchall()]
+        raise click.UsageError(f"no run {chosen!r}; runs: {', '.join(known) or 'none'}")
+    return data, chosen
+
+
+def _save(figure: Any, output: Path, data: Any, as_json: bool) -> None:
+    output.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(output, dpi=150)
+    if as_json:
+        from capeval.analysis.history import _json_value
+
+        click.echo(json.dumps([_json_value(r) for r in data.iter_rows(named=True)], indent=2))
+    else:
+        click.echo(f"wrote {output}", err=True)
+
+
+def _guard(action: Callable[[], None]) -> None:
+    """Turn the errors users cause into exit 2 with a message naming the problem."""
+    import duckdb
+
+    from capeval.analysis.plots import PlotError
+    from capeval.problems import ProblemsError
+    from capeval.results.errors import ResultFileError
+
+    try:
+        action()
+    except (PlotError, ResultFileError, duckdb.Error) as exc:
+        _fail(str(exc))
+    except ProblemsError as exc:
+        _fail("\n".join(map(str, exc.problems)) + "\n(pass result files or folders)")
+
+
+@click.group()
+def plot() -> None:
+    """Draw result plots (headless; PNG, SVG or PDF)."""
+
+
+@plot.command()
+@_sources
+@click.option("--run", help="Run id to plot (default: the latest run found).")
+@click.option("--title", help="Figure title.")
+@_output()
+@click.option("--json", "as_json", is_flag=True, help="Also print the plotted data as JSON.")
+def heatmap(
+    paths: tuple[Path, ...],
+    db: Path | None,
+    root: Path | None,
+    run: str | None,
+    title: str | None,
+    output: Path,
+    as_json: bool,
+) -> None:
+    """Pass rate per variant x case, for one run."""
+
+    def action() -> None:
+        from capeval.analysis import plots
+
+        repeats, chosen = _repeats(paths, db, root, run, latest=True)
+        figure = plots.heatmap(repeats, title=title or f"Pass rate per variant and case — {chosen}")
+        _save(figure, output, plots.heatmap_data(repeats), as_json)
+
+    _guard(action)
+
+
+@plot.command()
+@click.argument("baseline", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.argument("candidate", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option("--title", help="Figure title.")
+@_output()
+@click.option("--json", "as_json", is_flag=True, help="Also print the plotted data as JSON.")
+def compare(
+    baseline: Path, candidate: Path, title: str | None, output: Path, as_json: bool
+) -> None:
+    """Candidate vs baseline pass rate per cell, with 95% Wilson intervals."""
+
+    def action() -> None:
+        from capeval.analysis import plots
+        from capeval.analysis.frame import load_frame
+
+        base, cand = load_frame([baseline]), load_frame([candidate])
+        figure = plots.compare(base, cand, title=title)
+        _save(figure, output, plots.compare_data(base, cand), as_json)
+
+    _guard(action)
+
+
+@plot.command()
+@_sources
+@click.option("--variant", "variants", multiple=True, help="Only this variant (repeatable).")
+@click.option("--title", help="Figure title.")
+@_output()
+@click.option("--json", "as_json", is_flag=True, help="Also print the plotted data as JSON.")
+def history(
+    paths: tuple[Path, ...],
+    db: Path | None,
+    root: Path | None,
+    variants: tuple[str, ...],
+    title: str | None,
+    output: Path,
+    as_json: bool,
+) -> None:
+    """Pass rate and cost per repeat of each variant across runs."""
+
+    def action() -> None:
+        from capeval.analysis import plots
+
+        repeats, _ = _repeats(paths, db, root, None, latest=False)
+        if variants:
+            repeats = repeats.filter(repeats["variantId"].is_in(list(variants)))
+        figure = plots.history(repeats, title=title)
+        _save(figure, output, plots.history_data(repeats), as_json)
+
+    _guard(action)
+
+
+@plot.command()
+@_sources
+@click.option("--run", help="Run id to plot (default: the latest run found).")
+@click.option("--metric", "metrics", multiple=True, help="Metric to show (repeatable).")
+@click.option("--case", "cases", multiple=True, help="Only this case (repeatable).")
+@click.option("--variant", "variants", multiple=True, help="Only this variant (repeatable).")
+@click.option("--title", help="Figure title.")
+@_output()
+@click.option("--json", "as_json", is_flag=True, help="Also print the plotted data as JSON.")
+def behaviors(
+    paths: tuple[Path, ...],
+    db: Path | None,
+    root: Path | None,
+    run: str | None,
+    metrics: tuple[str, ...],
+    cases: tuple[str, ...],
+    variants: tuple[str, ...],
+    title: str | None,
+    output: Path,
+    as_json: bool,
+) -> None:
+    """Behavior-metric distributions per cell, for one run."""
+
+    def action() -> None:
+        from capeval.analysis import plots
+
+        repeats, chosen = _repeats(paths, db, root, run, latest=True)
+        if cases:
+            repeats = repeats.filter(repeats["id"].is_in(list(cases)))
+        if variants:
+            repeats = repeats.filter(repeats["variantId"].is_in(list(variants)))
+        chosen_metrics = list(metrics) or None
+        figure = plots.behaviors(
+            repeats, chosen_metrics, title=title or f"Behavior metrics per cell — {chosen}"
+        )
+        _save(figure, output, plots.behaviors_data(repeats, chosen_metrics), as_json)
+
+    _guard(action)
