@@ -56,6 +56,7 @@ CONTROL_PLANE_NAMES: tuple[str, ...] = (
     "reconcile_run",
 )
 SURFACE_SIZE = 18
+_BOOKKEEPING = frozenset({"auditRecords", "idempotency", "state"})
 GRANTED = "granted"
 UNGRANTED = "ungranted"
 SINGLE = "single"
@@ -71,7 +72,10 @@ class Failure:
     state_diff: list[Change] = field(default_factory=list)
 
     def __str__(self) -> str:
-        diff = "; ".join(str(c) for c in self.state_diff[:12]) or "(empty)"
+        # Domain changes first: the audit/idempotency/revision bookkeeping every write
+        # leaves would otherwise bury the change that matters.
+        shown = sorted(self.state_diff, key=lambda c: c.entity in _BOOKKEEPING)
+        diff = "; ".join(str(c) for c in shown[:12]) or "(empty)"
         more = f" (+{len(self.state_diff) - 12} more)" if len(self.state_diff) > 12 else ""
         return (
             f"{self.case_id} [{self.assertion_class}] {self.operation or '-'} "
