@@ -297,6 +297,8 @@ def _load_duckdb(sides: Sequence[Sequence[Path]], *, with_values: bool) -> list[
         """
         con = duckdb.connect()
         try:
+            con.execute("SET enable_progress_bar = false")
+            con.execute("SET preserve_insertion_order = false")
             result = con.execute(query).fetchall()
         except duckdb.Error as exc:
             raise FastPathUnavailable(str(exc)) from exc

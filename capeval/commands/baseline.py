@@ -1,0 +1,173 @@
+"""`capeval baseline freeze`: deliberately (re)record the gate's frozen baseline.
+
+The baseline is recorded with an agent entry that plays the *sloppy*
+trajectories on the same provider/model as the default run, so every bait
+case misbehaves on it (bait honesty) while the default oracle candidate
+compares cleanly against it. Refreezing is a decision that accompanies an
+accepted behavior change, so it is its own command and never a side effect.
+
+The new file is written next to the old one and only moved into place once
+the run finished and every bait reproduces on it; otherwise the old baseline
+stays and the new recording is kept as `<baseline>.new` for inspection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+
+DEFAULT_BASELINE = Path("evals", "capability", "results", "baseline.json")
+
+
+@dataclass
+class FreezeResult:
+    baseline: Path
+    written: bool
+    jsonl: Path | None = None
+    # BAIT FLAG lines: baits that did not reproduce on the new recording.
+    bait_problems: list[str] = field(default_factory=list)
+    exit_code: int = 0
+    message: str = ""
+
+
+def baseline_cells(cells: Sequence[str], agent: str) -> tuple[str, ...]:
+    """The matrix cells with their agent replaced: `scripted:oracle` -> `scripted:oracle@sloppy`."""
+    return tuple(f"{c.split('@', 1)[0].strip()}@{agent}" for c in cells)
+
+
+def freeze(
+    root: Path,
+    *,
+    agent: str = "sloppy",
+    repeats: int = 3,
+    matrix: Sequence[str] = (),
+    out: Path | None = None,
+    config: Path | None = None,
+    concurrency: int | None = None,
+    force: bool = False,
+) -> FreezeResult:
+    """Record a new baseline with `agent` on the default matrix and move it into place."""
+    from capeval.analysis.compare import BaitStatus
+    from capeval.analysis.fastload import load_side
+    from capeval.analysis.gatecheck import workspace_baits
+    from capeval.config import load_config
+    from capeval.runner.run import RunOptions, execute
+
+    cfg = load_config(root, config)
+    target = out or cfg.baseline or root / DEFAULT_BASELINE
+    cells = baseline_cells(matrix or cfg.matrix or ("scripted:oracle",), agent)
+    fresh = target.with_name(target.name + ".new")
+    fresh.parent.mkdir(parents=True, exist_ok=True)
+    outcome = execute(
+        RunOptions(
+            root=root,
+            config=config,
+            matrix=cells,
+            repeats=repeats,
+            concurrency=concurrency,
+            out=fresh,
+            handle_signals=True,
+        )
+    )
+    if outcome.interrupted or not fresh.exists():
+        return FreezeResult(
+            target,
+            False,
+            outcome.jsonl_path,
+            exit_code=outcome.exit_code or 2,
+            message="run interrupted",
+        )
+    new_cells, _ = load_side([fresh])
+    baits = workspace_baits(root, True)
+    problems: list[str] = []
+    for cell in new_cells.values():
+        decl = cell.bait or baits.get(cell.caseId)
+        if decl is None:
+            continue
+        median = cell.medians.get(decl.metric)
+        if median is None or not median > decl.threshold:
+            status = BaitStatus(decl.metric, decl.threshold, median, None, None, True)
+            problems.append(
+                status.flag_line(cell.caseId)
+                if median is not None
+                else f"{cell.resultKey}: no stats for {decl.metric}"
+            )
+    if problems and not force:
+        return FreezeResult(
+            target,
+            False,
+            outcome.jsonl_path,
+            problems,
+            exit_code=3,
+            message=f"baits did not reproduce; the old baseline is unchanged and the new recording is {fresh}",
+        )
+    fresh.replace(target)
+    return FreezeResult(
+        target, True, outcome.jsonl_path, problems, exit_code=0, message=f"froze {target}"
+    )
+
+
+@click.group("baseline")
+def baseline() -> None:
+    """The frozen gate baseline."""
+
+
+@baseline.command("freeze")
+@click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option(
+    "--agent",
+    default="sloppy",
+    show_default=True,
+    help="Agent entry whose trajectories the baseline records (it must misbehave on every bait).",
+)
+@click.option(
+    "--matrix", "matrix", multiple=True, help="Cells to record (default: the configured matrix)."
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Where to write (default: the configured baseline, else evals/capability/results/baseline.json).",
+)
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=None)
+@click.option("--config", type=click.Path(path_type=Path, dir_okay=False), default=None)
+@click.option("--concurrency", type=click.IntRange(min=1), default=None)
+@click.option("--force", is_flag=True, help="Freeze even when a bait does not reproduce.")
+def freeze_command(
+    repeats: int,
+    agent: str,
+    matrix: tuple[str, ...],
+    out: Path | None,
+    root: Path | None,
+    config: Path | None,
+    concurrency: int | None,
+    force: bool,
+) -> None:
+    """Re-record the baseline (exit 0 frozen, 3 a bait did not reproduce, 2 bad input)."""
+    from capeval.problems import ProblemsError
+    from capeval.workspace import find_root
+
+    ctx = click.get_current_context()
+    try:
+        found = find_root(explicit=root)
+        result = freeze(
+            found,
+            agent=agent,
+            repeats=repeats,
+            matrix=matrix,
+            out=out,
+            config=config,
+            concurrency=concurrency,
+            force=force,
+        )
+    except (ProblemsError, ValueError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        ctx.exit(2)
+        return
+    for line in result.bait_problems:
+        click.echo(line, err=True)
+    click.echo(result.message, err=not result.written)
+    ctx.exit(result.exit_code)
