@@ -444,3 +444,29 @@ def test_a_bad_row_in_the_middle_is_an_error_naming_file_and_line(tmp_path: Path
     path.write_text(f"{good}\n{bad}\n{good}\n")
     with pytest.raises(ResultFileError, match=r"bad\.jsonl:2: field 'passed'"):
         load_sides([[path]])
+
+
+def test_frames_give_the_same_comparison_as_files(real_results: Path) -> None:
+    """The notebook path (polars frames) and the gate path (DuckDB) agree on the real files."""
+    from capeval.analysis.cells import cell_frame
+    from capeval.analysis.compare import behavior_frame, compare_frames, comparison_frame
+    from capeval.analysis.frame import load_frame
+
+    base_path, cand_path = (
+        real_results / "baseline-0286-grok.json",
+        real_results / "after-0286-grok.json",
+    )
+    from_frames = compare_frames(
+        load_frame([base_path]), load_frame([cand_path]), allow_provider_fallback=True
+    )
+    (base, cand), _ = load_sides([[base_path], [cand_path]])
+    from_files = compare_cells(base, cand, allow_provider_fallback=True)
+    assert from_frames.to_json() == from_files.to_json()
+    frame = comparison_frame(from_files)
+    assert frame.height == 7 and frame.filter(status="improved")["caseId"].to_list() == [
+        "complex-jwt"
+    ]
+    regress = behavior_frame(from_files).filter(verdict="regress")
+    assert regress.select("caseId", "metric").rows() == [("web-bait", "longestToolOnlyStreak")]
+    cells = cell_frame(base)
+    assert cells.filter(caseId="complex-jwt")["passCount"].item() == 1

@@ -15,7 +15,6 @@ from typing import Any, Literal
 
 from capeval.analysis.cells import BaitDecl, Cell, format_number, json_number
 from capeval.metrics import METRIC_NAMES, direction
-from capeval.row import result_key
 
 Status = Literal["improved", "regressed", "unchanged", "new", "missing"]
 Verdict = Literal["improve", "regress", "neutral"]
@@ -375,7 +374,92 @@ __all__ = [
     "BehaviorVerdict",
     "CellComparison",
     "Comparison",
+    "behavior_frame",
     "compare_cells",
+    "compare_frames",
+    "comparison_frame",
     "parse_bait_override",
-    "result_key",
 ]
+
+
+# -- frames (notebooks) -----------------------------------------------------
+
+
+def compare_frames(baseline: Any, candidate: Any, **options: Any) -> Comparison:
+    """`compare_cells` over two one-row-per-repeat polars frames (`capeval.analysis.frame.load_frame`)."""
+    from capeval.analysis.cells import cells_from_frame
+
+    return compare_cells(cells_from_frame(baseline), cells_from_frame(candidate), **options)
+
+
+def comparison_frame(comparison: Comparison) -> Any:
+    """One row per cell: status, pass counts and rates, bait status, behavior verdict counts."""
+    import polars as pl
+
+    records = []
+    for cell in comparison.cells:
+        b, c = cell.baseline, cell.candidate
+        records.append(
+            {
+                "resultKey": cell.resultKey,
+                "caseId": cell.caseId,
+                "variantId": cell.variantId,
+                "status": cell.status,
+                "baselineRepeats": b.repeats if b else None,
+                "baselinePassCount": b.passCount if b else None,
+                "baselinePassRate": b.passRate if b else None,
+                "candidateRepeats": c.repeats if c else None,
+                "candidatePassCount": c.passCount if c else None,
+                "candidatePassRate": c.passRate if c else None,
+                "behaviorImproved": sum(1 for v in cell.behaviors if v.verdict == "improve"),
+                "behaviorRegressed": sum(1 for v in cell.behaviors if v.verdict == "regress"),
+                "baitMetric": cell.bait.metric if cell.bait else None,
+                "baitFlag": cell.bait.flag if cell.bait else None,
+            }
+        )
+    return pl.DataFrame(
+        records,
+        schema={
+            "resultKey": pl.String,
+            "caseId": pl.String,
+            "variantId": pl.String,
+            "status": pl.String,
+            "baselineRepeats": pl.Int64,
+            "baselinePassCount": pl.Int64,
+            "baselinePassRate": pl.Float64,
+            "candidateRepeats": pl.Int64,
+            "candidatePassCount": pl.Int64,
+            "candidatePassRate": pl.Float64,
+            "behaviorImproved": pl.Int64,
+            "behaviorRegressed": pl.Int64,
+            "baitMetric": pl.String,
+            "baitFlag": pl.Boolean,
+        },
+    )
+
+
+def behavior_frame(comparison: Comparison) -> Any:
+    """One row per cell and compared metric: medians and verdict (long format, easy to pivot)."""
+    import polars as pl
+
+    return pl.DataFrame(
+        [
+            {
+                "resultKey": cell.resultKey,
+                "caseId": cell.caseId,
+                "variantId": cell.variantId,
+                **b.to_json(),
+            }
+            for cell in comparison.cells
+            for b in cell.behaviors
+        ],
+        schema={
+            "resultKey": pl.String,
+            "caseId": pl.String,
+            "variantId": pl.String,
+            "metric": pl.String,
+            "baselineMedian": pl.Float64,
+            "candidateMedian": pl.Float64,
+            "verdict": pl.String,
+        },
+    )
