@@ -1,0 +1,180 @@
+"""Behavior metrics: pure functions of the turn stream (spec section 6).
+
+Pass rate says whether an agent got there; these say how. Every metric is a
+count or a maximum over the normalized stream, so two agents with different
+tool names are measured the same way. No I/O here: the runner, the
+`capeval behaviors` command and notebooks all call `derive_behaviors`.
+
+Decisions where the spec is silent:
+
+* `maxTurnDurationMs` is 0 when no turn reports a duration (or there are no
+  turns): every metric stays a number, and the gate only compares cells of
+  the same agent. Adapters whose agent reports no per-turn timing should
+  measure it.
+* `shellCommandCount` counts a shell call given as an argv list too (it is
+  joined into one command string), since agents differ only in encoding.
+* `editViaShellCount` also counts sed/perl short-option clusters holding `i`
+  (`perl -pi -e`, `sed -ni`) and `--in-place`: the same in-place edit as
+  `-i`, spelled differently.
+* The command word is not looked up through `env`, `sudo`, `timeout` and the
+  like (`env FOO=1 curl x` is neither an env assignment nor a network
+  command): the spec defines both literally and old baselines used that.
+  Absolute paths do count: `/usr/bin/curl` is `curl`.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from capeval import turns
+from capeval.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME
+from capeval.scanner import Segment, command_word, scan_segments, sets_env, unquote_word
+from capeval.toolkinds import shell_command, tool_kind
+from capeval.turns import RunSummary, ToolCall
+
+NETWORK_COMMANDS = frozenset(
+    {"curl", "wget", "nc", "ncat", "telnet", "aria2c", "http", "xh", "httpie"}
+)
+EDIT_COMMANDS = frozenset({"sed", "perl", "awk", "gawk"})
+# sed and perl accept -i inside a cluster of single-letter flags (-pi, -ni).
+_CLUSTER_EDIT_COMMANDS = frozenset({"sed", "perl"})
+_FLAG_CLUSTER = re.compile(r"-[A-Za-z]*i[A-Za-z]*")
+LEGACY_TASK_TOOLS = ("task", "spawn_agent")
+_WHITESPACE_RUN = re.compile(r"\s+")
+
+
+def _command_name(segment: Segment) -> str | None:
+    word = command_word(segment)
+    return posixpath.basename(word) if word else None
+
+
+def is_network_segment(segment: Segment) -> bool:
+    return _command_name(segment) in NETWORK_COMMANDS
+
+
+def is_edit_segment(segment: Segment) -> bool:
+    """An in-place edit through the shell: `sed -i`, `perl -pi`, `awk -i`, or a heredoc."""
+    if segment.heredoc:
+        return True
+    name = _command_name(segment)
+    if name not in EDIT_COMMANDS:
+        return False
+    for raw in segment.words[1:]:
+        word = unquote_word(raw)
+        if word.startswith(("-i", "--in-place")):
+            return True
+        if name in _CLUSTER_EDIT_COMMANDS and _FLAG_CLUSTER.fullmatch(word):
+            return True
+    return False
+
+
+def normalize_arguments(value: Any) -> Any:
+    """Arguments as a signature: strings lower-cased, white space collapsed and
+    trimmed, object keys sorted, recursively; so that `Grep("Foo ")` repeats
+    `grep("foo")`."""
+    if isinstance(value, str):
+        return _WHITESPACE_RUN.sub(" ", value).strip().lower()
+    if isinstance(value, Mapping):
+        return {str(k): normalize_arguments(value[k]) for k in sorted(value, key=str)}
+    if isinstance(value, list | tuple):
+        return [normalize_arguments(v) for v in value]
+    return value
+
+
+def _signature(call: ToolCall) -> str:
+    return json.dumps([call.name, normalize_arguments(call.arguments)], sort_keys=True, default=str)
+
+
+def _resolved(call: ToolCall) -> tuple[str, str | None]:
+    """(kind, command) of a call, classifying it here if its adapter did not."""
+    if call.kind != turns.OTHER:
+        command = call.command
+        if call.kind == turns.SHELL and command is None:
+            command = shell_command(call.arguments)
+        return call.kind, command
+    kind = tool_kind(call.name)
+    return kind, shell_command(call.arguments) if kind == turns.SHELL else None
+
+
+def _whole(value: float | int) -> float | int:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def derive_behaviors(summary: RunSummary) -> dict[str, Any]:
+    """The 11 numeric metrics (in `METRIC_NAMES` order) and `toolCallsByName`."""
+    counts = dict.fromkeys(METRIC_NAMES, 0)
+    by_name: dict[str, int] = {}
+    seen: set[str] = set()
+    streak = 0
+    longest_streak = 0
+    max_duration: float | int = 0
+
+    for turn in summary.turns:
+        if turn.toolCalls and not turn.has_text:
+            streak += 1
+            longest_streak = max(longest_streak, streak)
+        else:
+            streak = 0
+        if turn.durationMs is not None:
+            max_duration = max(max_duration, turn.durationMs)
+
+        for call in turn.toolCalls:
+            by_name[call.name] = by_name.get(call.name, 0) + 1
+            signature = _signature(call)
+            if signature in seen:
+                counts["repeatedSearchCount"] += 1
+            seen.add(signature)
+
+            kind, command = _resolved(call)
+            if kind == turns.WEB_FETCH:
+                counts["webFetchToolCallCount"] += 1
+            elif kind == turns.TASK:
+                counts["taskToolCallCount"] += 1
+            elif kind == turns.SHELL and command is not None:
+                _count_shell(command, counts)
+
+    counts["longestToolOnlyStreak"] = longest_streak
+    counts["maxTurnDurationMs"] = _whole(max_duration)
+    return {**counts, TOOL_CALLS_BY_NAME: by_name}
+
+
+def _count_shell(command: str, counts: dict[str, Any]) -> None:
+    segments = scan_segments(command)
+    counts["shellCommandCount"] += 1
+    counts["chainSegmentCount"] += len(segments)
+    counts["maxChainSegmentsPerCommand"] = max(counts["maxChainSegmentsPerCommand"], len(segments))
+    if any(sets_env(s) for s in segments):
+        counts["envAssignmentCommandCount"] += 1
+    counts["networkCommandCount"] += sum(1 for s in segments if is_network_segment(s))
+    counts["editViaShellCount"] += sum(1 for s in segments if is_edit_segment(s))
+
+
+def backfill_legacy(behaviors: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Behaviors from older files, completed: `taskToolCallCount` from
+    `toolCallsByName` (`task` + `spawn_agent`), else 0.
+
+    Returns a new dict with the metrics in `METRIC_NAMES` order and every
+    other key kept after them; None (no captured stream) stays None.
+    """
+    if behaviors is None:
+        return None
+    filled = dict(behaviors)
+    if "taskToolCallCount" not in filled:
+        by_name = filled.get(TOOL_CALLS_BY_NAME)
+        filled["taskToolCallCount"] = (
+            sum(_count(by_name.get(name)) for name in LEGACY_TASK_TOOLS)
+            if isinstance(by_name, Mapping)
+            else 0
+        )
+    ordered = {name: filled.pop(name) for name in METRIC_NAMES if name in filled}
+    return {**ordered, **filled}
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -1,0 +1,214 @@
+"""Reading the corbits run-summary JSON into a typed `RunSummary` (spec section 5).
+
+The corbits post-run hook hands this shape back as is, and other adapters may
+write it too, so the reader is the one place where an untrusted stream becomes
+typed turns. It is defensive in both directions: missing optional fields and
+unknown extra fields are fine (newer and older agents differ), but a shape it
+cannot read is a `RunSummaryError` naming the file and the field, never a
+silently empty stream — behaviors of an unreadable stream must be null, not
+zeros.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from capeval.toolkinds import make_tool_call
+from capeval.turns import RunSummary, TokenUsage, ToolCall, Turn
+
+
+class RunSummaryError(ValueError):
+    """A run summary that cannot be read: where, which field, and what is wrong."""
+
+    def __init__(self, file: str, field: str, message: str) -> None:
+        self.file = file
+        self.field = field
+        self.message = message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.field}: {self.message}"
+
+
+class _Reader:
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, field: str, message: str) -> RunSummaryError:
+        return RunSummaryError(self.source, field, message)
+
+    def mapping(self, value: Any, field: str) -> Mapping[str, Any]:
+        if not isinstance(value, Mapping):
+            raise self.fail(field, f"expected a JSON object, got {_json_type(value)}")
+        return value
+
+    def array(self, value: Any, field: str) -> Sequence[Any]:
+        if not isinstance(value, list):
+            raise self.fail(field, f"expected a JSON array, got {_json_type(value)}")
+        return value
+
+    def number(self, obj: Mapping[str, Any], key: str, field: str) -> float | int | None:
+        value = obj.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.fail(field, f"expected a number or null, got {_json_type(value)}")
+        return value
+
+    def integer(self, obj: Mapping[str, Any], key: str, field: str) -> int | None:
+        value = self.number(obj, key, field)
+        if value is None:
+            return None
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise self.fail(field, f"expected a whole number, got {value}")
+            return int(value)
+        return value
+
+    def string(self, obj: Mapping[str, Any], key: str, field: str) -> str | None:
+        value = obj.get(key)
+        if value is None or isinstance(value, str):
+            return value
+        raise self.fail(field, f"expected a string or null, got {_json_type(value)}")
+
+    def summary(self, obj: Any) -> RunSummary:
+        top = self.mapping(obj, "(top level)")
+        if "turns" not in top:
+            raise self.fail(
+                "turns",
+                "missing: a run summary lists its turns (an empty list for a run without any)",
+            )
+        raw_turns = self.array(top["turns"], "turns")
+        turns = tuple(self.turn(t, k) for k, t in enumerate(raw_turns))
+        token_usage = top.get("tokenUsage")
+        if token_usage is not None:
+            self.mapping(token_usage, "tokenUsage")
+        error = top.get("error")
+        return RunSummary(
+            status=self.string(top, "status", "status") or "done",
+            startedAt=self.string(top, "startedAt", "startedAt"),
+            finishedAt=self.string(top, "finishedAt", "finishedAt"),
+            durationMs=self.number(top, "durationMs", "durationMs"),
+            turnsUsed=self.integer(top, "turnsUsed", "turnsUsed"),
+            tokenUsage=TokenUsage.from_json(token_usage),
+            toolCallCount=self.integer(top, "toolCallCount", "toolCallCount"),
+            turns=turns,
+            error=_error_text(error),
+        )
+
+    def turn(self, value: Any, k: int) -> Turn:
+        where = f"turns[{k}]"
+        obj = self.mapping(value, where)
+        index = self.integer(obj, "turnIndex", f"{where}.turnIndex")
+        texts: list[str] = []
+        assistant = obj.get("assistantTurn")
+        if assistant is not None:
+            assistant = self.mapping(assistant, f"{where}.assistantTurn")
+            texts = self.texts(assistant.get("content"), f"{where}.assistantTurn.content")
+        calls = obj.get("toolCalls")
+        tool_calls: tuple[ToolCall, ...] = ()
+        if calls is not None:
+            raw = self.array(calls, f"{where}.toolCalls")
+            tool_calls = tuple(
+                self.call(c, f"{where}.toolCalls[{j}]", k, j) for j, c in enumerate(raw)
+            )
+        return Turn(
+            turnIndex=k if index is None else index,
+            texts=tuple(texts),
+            toolCalls=tool_calls,
+            durationMs=_whole(self.number(obj, "durationMs", f"{where}.durationMs")),
+        )
+
+    def texts(self, content: Any, where: str) -> list[str]:
+        """Text blocks only: thinking and tool-use blocks are not what the model said."""
+        if content is None:
+            return []
+        if isinstance(content, str):
+            return [content]
+        out: list[str] = []
+        for j, block in enumerate(self.array(content, where)):
+            block = self.mapping(block, f"{where}[{j}]")
+            if block.get("type") != "text":
+                continue
+            text = block.get("text")
+            if text is None:
+                continue
+            if not isinstance(text, str):
+                raise self.fail(f"{where}[{j}].text", f"expected a string, got {_json_type(text)}")
+            out.append(text)
+        return out
+
+    def call(self, value: Any, where: str, k: int, j: int) -> ToolCall:
+        obj = self.mapping(value, where)
+        name = obj.get("name")
+        if not isinstance(name, str) or not name:
+            raise self.fail(f"{where}.name", "missing: every tool call needs its tool's name")
+        call_id = obj.get("id")
+        result = obj.get("result")
+        if result is not None and not isinstance(result, str):
+            result = json.dumps(result, ensure_ascii=False)
+        return make_tool_call(
+            id=str(call_id) if call_id is not None else f"turn{k}-call{j}",
+            name=name,
+            arguments=obj.get("arguments", {}),
+            result=result,
+        )
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, Mapping):
+        return "an object"
+    return type(value).__name__
+
+
+def _whole(value: float | int | None) -> float | int | None:
+    """Durations stay ints when they are whole, so metrics stay ints too."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _error_text(error: Any) -> str | None:
+    if error is None or isinstance(error, str):
+        return error
+    if isinstance(error, Mapping) and isinstance(error.get("message"), str):
+        return error["message"]
+    return json.dumps(error, ensure_ascii=False)
+
+
+def summary_from_json(obj: Mapping[str, Any], *, source: str = "<run summary>") -> RunSummary:
+    """A run summary from its decoded JSON; `source` names it in errors."""
+    return _Reader(source).summary(obj)
+
+
+def read_summary(path: str | Path) -> RunSummary:
+    """Read a run-summary JSON file; every failure is a `RunSummaryError` naming it."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RunSummaryError(str(path), "(file)", f"cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise RunSummaryError(str(path), "(file)", f"not UTF-8 text: {exc.reason}") from exc
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RunSummaryError(
+            str(path),
+            "(file)",
+            f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
+        ) from exc
+    return summary_from_json(obj, source=str(path))

@@ -1,0 +1,527 @@
+"""The quote-aware command scanner behind the shell behavior metrics (spec section 6).
+
+This is deliberately a token scan, not a shell parser: agents write sloppy,
+half-quoted, sometimes broken shell, and a metric must still come out. The
+rules are the contract that old baselines were measured with:
+
+* split on `&&`, `||`, `|`, `;`, newline and a lone `&`;
+* never inside `'…'`, `"…"`, backticks, `( … )`, `$( … )` or `${ … }` (nested
+  to any depth), nor inside heredoc bodies (`<<EOF`, `<<-EOF`, `<<'EOF'`,
+  `<<"EOF"`; a body runs to its delimiter line);
+* `2>&1`, `>&2`, `<&0`, `&>`, `&>>` and `>|` are redirects, not separators;
+* backslash-newline joins lines;
+* a segment that is exactly one `( … )` group is unwrapped and split again;
+* empty segments are dropped.
+
+Comments (`# …`) get no special treatment, as in the original harness: the
+spec lists every rule, and a metric must stay comparable with old baselines.
+
+The scanner never raises. It is iterative (an explicit stack, no recursion), so
+deeply nested input cannot exhaust the interpreter stack, and unterminated
+quotes, groups or heredocs simply run to the end of the input.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+# Frame kinds of the scanner's stack.
+_TOP = "top"  # the command list being split
+_PAREN = "paren"  # ( … ) or $( … ): a nested command list
+_DQ = '"'  # "…"
+_BT = "`"  # `…`
+_BRACE = "${"  # ${ … }
+
+_LIST_FRAMES = (_TOP, _PAREN)
+_ENV_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+# Characters that end an unquoted heredoc delimiter word.
+_WORD_END = frozenset(" \t\r\n;&|<>()")
+_WHITESPACE = " \t\r\n"
+
+
+@dataclass
+class Segment:
+    """One chain segment as the scanner saw it.
+
+    `words` are the raw (still quoted) top-level words, so that callers can
+    tell `FOO=bar cmd` (an assignment) from `"FOO=bar" cmd` (a command name).
+    """
+
+    text: str
+    words: list[str] = field(default_factory=list)
+    heredoc: bool = False  # an unquoted `<<` that is not `<<<`
+    group: str | None = None  # inner text when the segment is exactly one ( … )
+
+
+class _Scan:
+    """One left-to-right pass over a command; fills `segments`."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.n = len(text)
+        self.i = 0
+        self.stack: list[str] = [_TOP]
+        self.segments: list[Segment] = []
+        self.pending: list[
+            tuple[str, bool]
+        ] = []  # heredocs awaiting their body: (delimiter, strip tabs)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.buf: list[str] = []
+        self.words: list[str] = []
+        self.word: list[str] = []
+        self.heredoc = False
+        self.nonblank = False  # anything but white space emitted yet
+        self.group_open: int | None = None  # buffer index of a leading "("
+        self.group_close: int | None = None  # buffer index just past its ")"
+
+    # -- accumulation -------------------------------------------------------
+
+    def _emit(self, s: str) -> None:
+        self.buf.append(s)
+        self.word.append(s)
+        if not self.nonblank and s.strip(_WHITESPACE):
+            self.nonblank = True
+
+    def _end_word(self) -> None:
+        if self.word:
+            self.words.append("".join(self.word))
+            self.word = []
+
+    def _flush(self) -> None:
+        self._end_word()
+        raw = "".join(self.buf)
+        text = raw.strip(_WHITESPACE)
+        if text:
+            group = None
+            if self.group_open is not None and self.group_close is not None:
+                inner = raw[self.group_open + 1 : self.group_close - 1]
+                # A group is unwrapped only when nothing follows its ")".
+                if not raw[self.group_close :].strip(_WHITESPACE):
+                    group = inner
+            self.segments.append(Segment(text, self.words, self.heredoc, group))
+        self._reset()
+
+    def _buffer_len(self) -> int:
+        return sum(len(s) for s in self.buf)
+
+    # -- the scan -----------------------------------------------------------
+
+    def run(self) -> list[Segment]:
+        while self.i < self.n:
+            frame = self.stack[-1]
+            if frame in _LIST_FRAMES:
+                self._list_char(frame)
+            elif frame == _DQ:
+                self._dquote_char()
+            elif frame == _BT:
+                self._backtick_char()
+            else:
+                self._brace_char()
+        self._flush()
+        return self.segments
+
+    def _peek(self, k: int = 1) -> str:
+        j = self.i + k
+        return self.text[j] if j < self.n else ""
+
+    def _take(self, k: int) -> None:
+        self._emit(self.text[self.i : self.i + k])
+        self.i += k
+
+    def _open(self, frame: str, width: int) -> None:
+        self.stack.append(frame)
+        self._take(width)
+
+    def _close(self) -> None:
+        self.stack.pop()
+        self._take(1)
+
+    def _list_char(self, frame: str) -> None:
+        top = frame == _TOP and len(self.stack) == 1
+        c = self.text[self.i]
+        nxt = self._peek()
+        if c == "\\":
+            if nxt == "\n" and top:
+                self.i += 2  # backslash-newline joins lines
+            else:
+                self._take(2)
+        elif c == "'":
+            self._single_quote(self.i + 1)
+        elif c == "$" and nxt == "'":
+            self._ansi_quote()
+        elif c == '"':
+            self._open(_DQ, 1)
+        elif c == "`":
+            self._open(_BT, 1)
+        elif c == "$" and nxt == "(":
+            self._open(_PAREN, 2)
+        elif c == "$" and nxt == "{":
+            self._open(_BRACE, 2)
+        elif c == "(":
+            if top and not self.nonblank:
+                self.group_open = self._buffer_len()
+            self._open(_PAREN, 1)
+        elif c == ")" and frame == _PAREN:
+            self._close()
+            if len(self.stack) == 1 and self.group_open is not None and self.group_close is None:
+                self.group_close = self._buffer_len()
+        elif c == "<":
+            self._less_than()
+        elif c == "\n" and self.pending:
+            self._newline_with_heredocs(top)
+        elif not top:
+            self._take(1)
+        elif c in " \t":
+            self._end_word()
+            self._emit(c)
+            self.word = []
+            self.i += 1
+        elif c in "\n;":
+            self._flush()
+            self.i += 1
+        elif c == "&":
+            self._ampersand()
+        elif c == "|":
+            self._bar()
+        else:
+            self._take(1)
+
+    def _newline_with_heredocs(self, top: bool) -> None:
+        end = self._heredoc_bodies_end()
+        if top:
+            # Bodies are data, not commands: they end the segment and stay out
+            # of its text.
+            self._flush()
+        else:
+            # Inside a group they stay: the group may be unwrapped and scanned
+            # again, and that scan must see them.
+            self._emit(self.text[self.i : end])
+        self.i = end
+
+    def _single_quote(self, start: int) -> None:
+        end = self.text.find("'", start)
+        end = self.n if end < 0 else end + 1
+        self._emit(self.text[self.i : end])
+        self.i = end
+
+    def _ansi_quote(self) -> None:
+        j = self.i + 2
+        while j < self.n and self.text[j] != "'":
+            j += 2 if self.text[j] == "\\" else 1
+        end = min(j + 1, self.n)
+        self._emit(self.text[self.i : end])
+        self.i = end
+
+    def _prev_is_redirect(self) -> bool:
+        return self.i > 0 and self.text[self.i - 1] in "<>"
+
+    def _ampersand(self) -> None:
+        nxt = self._peek()
+        if self._prev_is_redirect() or nxt == ">":
+            self._take(1)  # 2>&1, >&2, <&0, &>, &>>
+        elif nxt == "&":
+            self._flush()
+            self.i += 2
+        else:
+            self._flush()  # a lone & (background)
+            self.i += 1
+
+    def _bar(self) -> None:
+        if self._prev_is_redirect():
+            self._take(1)  # >| (clobber)
+        elif self._peek() == "|":
+            self._flush()
+            self.i += 2
+        else:
+            self._flush()
+            self.i += 1
+
+    def _less_than(self) -> None:
+        run = 0
+        while self.i + run < self.n and self.text[self.i + run] == "<":
+            run += 1
+        if run != 2:
+            self._take(run)  # <, or a here-string <<< (not a heredoc)
+            return
+        self.heredoc = True
+        self._take(2)
+        strip_tabs = self._peek(0) == "-"
+        if strip_tabs:
+            self._take(1)
+        while self.i < self.n and self.text[self.i] in " \t":
+            self._take(1)
+        delimiter = self._delimiter_word()
+        if delimiter:
+            self.pending.append((delimiter, strip_tabs))
+
+    def _delimiter_word(self) -> str:
+        """Consume the heredoc delimiter word and return it unquoted."""
+        out: list[str] = []
+        while self.i < self.n and self.text[self.i] not in _WORD_END:
+            c = self.text[self.i]
+            if c in "'\"":
+                end = self.text.find(c, self.i + 1)
+                end = self.n if end < 0 else end
+                out.append(self.text[self.i + 1 : end])
+                self._take(end + 1 - self.i)
+            elif c == "\\" and self.i + 1 < self.n:
+                out.append(self.text[self.i + 1])
+                self._take(2)
+            else:
+                out.append(c)
+                self._take(1)
+        return "".join(out)
+
+    def _heredoc_bodies_end(self) -> int:
+        """At a newline: the index just past the bodies of this line's heredocs.
+
+        A body runs to the line equal to its delimiter (leading tabs removed
+        for `<<-`); an unterminated body runs to the end of the input.
+        """
+        pos = self.i + 1
+        for delimiter, strip_tabs in self.pending:
+            while pos < self.n:
+                eol = self.text.find("\n", pos)
+                eol = self.n if eol < 0 else eol
+                line = self.text[pos:eol].rstrip("\r")
+                if strip_tabs:
+                    line = line.lstrip("\t")
+                pos = eol + 1
+                if line == delimiter:
+                    break
+        self.pending = []
+        return min(pos, self.n)
+
+    def _dquote_char(self) -> None:
+        c = self.text[self.i]
+        nxt = self._peek()
+        if c == "\\":
+            self._take(2)
+        elif c == '"':
+            self._close()
+        elif c == "$" and nxt == "(":
+            self._open(_PAREN, 2)
+        elif c == "$" and nxt == "{":
+            self._open(_BRACE, 2)
+        elif c == "`":
+            self._open(_BT, 1)
+        else:
+            self._take(1)
+
+    def _backtick_char(self) -> None:
+        c = self.text[self.i]
+        if c == "\\":
+            self._take(2)
+        elif c == "`":
+            self._close()
+        else:
+            self._take(1)
+
+    def _brace_char(self) -> None:
+        c = self.text[self.i]
+        nxt = self._peek()
+        if c == "\\":
+            self._take(2)
+        elif c == "}":
+            self._close()
+        elif c == '"':
+            self._open(_DQ, 1)
+        elif c == "$" and nxt == "(":
+            self._open(_PAREN, 2)
+        elif c == "$" and nxt == "{":
+            self._open(_BRACE, 2)
+        elif c == "`":
+            self._open(_BT, 1)
+        else:
+            self._take(1)
+
+
+def scan_segments(command: str) -> list[Segment]:
+    """Every chain segment of `command`, with `( … )`-only segments unwrapped.
+
+    Iterative on purpose: unwrapping `((((a))))` must not recurse.
+    """
+    out: list[Segment] = []
+    pending = [iter(_Scan(command).run())]
+    while pending:
+        segment = next(pending[-1], None)
+        if segment is None:
+            pending.pop()
+        elif segment.group is not None:
+            pending.append(iter(_Scan(segment.group).run()))
+        else:
+            out.append(segment)
+    return out
+
+
+def split_segments(command: str) -> list[str]:
+    """The chain segments of a shell command (section 6), stripped, none empty."""
+    return [s.text for s in scan_segments(command)]
+
+
+def is_env_assignment_word(word: str) -> bool:
+    """True for a raw word like `FOO=bar` or `FOO="a b"`.
+
+    Takes the word as written: a quoted `"FOO=bar"` is a command name to the
+    shell, not an assignment, and does not match.
+    """
+    return _ENV_ASSIGNMENT.match(word) is not None
+
+
+def _first_segment(segment: str | Segment) -> Segment | None:
+    if isinstance(segment, Segment):
+        return segment
+    found = _Scan(segment).run()
+    return found[0] if found else None
+
+
+def sets_env(segment: str | Segment) -> bool:
+    """Whether a segment starts with an environment assignment or `export`.
+
+    Only the first word counts: `make mode=release` passes an argument, it
+    assigns nothing.
+    """
+    seg = _first_segment(segment)
+    if seg is None or not seg.words:
+        return False
+    first = seg.words[0]
+    return first == "export" or is_env_assignment_word(first)
+
+
+def command_word(segment: str | Segment) -> str | None:
+    """The command a segment runs: its first word that is not an assignment, unquoted.
+
+    `FOO=1 BAR=2 curl x` runs `curl`. Wrappers such as `env`, `sudo` or
+    `timeout` are not looked through: the spec defines the command word
+    literally, and old baselines were measured that way.
+    """
+    seg = _first_segment(segment)
+    if seg is None:
+        return None
+    for word in seg.words:
+        if not is_env_assignment_word(word):
+            return unquote_word(word)
+    return None
+
+
+def has_heredoc(segment: str | Segment) -> bool:
+    """Whether a segment holds an unquoted `<<` that is not a here-string `<<<`."""
+    if isinstance(segment, Segment):
+        return segment.heredoc
+    return any(s.heredoc for s in _Scan(segment).run())
+
+
+def segment_words(segment: str | Segment) -> list[str]:
+    """The words of a segment, unquoted (for option checks such as `sed -i`)."""
+    seg = _first_segment(segment)
+    return [unquote_word(w) for w in seg.words] if seg else []
+
+
+# -- unquoting -------------------------------------------------------------
+
+_ANSI_SIMPLE = {
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "a": "\a",
+    "b": "\b",
+    "e": "\x1b",
+    "E": "\x1b",
+    "f": "\f",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "?": "?",
+}
+_ANSI_NUMERIC = re.compile(r"x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}")
+# Inside "…", a backslash escapes only these (bash); before anything else it stays.
+_DQ_ESCAPABLE = '$`"\\\n'
+# Unquoted characters that make a word more than a literal string.
+_SPECIAL = frozenset("$`<>()|&;*?[")
+
+
+def _ansi_c(body: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c != "\\" or i + 1 >= len(body):
+            out.append(c)
+            i += 1
+            continue
+        nxt = body[i + 1]
+        if nxt in _ANSI_SIMPLE:
+            out.append(_ANSI_SIMPLE[nxt])
+            i += 2
+            continue
+        m = _ANSI_NUMERIC.match(body, i + 1)
+        if m:
+            digits = m.group()
+            code = int(digits, 8) if digits[0] in "01234567" else int(digits[1:], 16)
+            out.append(chr(min(code, 0x10FFFF)))
+            i = m.end()
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _unquote(word: str) -> tuple[str, bool]:
+    """(value, plain): the word as the shell would pass it, and whether it is a
+    plain literal (no unquoted expansion, glob or operator character).
+
+    Expansions inside double quotes are kept as text and do not make a word
+    non-plain: the value is the script as written, which is what metrics read.
+    """
+    out: list[str] = []
+    plain = True
+    i, n = 0, len(word)
+    while i < n:
+        c = word[i]
+        if c == "\\":
+            if i + 1 < n and word[i + 1] != "\n":
+                out.append(word[i + 1])
+            i += 2
+        elif c == "'":
+            end = word.find("'", i + 1)
+            end = n if end < 0 else end
+            out.append(word[i + 1 : end])
+            i = end + 1
+        elif c == "$" and i + 1 < n and word[i + 1] == "'":
+            j = i + 2
+            while j < n and word[j] != "'":
+                j += 2 if word[j] == "\\" else 1
+            out.append(_ansi_c(word[i + 2 : min(j, n)]))
+            i = j + 1
+        elif c == '"':
+            j = i + 1
+            while j < n and word[j] != '"':
+                if word[j] == "\\" and j + 1 < n and word[j + 1] in _DQ_ESCAPABLE:
+                    if word[j + 1] != "\n":
+                        out.append(word[j + 1])
+                    j += 2
+                    continue
+                out.append(word[j])
+                j += 1
+            i = j + 1
+        else:
+            if c in _SPECIAL:
+                plain = False
+            out.append(c)
+            i += 1
+    return "".join(out), plain
+
+
+def unquote_word(word: str) -> str:
+    """A raw shell word with its quoting removed (`'a b'"c"\\d` -> `a bcd`)."""
+    return _unquote(word)[0]
+
+
+def literal_word(word: str) -> str | None:
+    """The unquoted word if it is a plain literal, else None (it expands or redirects)."""
+    value, plain = _unquote(word)
+    return value if plain else None
