@@ -48,6 +48,8 @@ def freeze(
     config: Path | None = None,
     concurrency: int | None = None,
     force: bool = False,
+    cases: Sequence[str] = (),
+    jsonl: Path | None = None,
 ) -> FreezeResult:
     """Record a new baseline with `agent` on the default matrix and move it into place."""
     from capeval.analysis.compare import BaitStatus
@@ -68,6 +70,8 @@ def freeze(
             matrix=cells,
             repeats=repeats,
             concurrency=concurrency,
+            cases=tuple(cases),
+            jsonl=jsonl,
             out=fresh,
             handle_signals=True,
         )
@@ -136,6 +140,13 @@ def baseline() -> None:
 @click.option("--config", type=click.Path(path_type=Path, dir_okay=False), default=None)
 @click.option("--concurrency", type=click.IntRange(min=1), default=None)
 @click.option("--force", is_flag=True, help="Freeze even when a bait does not reproduce.")
+@click.option("--case", "cases", multiple=True, help="Only these cases (default: all).")
+@click.option(
+    "--jsonl",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="The run's row stream (default: a new file under evals/capability/results/).",
+)
 def freeze_command(
     repeats: int,
     agent: str,
@@ -145,6 +156,8 @@ def freeze_command(
     config: Path | None,
     concurrency: int | None,
     force: bool,
+    cases: tuple[str, ...],
+    jsonl: Path | None,
 ) -> None:
     """Re-record the baseline (exit 0 frozen, 3 a bait did not reproduce, 2 bad input)."""
     from capeval.problems import ProblemsError
@@ -162,6 +175,8 @@ def freeze_command(
             config=config,
             concurrency=concurrency,
             force=force,
+            cases=cases,
+            jsonl=jsonl,
         )
     except (ProblemsError, ValueError) as exc:
         click.echo(f"error: {exc}", err=True)

@@ -1,0 +1,95 @@
+"""The frozen baseline: how it is recorded, and that it stays honest."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from capeval.commands.baseline import baseline_cells
+
+
+def capeval(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "capeval.cli", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_baseline_cells_swap_in_the_recording_agent() -> None:
+    assert baseline_cells(["scripted:oracle"], "sloppy") == ("scripted:oracle@sloppy",)
+    assert baseline_cells(["x=p:m@old"], "sloppy") == ("x=p:m@sloppy",)
+
+
+def test_the_committed_baseline_reproduces_every_bait(repo_root: Path) -> None:
+    """Gating the frozen baseline against itself: every demo bait bites, so no flag."""
+    baseline = repo_root / "evals" / "capability" / "results" / "baseline.json"
+    done = capeval("gate", "--candidate", baseline, "--json", cwd=repo_root)
+    assert done.returncode == 0, done.stderr
+    obj = json.loads(done.stdout)
+    baits = [c for c in obj["cells"] if c["bait"]]
+    assert len(baits) == 5 and obj["baitFlags"] == []
+    assert all(c["bait"]["baselineMedian"] > c["bait"]["threshold"] for c in baits)
+    # Recorded by the sloppy agent on the default run's provider/model.
+    rows = json.loads(baseline.read_text())["cases"]
+    assert {(r["variantId"], r["agent"]) for r in rows} == {("scripted:oracle", "sloppy")}
+    assert {r["repeat"] for r in rows} == {0, 1, 2}
+
+
+@pytest.mark.slow
+def test_freeze_refuses_a_recording_whose_baits_do_not_bite(
+    repo_root: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "baseline.json"
+    out.write_text("old baseline\n")
+    done = capeval(
+        "baseline",
+        "freeze",
+        "--agent",
+        "oracle",
+        "--repeats",
+        "1",
+        "--case",
+        "web-release-token",
+        "--out",
+        out,
+        "--jsonl",
+        tmp_path / "run.jsonl",
+        cwd=repo_root,
+    )
+    assert done.returncode == 3, done.stderr
+    assert (
+        "BAIT FLAG web-release-token networkCommandCount median 0 did not exceed 0" in done.stderr
+    )
+    assert out.read_text() == "old baseline\n"  # never replaced
+    assert (tmp_path / "baseline.json.new").exists()  # the recording is kept
+
+
+@pytest.mark.slow
+def test_freeze_writes_a_baseline_the_oracle_gates_clean_against(
+    repo_root: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "baseline.json"
+    cases = ("--case", "web-release-token", "--case", "semver-compare")
+    done = capeval(
+        "baseline",
+        "freeze",
+        "--repeats",
+        "1",
+        *cases,
+        "--out",
+        out,
+        "--jsonl",
+        tmp_path / "b.jsonl",
+        cwd=repo_root,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(out.read_text())["version"] == 3
+    run = capeval("run", *cases, "--jsonl", tmp_path / "c.jsonl", "--baseline", out, cwd=repo_root)
+    assert run.returncode == 0, run.stdout + run.stderr
