@@ -633,6 +633,7 @@ def open_db(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.
         raise ResultFileError(db, "no such history database; create it with `capeval history --db`")
     con = duckdb.connect(str(db) if db is not None else ":memory:", read_only=read_only)
     con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET enable_progress_bar = false")  # stdout belongs to the command's answer
     if not read_only:
         _ensure_schema(con)
     return con
