@@ -599,7 +599,8 @@ def _diagnose(con: duckdb.DuckDBPyConnection, inputs: Sequence[_Input], exc: Bas
     for item in inputs:
         _stage(con, [item])
         try:
-            con.execute(f"SELECT count(*) FROM ({_read_sql()})", [[item.read_path]])
+            # Materialise every column: a count alone would let DuckDB skip the bad field.
+            con.execute(f"CREATE OR REPLACE TEMP TABLE _probe AS {_read_sql()}", [[item.read_path]])
         except Exception as single:
             if not _is_duckdb_error(single):
                 raise
