@@ -151,10 +151,11 @@ def test_hook_summary_becomes_the_result(tmp_path: Path, product: Path) -> None:
 
 
 def test_behaviors_derive_from_the_hook_summary(tmp_path: Path, product: Path) -> None:
-    behaviors_mod = pytest.importorskip("capeval.behaviors")
+    from capeval.behaviors import derive_behaviors
+
     result = adapter(product).run(make_request(tmp_path))
     assert result.summary is not None
-    b = behaviors_mod.derive_behaviors(result.summary)
+    b = derive_behaviors(result.summary)
     assert b["shellCommandCount"] == 3
     assert b["chainSegmentCount"] == 5  # 3 + 1 + 1
     assert b["maxChainSegmentsPerCommand"] == 3

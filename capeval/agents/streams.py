@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from capeval.toolkinds import tool_kind, unwrap_shell
-from capeval.turns import SHELL, RunSummary, TokenUsage, ToolCall, Turn
+from capeval.toolkinds import make_tool_call
+from capeval.turns import RunSummary, TokenUsage, ToolCall, Turn
 
 log = logging.getLogger(__name__)
 
@@ -79,35 +79,9 @@ class Skipped:
         self.counts[key] = self.counts.get(key, 0) + 1
 
 
-def shell_command(arguments: Any) -> Any:
-    """The command of a shell call's arguments (`command` or `cmd`), or the arguments if a string."""
-    if isinstance(arguments, str):
-        return arguments
-    if isinstance(arguments, Mapping):
-        for key in ("command", "cmd"):
-            if key in arguments:
-                return arguments[key]
-    return None
-
-
-def make_call(call_id: str, name: str, arguments: Any, result: Any = None) -> ToolCall:
-    """A tool call with its canonical kind and, for shell calls, the unwrapped command."""
-    kind = tool_kind(name)
-    command = None
-    if kind == SHELL:
-        raw = shell_command(arguments)
-        if isinstance(raw, list) and all(isinstance(w, str) for w in raw):
-            raw = " ".join(raw)  # argv-style commands (`["bash", "-lc", "..."]`)
-        if isinstance(raw, str):
-            command = unwrap_shell(raw)
-    return ToolCall(
-        id=str(call_id),
-        name=name,
-        arguments=arguments,
-        kind=kind,
-        command=command,
-        result=truncate(result),
-    )
+def make_call(call_id: Any, name: str, arguments: Any, result: Any = None) -> ToolCall:
+    """A tool call with its kind and unwrapped shell command; the result kept truncated."""
+    return make_tool_call(str(call_id), name, arguments, truncate(result))
 
 
 def truncate(value: Any, limit: int = RESULT_CHARS) -> str | None:
