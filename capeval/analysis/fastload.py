@@ -44,17 +44,24 @@ class _Source:
 
 
 def load_side(
-    paths: Sequence[Path], *, with_values: bool = False
+    paths: Sequence[Path], *, with_values: bool = False, headline: bool = True
 ) -> tuple[dict[str, Cell], list[str]]:
     """Cells of one side (one or more files) and the warnings reading produced."""
-    sides, warnings = load_sides([list(paths)], with_values=with_values)
+    sides, warnings = load_sides([list(paths)], with_values=with_values, headline=headline)
     return sides[0], warnings
 
 
 def load_sides(
-    sides: Sequence[Sequence[Path]], *, with_values: bool = False, fast: bool = True
+    sides: Sequence[Sequence[Path]],
+    *,
+    with_values: bool = False,
+    fast: bool = True,
+    headline: bool = True,
 ) -> tuple[list[dict[str, Cell]], list[str]]:
     """Cells for each side (a list of files per side), fast path first.
+
+    `headline=False` skips what only reports show (tier, title, durations,
+    turns, tokens): the gate reads fewer columns that way.
 
     Raises `ResultFileError` for a file that is not a readable result file.
     """
@@ -65,7 +72,7 @@ def load_sides(
             _check_readable(path)
     if fast:
         try:
-            return _load_duckdb(sides, with_values=with_values), []
+            return _load_duckdb(sides, with_values=with_values, headline=headline), []
         except FastPathUnavailable:
             pass
     warnings: list[str] = []
@@ -243,11 +250,17 @@ def _sql_str(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _columns_sql() -> str:
-    return "{" + ", ".join(f"{_sql_str(k)}: {_sql_str(v)}" for k, v in _COLUMNS.items()) + "}"
+_HEADLINE = ("tier", "title", "durationMs", "turnsUsed", "tokenUsage")
 
 
-def _load_duckdb(sides: Sequence[Sequence[Path]], *, with_values: bool) -> list[dict[str, Cell]]:
+def _columns_sql(headline: bool) -> str:
+    columns = {k: v for k, v in _COLUMNS.items() if headline or k not in _HEADLINE}
+    return "{" + ", ".join(f"{_sql_str(k)}: {_sql_str(v)}" for k, v in columns.items()) + "}"
+
+
+def _load_duckdb(
+    sides: Sequence[Sequence[Path]], *, with_values: bool, headline: bool
+) -> list[dict[str, Cell]]:
     import duckdb
 
     sources = [[_probe(Path(p)) for p in paths] for paths in sides]
@@ -262,7 +275,7 @@ def _load_duckdb(sides: Sequence[Sequence[Path]], *, with_values: bool) -> list[
                     continue
                 names = "[" + ", ".join(_sql_str(str(f)) for f in files) + "]"
                 selects.append(
-                    f"SELECT {side} AS side, * FROM read_json({names}, columns={_columns_sql()}, "
+                    f"SELECT {side} AS side, * FROM read_json({names}, columns={_columns_sql(headline)}, "
                     f"format='{fmt}', maximum_object_size=16777216)"
                 )
         metrics = ",\n".join(f"median(m{i}) AS med{i}" for i, _ in enumerate(METRIC_NAMES))
@@ -273,13 +286,18 @@ def _load_duckdb(sides: Sequence[Sequence[Path]], *, with_values: bool) -> list[
                 for i, _ in enumerate(METRIC_NAMES)
             )
             values += ",\nlist(passed = 'true') AS passes"
+        headline_columns = (
+            "tier, title, durationMs, turnsUsed, tokenUsage.input AS tokenInput"
+            if headline
+            else "NULL::VARCHAR AS tier, NULL::VARCHAR AS title, 0.0 AS durationMs, "
+            "0.0 AS turnsUsed, 0.0 AS tokenInput"
+        )
         projected = ", ".join(f"{_metric_expr(m)} AS m{i}" for i, m in enumerate(METRIC_NAMES))
         query = f"""
         WITH src AS ({" UNION ALL BY NAME ".join(selects)}),
         rows AS (
             SELECT side, coalesce(resultKey, variantId || '::' || id) AS key, id, variantId,
-                   tier, title, provider, model, passed, durationMs, turnsUsed,
-                   tokenUsage.input AS tokenInput, bait, {projected}
+                   {headline_columns}, provider, model, passed, bait, {projected}
             FROM src
         )
         SELECT side, key,

@@ -91,13 +91,16 @@ def load_and_compare(
     allow_provider_fallback: bool = False,
     advisory: bool = False,
     with_values: bool | None = None,
+    headline: bool = True,
     seed: int = 0,
 ) -> tuple[Comparison, list[str]]:
     """Read both sides and compare them; read warnings come back separately."""
     from capeval.analysis.fastload import load_sides
 
     (base_cells, cand_cells), read_warnings = load_sides(
-        [baseline, candidates], with_values=advisory if with_values is None else with_values
+        [baseline, candidates],
+        with_values=advisory if with_values is None else with_values,
+        headline=headline,
     )
     overrides = dict(bait_overrides or {})
     ws: dict[str, BaitDecl] = {}
@@ -134,12 +137,14 @@ def gate_files(
     advisory: bool = False,
     gate: bool = True,
     explicit_root: bool = False,
+    headline: bool = False,
     seed: int = 0,
 ) -> GateResult:
     """Compare candidate files against baseline files and decide the exit code.
 
     `gate=False` gives `capeval compare`'s rules: a mixed cell is only a
     warning there, while the gate refuses it without the flag.
+    `headline=True` also reads what reports show (durations, turns, tokens).
     """
     from capeval.analysis.report import render_text
     from capeval.problems import ProblemsError
@@ -161,6 +166,7 @@ def gate_files(
             allow_provider_fallback=allow_provider_fallback,
             advisory=False,
             with_values=advisory,
+            headline=headline,
         )
     except (ResultFileError, ProblemsError, ValueError, OSError) as exc:
         message = str(exc)

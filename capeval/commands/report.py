@@ -76,6 +76,7 @@ def report(
         allow_provider_fallback=allow_provider_fallback,
         advisory=advisory,
         gate=True,
+        headline=True,
         seed=seed,
     )
     if result.comparison is None or result.json is None:
