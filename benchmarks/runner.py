@@ -98,10 +98,12 @@ def main() -> None:
         per_repeat = [r["durationMs"] for r in rows]
         agent = [r["agentDurationMs"] for r in rows]
         verify = [r["verifyDurationMs"] for r in rows]
+        own = [r - a - v for r, a, v in zip(per_repeat, agent, verify, strict=True)]
         print(
             f"overhead (no-op trajectory, trivial grader, {len(rows)} repeats, concurrency 1): "
             f"median repeat {statistics.median(per_repeat):.0f} ms "
-            f"(agent process {statistics.median(agent):.0f} ms, grader {statistics.median(verify):.0f} ms), "
+            f"(agent process {statistics.median(agent):.0f} ms, grader {statistics.median(verify):.0f} ms, "
+            f"runner's own {statistics.median(own):.0f} ms), "
             f"wall {wall * 1000 / len(rows):.0f} ms per repeat"
         )
         for concurrency in args.concurrency:
