@@ -270,3 +270,80 @@ def test_opencode_error_event_fails() -> None:
     assert p.status == "failed"
     assert p.error == "opencode: No API key found for provider anthropic"
     assert p.summary.turnsUsed == 1  # the step happened, even without output
+
+
+# ---------------------------------------------------------------- every file, and behaviors
+
+PARSERS = {
+    "claude": parse_claude_stream,
+    "codex": parse_codex_stream,
+    "gemini": parse_gemini_stream,
+    "opencode": parse_opencode_stream,
+}
+
+
+def test_every_shared_stream_parses_cleanly(agent_streams: Path) -> None:
+    files = sorted(agent_streams.glob("*.jsonl"))
+    assert files, f"no streams in {agent_streams}"
+    for path in files:
+        parser = PARSERS[path.name.split("-")[0]]
+        p = parser(lines(path))
+        assert p.status == "done", path.name
+        assert p.sessionId and p.summary.turnsUsed and p.summary.turnsUsed >= 2, path.name
+        assert p.skipped == {}, f"{path.name}: unknown events {p.skipped}"
+
+
+# (file, expected behavior subset): derived from the parsed turns by capeval.behaviors.
+BEHAVIORS = [
+    (
+        "claude-stream.jsonl",
+        {"shellCommandCount": 1, "chainSegmentCount": 2, "toolCallsByName": {"Bash": 1}},
+    ),
+    (
+        "claude-script-stream.jsonl",
+        {
+            "shellCommandCount": 1,
+            "chainSegmentCount": 2,
+            "longestToolOnlyStreak": 2,
+            "toolCallsByName": {"Write": 1, "Edit": 1, "Read": 1, "Bash": 1},
+        },
+    ),
+    (
+        "codex-script-stream.jsonl",
+        {
+            "shellCommandCount": 1,
+            "chainSegmentCount": 2,
+            "editViaShellCount": 0,
+            "toolCallsByName": {"apply_patch": 1, "command_execution": 1},
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "expected"), BEHAVIORS)
+def test_behaviors_of_golden_streams(agent_streams: Path, name: str, expected: dict) -> None:
+    from capeval.behaviors import derive_behaviors
+
+    parser = PARSERS[name.split("-")[0]]
+    b = derive_behaviors(parser(lines(agent_streams / name)).summary)
+    assert {k: b[k] for k in expected} == expected
+
+
+def test_behaviors_of_schema_streams() -> None:
+    from capeval.behaviors import derive_behaviors
+
+    codex = derive_behaviors(
+        parse_codex_stream(lines(DATA / "codex-parallel-stream.jsonl")).summary
+    )
+    assert codex["editViaShellCount"] == 1  # the unwrapped `sed -i`
+    assert codex["shellCommandCount"] == 3
+    opencode = derive_behaviors(
+        parse_opencode_stream(lines(DATA / "opencode-stream.jsonl")).summary
+    )
+    assert opencode["envAssignmentCommandCount"] == 1  # FOO=bar echo ...
+    assert opencode["chainSegmentCount"] == 3
+    assert opencode["webFetchToolCallCount"] == 1
+    assert opencode["maxTurnDurationMs"] == 1300
+    gemini = derive_behaviors(parse_gemini_stream(lines(DATA / "gemini-stream.jsonl")).summary)
+    assert gemini["webFetchToolCallCount"] == 1
+    assert gemini["chainSegmentCount"] == 3
