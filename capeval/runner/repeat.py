@@ -93,6 +93,8 @@ def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Ro
             try:
                 prepare_workdir(settings.root, case, dest=workdir, cache=settings.workdirs)
             except (WorkdirError, OSError) as exc:
+                if process.is_shutting_down():  # Ctrl-C also reaches our own git calls
+                    raise RepeatCancelled from exc
                 return _setup_failed_row(job, settings, started_at, t0, str(exc))
 
             agent_env: dict[str, str] = {}
