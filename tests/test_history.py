@@ -289,6 +289,7 @@ def capeval(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
     )
 
 
+@pytest.mark.slow
 def test_history_command_lists_each_run_once() -> None:
     proc = capeval("history", str(SAMPLES), "--json")
     assert proc.returncode == 0, proc.stderr

@@ -1,0 +1,268 @@
+"""Named queries: each one's answer on the sample history, computed independently."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import subprocess
+import sys
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from capeval.aggregate import median
+from capeval.analysis.history import connect
+from capeval.analysis.queries import (
+    QueryNotFound,
+    find_query,
+    is_name,
+    list_queries,
+    query_frame,
+    run_query,
+)
+from capeval.metrics import METRIC_NAMES, NUMERIC_METRICS
+from tests.test_history import SAMPLES, sample_rows
+
+REQUIRED = {
+    "flaky_cells",
+    "pass_rate_trend",
+    "cost_per_pass",
+    "behavior_drift",
+    "bait_stopped",
+    "slowest_cases",
+}
+
+
+@pytest.fixture(scope="module")
+def con() -> Iterator[duckdb.DuckDBPyConnection]:
+    connection = connect([SAMPLES])
+    yield connection
+    connection.close()
+
+
+@pytest.fixture(scope="module")
+def cells() -> dict[tuple[str, str, str], dict[str, Any]]:
+    """(runId, variantId, caseId) -> repeats, passes, start, medians, bait; plain Python."""
+    groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+    for r in sample_rows():
+        groups[(r["runId"], r["variantId"], r["id"])].append(r)
+    out = {}
+    for key, rows in groups.items():
+        medians = {}
+        for metric in METRIC_NAMES:
+            values = [r["behaviors"][metric] for r in rows if r["behaviors"] is not None]
+            medians[metric] = median(values) if values else None
+        out[key] = {
+            "repeats": len(rows),
+            "passes": sum(r["passed"] for r in rows),
+            "start": rows[0]["runStartedAt"],
+            "medians": medians,
+            "bait": rows[0].get("bait"),
+        }
+    return out
+
+
+def by_time(cells: dict, variant: str, case: str) -> list[tuple[str, dict]]:
+    found = [(k[0], v) for k, v in cells.items() if k[1] == variant and k[2] == case]
+    return sorted(found, key=lambda item: (item[1]["start"], item[0]))
+
+
+def test_the_required_queries_exist_and_document_their_columns(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    queries = {q.name: q for q in list_queries()}
+    assert set(queries) >= REQUIRED
+    for query in queries.values():
+        assert query.summary, f"{query.path.name}: no comment header"
+        documented = query.doc.split("Columns:", 1)[1]
+        # Each line: "  name, name    what they mean"; names come before the gap.
+        names = [
+            n
+            for line in documented.splitlines()
+            for n in re.findall(r"[A-Za-z][A-Za-z0-9]*", line.strip().split("  ")[0])
+        ]
+        columns = [d[0] for d in con.execute(query.sql).description]
+        assert set(columns) <= set(names), f"{query.name}: undocumented {set(columns) - set(names)}"
+
+
+def test_flaky_cells(con: duckdb.DuckDBPyConnection, cells: dict) -> None:
+    expected = sorted(
+        (k[0], k[1], k[2], v["passes"]) for k, v in cells.items() if 0 < v["passes"] < v["repeats"]
+    )
+    found = sorted(
+        (r["runId"], r["variantId"], r["caseId"], r["passCount"])
+        for r in run_query(con, "flaky_cells")
+    )
+    assert found == expected
+    assert found, "the samples are meant to show flaky cells"
+
+
+def test_pass_rate_trend(con: duckdb.DuckDBPyConnection, cells: dict) -> None:
+    found = run_query(con, "pass_rate_trend")
+    expected = []
+    for variant, case in sorted({(k[1], k[2]) for k in cells}):
+        previous = None
+        for run_id, cell in by_time(cells, variant, case):
+            rate = cell["passes"] / cell["repeats"]
+            change = None if previous is None else rate - previous
+            expected.append((variant, case, run_id, rate, previous, change))
+            previous = rate
+    assert len(found) == len(expected)
+    for row, want in zip(found, expected, strict=True):
+        got = (row["variantId"], row["caseId"], row["runId"])
+        assert got == want[:3]
+        assert row["passRate"] == pytest.approx(want[3])
+        assert row["previousPassRate"] == (None if want[4] is None else pytest.approx(want[4]))
+        assert row["change"] == (None if want[5] is None else pytest.approx(want[5]))
+    assert any(row["change"] and row["change"] < 0 for row in found)
+
+
+def test_cost_per_pass(con: duckdb.DuckDBPyConnection) -> None:
+    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for r in sample_rows():
+        groups[(r["runId"], r["variantId"])].append(r)
+    found = {(r["runId"], r["variantId"]): r for r in run_query(con, "cost_per_pass")}
+    assert set(found) == set(groups)
+    for key, rows in groups.items():
+        passes = sum(r["passed"] for r in rows)
+        row = found[key]
+        assert (row["repeats"], row["passes"]) == (len(rows), passes)
+        tokens = sum(r["tokenUsage"]["input"] for r in rows)
+        assert row["tokenInputPerPass"] == pytest.approx(tokens / passes)
+        seconds = sum(r["durationMs"] for r in rows) / 1000
+        assert row["secondsPerPass"] == pytest.approx(seconds / passes)
+        assert row["turnsPerPass"] == pytest.approx(sum(r["turnsUsed"] for r in rows) / passes)
+
+
+def test_behavior_drift(con: duckdb.DuckDBPyConnection, cells: dict) -> None:
+    expected = set()
+    for variant, case in {(k[1], k[2]) for k in cells}:
+        for metric in METRIC_NAMES:
+            measured = [
+                (run_id, cell["medians"][metric])
+                for run_id, cell in by_time(cells, variant, case)
+                if cell["medians"][metric] is not None
+            ]
+            for (before_run, before), (run_id, now) in itertools.pairwise(measured):
+                if now == before:
+                    continue
+                if NUMERIC_METRICS[metric] == "lower":
+                    verdict = "better" if now < before else "worse"
+                else:
+                    verdict = "neutral"
+                expected.add((variant, case, metric, before_run, run_id, now - before, verdict))
+    found = {
+        (
+            r["variantId"],
+            r["caseId"],
+            r["metric"],
+            r["previousRunId"],
+            r["runId"],
+            r["delta"],
+            r["verdict"],
+        )
+        for r in run_query(con, "behavior_drift")
+    }
+    assert found == expected
+    assert {v[-1] for v in found} == {"better", "worse", "neutral"}
+
+
+def test_bait_stopped(con: duckdb.DuckDBPyConnection, cells: dict) -> None:
+    expected = set()
+    for variant, case in {(k[1], k[2]) for k in cells}:
+        history = [
+            (run_id, cell["medians"][cell["bait"]["metric"]], cell["bait"]["threshold"])
+            for run_id, cell in by_time(cells, variant, case)
+            if cell["bait"] and cell["medians"][cell["bait"]["metric"]] is not None
+        ]
+        if not history:
+            continue
+        latest_run, latest, threshold = history[-1]
+        reproduced = [h for h in history if h[1] > threshold]
+        if latest <= threshold and reproduced:
+            expected.add((variant, case, reproduced[-1][0], latest_run))
+    found = {
+        (r["variantId"], r["caseId"], r["lastReproducedRunId"], r["runId"])
+        for r in run_query(con, "bait_stopped")
+    }
+    assert found == expected
+    assert found, "the dev agent's baits stop reproducing once it is fixed"
+
+
+def test_slowest_cases(con: duckdb.DuckDBPyConnection) -> None:
+    durations: dict[str, list[float]] = defaultdict(list)
+    for r in sample_rows():
+        durations[r["id"]].append(r["durationMs"])
+    expected = sorted(durations, key=lambda case: (-median(durations[case]), case))[:20]
+    found = run_query(con, "slowest_cases")
+    assert [r["caseId"] for r in found] == expected
+    for r in found:
+        values = durations[r["caseId"]]
+        assert r["repeats"] == len(values)
+        assert r["medianSeconds"] == pytest.approx(median(values) / 1000)
+        assert r["maxSeconds"] == pytest.approx(max(values) / 1000)
+
+
+def test_raw_sql_and_frames(con: duckdb.DuckDBPyConnection) -> None:
+    assert run_query(con, "SELECT count(*) AS n FROM repeats") == [{"n": len(sample_rows())}]
+    frame = query_frame(con, "flaky_cells")
+    assert frame.columns[:3] == ["runId", "runStartedAt", "variantId"]
+    assert frame.height == len(run_query(con, "flaky_cells"))
+
+
+def test_names_and_lookup() -> None:
+    assert is_name("flaky_cells") and is_name("flaky_cells.sql")
+    assert not is_name("SELECT 1") and not is_name("select * from runs")
+    assert find_query("flaky_cells.sql").name == "flaky_cells"
+    with pytest.raises(QueryNotFound, match=r"named queries: .*flaky_cells"):
+        find_query("flakey")
+
+
+def test_a_workspace_query_overrides_and_adds(tmp_path: Path) -> None:
+    (tmp_path / "analysis").mkdir()
+    (tmp_path / "analysis" / "mine.sql").write_text("-- Mine.\nSELECT 42 AS answer\n")
+    names = {q.name for q in list_queries(tmp_path)}
+    assert "mine" in names and names >= REQUIRED
+    assert find_query("mine", tmp_path).summary == "Mine."
+
+
+# -- the command ------------------------------------------------------------------------
+
+
+def capeval(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "capeval.cli", *args], capture_output=True, text=True
+    )
+
+
+@pytest.mark.slow
+def test_query_command_named_and_raw(con: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
+    named = capeval("query", "flaky_cells", "--from", str(SAMPLES), "--json")
+    assert named.returncode == 0, named.stderr
+    assert json.loads(named.stdout) == run_query(con, "flaky_cells")
+    table = capeval("query", "SELECT runId, rows FROM runs ORDER BY runId", "--from", str(SAMPLES))
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[0].split() == ["runId", "rows"]
+    assert len(lines) == 1 + len({r["runId"] for r in sample_rows()})
+    db = tmp_path / "h.duckdb"
+    assert capeval("history", str(SAMPLES), "--db", str(db)).returncode == 0
+    stored = capeval("query", "flaky_cells", "--db", str(db), "--json")
+    assert json.loads(stored.stdout) == json.loads(named.stdout)
+
+
+def test_query_command_errors_exit_2() -> None:
+    unknown = capeval("query", "flakey", "--from", str(SAMPLES))
+    assert unknown.returncode == 2
+    assert "no named query 'flakey'" in unknown.stderr and "flaky_cells" in unknown.stderr
+    bad = capeval("query", "SELECT nope FROM runs", "--from", str(SAMPLES))
+    assert bad.returncode == 2
+    assert "nope" in bad.stderr
+    listing = capeval("query", "--list")
+    assert listing.returncode == 0
+    assert {line.split()[0] for line in listing.stdout.splitlines()} >= REQUIRED
