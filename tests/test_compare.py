@@ -470,3 +470,12 @@ def test_frames_give_the_same_comparison_as_files(real_results: Path) -> None:
     assert regress.select("caseId", "metric").rows() == [("web-bait", "longestToolOnlyStreak")]
     cells = cell_frame(base)
     assert cells.filter(caseId="complex-jwt")["passCount"].item() == 1
+
+
+def test_a_v3_file_of_another_version_is_refused_by_name(tmp_path: Path) -> None:
+    from capeval.results.errors import ResultFileError
+
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"version": 2, "cases": [row("a")]}))
+    with pytest.raises(ResultFileError, match=r"old\.json.*version"):
+        load_sides([[path]])
