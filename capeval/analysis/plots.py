@@ -100,7 +100,6 @@ def heatmap(repeats: pl.DataFrame, *, title: str | None = None) -> Figure:
     fig = Figure(figsize=(max(5.0, 2.8 + 1.3 * len(variants)), max(3.0, 1.2 + 0.42 * len(cases))))
     ax = fig.add_subplot()
     cmap = _cmap(SEQUENTIAL_CMAP)
-    cmap.set_bad(MISSING_COLOR)
     image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=0, vmax=1, aspect="auto")
     ax.set_xticks(range(len(variants)), variants, rotation=30 if len(variants) > 4 else 0)
     ax.set_yticks(range(len(cases)), cases)
@@ -119,9 +118,10 @@ def heatmap(repeats: pl.DataFrame, *, title: str | None = None) -> Figure:
 
 
 def _cmap(name: str) -> Any:
+    """The colormap, with cells that have no data drawn in light grey."""
     import matplotlib
 
-    return matplotlib.colormaps[name].copy()
+    return matplotlib.colormaps[name].with_extremes(bad=MISSING_COLOR)
 
 
 # -- compare: candidate vs baseline per cell with Wilson intervals -------------------------

@@ -1,0 +1,200 @@
+"""Plots: each figure is written, shows the right data, and the data is right."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from matplotlib.figure import Figure
+
+from capeval.analysis import plots
+from capeval.analysis.frame import load_frame
+from capeval.analysis.history import connect, frame
+from capeval.analysis.stats import wilson
+from tests.test_history import SAMPLES, sample_rows
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def repeats() -> Iterator[pl.DataFrame]:
+    con = connect([SAMPLES])
+    yield frame(con, "SELECT * FROM repeats")
+    con.close()
+
+
+def first_run(rows: list[dict]) -> str:
+    return min(r["runId"] for r in rows)
+
+
+def test_heatmap_data_and_image(repeats: pl.DataFrame) -> None:
+    rows = sample_rows()
+    run = first_run(rows)
+    counts: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    for r in rows:
+        if r["runId"] == run:
+            counts[(r["variantId"], r["id"])].append(r["passed"])
+    one_run = repeats.filter(pl.col("runId") == run)
+    data = plots.heatmap_data(one_run)
+    got = {(d["variantId"], d["caseId"]): (d["passCount"], d["repeats"]) for d in data.to_dicts()}
+    assert got == {k: (sum(v), len(v)) for k, v in counts.items()}
+
+    figure = plots.heatmap(one_run)
+    assert isinstance(figure, Figure)
+    ax = figure.axes[0]
+    variants = [t.get_text() for t in ax.get_xticklabels()]
+    cases = [t.get_text() for t in ax.get_yticklabels()]
+    shown = ax.images[0].get_array()
+    for (variant, case), passes in counts.items():
+        cell = shown[cases.index(case), variants.index(variant)]
+        assert cell == pytest.approx(sum(passes) / len(passes))
+    texts = {t.get_text() for t in ax.texts}
+    assert {f"{sum(v)}/{len(v)}" for v in counts.values()} <= texts
+
+
+def test_heatmap_marks_missing_cells(repeats: pl.DataFrame) -> None:
+    # Over all runs `sloppy` ran in one run only, but every case: no gaps.
+    # Drop one cell to make a gap and check it is masked, not drawn as 0%.
+    cut = repeats.filter(~((pl.col("variantId") == "sloppy") & (pl.col("id") == "semver-compare")))
+    ax = plots.heatmap(cut).axes[0]
+    variants = [t.get_text() for t in ax.get_xticklabels()]
+    cases = [t.get_text() for t in ax.get_yticklabels()]
+    shown = ax.images[0].get_array()
+    assert np.ma.is_masked(shown[cases.index("semver-compare"), variants.index("sloppy")])
+
+
+def test_compare_data_has_wilson_intervals() -> None:
+    files = sorted(SAMPLES.glob("*.jsonl"))
+    base, cand = load_frame([files[0]]), load_frame([files[-1]])
+    data = plots.compare_data(base, cand)
+    base_rows, cand_rows = (
+        [r for r in sample_rows() if r["runId"] == f.to_dicts()[0]["runId"]] for f in (base, cand)
+    )
+    for side, rows in (("baseline", base_rows), ("candidate", cand_rows)):
+        part = data.filter(pl.col("side") == side)
+        cells: dict[str, list[bool]] = defaultdict(list)
+        for r in rows:
+            cells[r["resultKey"]].append(r["passed"])
+        assert set(part["resultKey"].to_list()) == set(cells)
+        for d in part.to_dicts():
+            passes = cells[d["resultKey"]]
+            low, high = wilson(sum(passes), len(passes))
+            assert (d["passCount"], d["repeats"]) == (sum(passes), len(passes))
+            assert (d["low"], d["high"]) == (pytest.approx(low), pytest.approx(high))
+    # dev was sloppy in the first run and fixed in the last: its cells improved.
+    dev = data.filter((pl.col("variantId") == "dev") & (pl.col("side") == "candidate"))
+    assert "improved" in dev["status"].to_list()
+
+    figure = plots.compare(base, cand)
+    ax = figure.axes[0]
+    assert len(ax.get_yticklabels()) == data["resultKey"].n_unique()
+    assert len(ax.containers) == 2  # one errorbar series per side
+
+
+def test_history_data_and_lines(repeats: pl.DataFrame) -> None:
+    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for r in sample_rows():
+        groups[(r["runId"], r["variantId"])].append(r)
+    data = plots.history_data(repeats)
+    assert data.height == len(groups)
+    for d in data.to_dicts():
+        rows = groups[(d["runId"], d["variantId"])]
+        assert d["passRate"] == pytest.approx(sum(r["passed"] for r in rows) / len(rows))
+        seconds = sum(r["durationMs"] for r in rows) / len(rows) / 1000
+        assert d["secondsPerRepeat"] == pytest.approx(seconds)
+        tokens = sum(r["tokenUsage"]["input"] + r["tokenUsage"]["output"] for r in rows)
+        assert d["tokensPerRepeat"] == pytest.approx(tokens / len(rows))
+    assert data["runStartedAt"].is_sorted()
+
+    figure = plots.history(repeats)
+    top = figure.axes[0]
+    lines = {line.get_label(): list(line.get_ydata()) for line in top.get_lines()}
+    for variant, values in lines.items():
+        expected = data.filter(pl.col("variantId") == variant)["passRate"].to_list()
+        assert values == pytest.approx(expected)
+    assert set(lines) == {"dev", "oracle", "sloppy"}
+    assert len(figure.axes) == 3  # pass rate, seconds, tokens
+
+
+def test_history_refuses_frames_without_start_times(real_results: Path) -> None:
+    with pytest.raises(plots.PlotError, match="no run start times"):
+        plots.history(load_frame(sorted(real_results.glob("*.json"))))
+
+
+def test_behaviors_data_is_every_captured_value(repeats: pl.DataFrame) -> None:
+    data = plots.behaviors_data(repeats, ["networkCommandCount", "maxTurnDurationMs"])
+    expected = sorted(
+        (f"{r['variantId']}::{r['id']}", metric, float(r["behaviors"][metric]))
+        for r in sample_rows()
+        if r["behaviors"] is not None
+        for metric in ("networkCommandCount", "maxTurnDurationMs")
+    )
+    got = sorted(zip(data["resultKey"], data["metric"], data["value"], strict=True))
+    assert got == expected
+    default = set(plots.behaviors_data(repeats)["metric"].to_list())
+    assert "networkCommandCount" in default  # the sloppy web bait fetches with curl
+    zero = [m for m in default if (repeats[m].fill_null(0) == 0).all()]
+    assert zero == []
+    figure = plots.behaviors(repeats, ["networkCommandCount", "maxTurnDurationMs"])
+    titles = [ax.get_title() for ax in figure.axes if ax.get_visible()]
+    assert titles == ["networkCommandCount", "maxTurnDurationMs"]
+
+
+def test_behaviors_rejects_unknown_metrics(repeats: pl.DataFrame) -> None:
+    with pytest.raises(plots.PlotError, match="unknown metric"):
+        plots.behaviors_data(repeats, ["shellCount"])
+
+
+def test_plots_need_repeat_frames() -> None:
+    with pytest.raises(plots.PlotError, match="lacks column"):
+        plots.heatmap(pl.DataFrame({"x": [1]}))
+
+
+# -- the command ------------------------------------------------------------------------
+
+
+def capeval(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "capeval.cli", *args], capture_output=True, text=True
+    )
+
+
+@pytest.mark.slow
+def test_plot_commands_write_images(tmp_path: Path, repeats: pl.DataFrame) -> None:
+    files = sorted(SAMPLES.glob("*.jsonl"))
+    heat = capeval("plot", "heatmap", str(SAMPLES), "-o", str(tmp_path / "h.png"), "--json")
+    assert heat.returncode == 0, heat.stderr
+    latest = max(r["runId"] for r in sample_rows())
+    expected = plots.heatmap_data(repeats.filter(pl.col("runId") == latest)).to_dicts()
+    assert json.loads(heat.stdout) == json.loads(json.dumps(expected))
+    runs = [
+        ("compare", str(files[0]), str(files[-1])),
+        ("history", str(SAMPLES)),
+        ("behaviors", str(SAMPLES), "--metric", "networkCommandCount"),
+    ]
+    for args in runs:
+        out = tmp_path / f"{args[0]}.png"
+        proc = capeval("plot", *args, "-o", str(out))
+        assert proc.returncode == 0, proc.stderr
+        assert out.read_bytes()[:8] == PNG_MAGIC
+    svg = capeval("plot", "history", str(SAMPLES), "-o", str(tmp_path / "h.svg"))
+    assert svg.returncode == 0 and (tmp_path / "h.svg").read_text().lstrip().startswith("<?xml")
+
+
+@pytest.mark.slow
+def test_plot_command_errors_exit_2(tmp_path: Path) -> None:
+    gif = capeval("plot", "heatmap", str(SAMPLES), "-o", str(tmp_path / "h.gif"))
+    assert gif.returncode == 2 and "unsupported image type" in gif.stderr
+    run = capeval("plot", "heatmap", str(SAMPLES), "--run", "nope", "-o", str(tmp_path / "h.png"))
+    assert run.returncode == 2 and "no run 'nope'" in run.stderr
+    metric = capeval(
+        "plot", "behaviors", str(SAMPLES), "--metric", "x", "-o", str(tmp_path / "b.png")
+    )
+    assert metric.returncode == 2 and "unknown metric" in metric.stderr
