@@ -54,12 +54,14 @@ def normalize_baits(overrides: Mapping[str, Any] | Sequence[str] | None) -> dict
     return out
 
 
-def workspace_baits(root: Path | None, explicit: bool) -> dict[str, BaitDecl]:
+def workspace_baits(
+    root: Path | None, explicit: bool, warnings: list[str] | None = None
+) -> dict[str, BaitDecl]:
     """Bait declarations of the workspace's cases; {} when there is no workspace.
 
     With an explicit `--root` a broken workspace is an error (ProblemsError);
     a workspace merely found around the current directory is only consulted
-    if it loads.
+    if it loads, and a warning says when it did not.
     """
     from capeval.problems import ProblemsError
     from capeval.workspace import find_root, load_cases
@@ -72,9 +74,14 @@ def workspace_baits(root: Path | None, explicit: bool) -> dict[str, BaitDecl]:
         return {}
     try:
         cases = load_cases(found)
-    except ProblemsError:
+    except ProblemsError as exc:
         if explicit:
             raise
+        if warnings is not None:
+            warnings.append(
+                f"the workspace's cases did not load ({len(exc.problems)} problem(s); "
+                "see capeval validate), so no bait declarations were taken from them"
+            )
         return {}
     return {
         c.id: BaitDecl(c.bait.metric, float(c.bait.threshold)) for c in cases if c.bait is not None
@@ -105,7 +112,7 @@ def load_and_compare(
     overrides = dict(bait_overrides or {})
     ws: dict[str, BaitDecl] = {}
     if _needs_workspace(base_cells, cand_cells, overrides):
-        ws = workspace_baits(root, explicit_root)
+        ws = workspace_baits(root, explicit_root, read_warnings)
     comparison = compare_cells(
         base_cells,
         cand_cells,
