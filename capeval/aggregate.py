@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from capeval.behaviors import backfill_legacy
 from capeval.metrics import METRIC_NAMES
 
 TOKEN_FIELDS: tuple[str, ...] = ("input", "output", "cacheRead", "cacheWrite", "thinking")
@@ -18,12 +19,14 @@ SUMMED_FIELDS: tuple[str, ...] = ("durationMs", "turnsUsed", "toolCallCount")
 
 
 def backfill_behaviors(behaviors: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    """Older rows predate `taskToolCallCount`; derive it as section 6 says."""
+    """Older rows predate `taskToolCallCount`: fill it by section 6's rule.
+
+    The rule itself lives in `capeval.behaviors.backfill_legacy`; this wrapper
+    only skips rows that are already up to date, so they are not copied.
+    """
     if behaviors is None or "taskToolCallCount" in behaviors:
         return behaviors
-    by_name = behaviors.get("toolCallsByName") or {}
-    count = sum(v for k, v in by_name.items() if k in ("task", "spawn_agent") and _is_number(v))
-    return {**behaviors, "taskToolCallCount": count}
+    return backfill_legacy(behaviors)
 
 
 def _is_number(value: object) -> bool:
