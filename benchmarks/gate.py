@@ -3,8 +3,10 @@
 Generates a baseline and a candidate of 4 variants x 50 cases x 1,000 repeats
 (realistic rows: every field the runner writes), as JSON Lines and as v3 JSON,
 then times `capeval gate` as a fresh process (start-up included; median of
-several runs, peak RSS of the child from wait4) against a straightforward
-pure-Python gate (json + dicts) computing the same verdicts in this process.
+several runs, peak RSS of the child from wait4) against two pure-Python gates
+run the same way: a streaming one (json + dicts, one cell dict per cell) and
+capeval's own reference reader (every row a dict, as `read_rows` returns them,
+then the same pure comparison core).
 
     .venv/bin/python benchmarks/gate.py [--runs 5] [--data DIR] [--json]
 
@@ -188,6 +190,15 @@ def pure_python_gate(base_path: Path, cand_path: Path) -> int:
     return 1 if regressed else 3 if flags else 0
 
 
+def reference_gate(base_path: Path, cand_path: Path) -> int:
+    """capeval's own reference path: every row as a dict (`read_rows`), then the pure core."""
+    from capeval.analysis.compare import compare_cells
+    from capeval.analysis.fastload import load_sides
+
+    (base, cand), _ = load_sides([[base_path], [cand_path]], fast=False)
+    return compare_cells(base, cand).exit_code
+
+
 # -- timing ---------------------------------------------------------------------
 
 
@@ -223,7 +234,22 @@ def time_gate(base: Path, cand: Path, runs: int) -> dict[str, Any]:
     }
 
 
+def time_python(mode: str, base: Path, cand: Path, runs: int) -> dict[str, Any]:
+    """A pure-Python gate in a fresh process, like `capeval gate`, so start-up counts alike."""
+    argv = [sys.executable, __file__, f"--{mode}", str(base), str(cand)]
+    samples = [run_child(argv) for _ in range(runs)]
+    return {
+        "wallMedianS": statistics.median(s[0] for s in samples),
+        "peakMiB": max(s[1] for s in samples),
+        "exitCode": samples[0][2],
+        "runs": runs,
+    }
+
+
 def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] in ("--pure-python", "--reference"):
+        gate = pure_python_gate if sys.argv[1] == "--pure-python" else reference_gate
+        sys.exit(gate(Path(sys.argv[2]), Path(sys.argv[3])))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--python-runs", type=int, default=2)
@@ -240,13 +266,8 @@ def main() -> None:
 
         jsonl = time_gate(files["base.jsonl"], files["cand.jsonl"], args.runs)
         v3 = time_gate(files["base.json"], files["cand.json"], max(3, args.runs // 2))
-        py_times = []
-        py_exit = None
-        for _ in range(args.python_runs):
-            start = time.perf_counter()
-            py_exit = pure_python_gate(files["base.jsonl"], files["cand.jsonl"])
-            py_times.append(time.perf_counter() - start)
-        py = statistics.median(py_times)
+        py = time_python("pure-python", files["base.jsonl"], files["cand.jsonl"], args.python_runs)
+        ref = time_python("reference", files["base.jsonl"], files["cand.jsonl"], args.python_runs)
 
     result = {
         "rowsPerFile": VARIANTS * CASES * REPEATS,
@@ -254,9 +275,10 @@ def main() -> None:
         "generateS": round(generated_s, 1),
         "jsonl": jsonl,
         "v3": v3,
-        "purePythonS": py,
-        "purePythonExit": py_exit,
-        "speedup": py / jsonl["wallMedianS"],
+        "purePython": py,
+        "referencePath": ref,
+        "speedup": py["wallMedianS"] / jsonl["wallMedianS"],
+        "speedupVsReference": ref["wallMedianS"] / jsonl["wallMedianS"],
         "loadAverage": os.getloadavg(),
         "cpus": os.cpu_count(),
     }
@@ -273,8 +295,13 @@ def main() -> None:
         f"exit {v3['exitCode']}  [target <= 2.5 s]"
     )
     print(
-        f"pure Python (json + dicts), JSONL: median {py:.2f} s, exit {py_exit}; "
-        f"speedup {result['speedup']:.1f}x  [target >= 20x]"
+        f"pure Python, streaming (json + dicts), JSONL: median {py['wallMedianS']:.2f} s, "
+        f"peak {py['peakMiB']:.0f} MiB, exit {py['exitCode']}; speedup {result['speedup']:.1f}x"
+    )
+    print(
+        f"pure Python, all rows as dicts (capeval's reference reader), JSONL: median "
+        f"{ref['wallMedianS']:.2f} s, peak {ref['peakMiB']:.0f} MiB, exit {ref['exitCode']}; "
+        f"speedup {result['speedupVsReference']:.1f}x  [target >= 20x]"
     )
     print(
         f"load average {result['loadAverage']}, {result['cpus']} CPUs (the machine may be shared)"
