@@ -29,8 +29,13 @@ def backfill_behaviors(behaviors: Mapping[str, Any] | None) -> Mapping[str, Any]
     return backfill_legacy(behaviors)
 
 
+_NUMBER_TYPES = (int, float)
+
+
 def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    # Exact types, not isinstance: excludes bool, and is several times faster
+    # on the hot path of 200,000-row files. JSON parsing yields only these.
+    return type(value) in _NUMBER_TYPES
 
 
 def median(values: Iterable[float]) -> float:

@@ -209,3 +209,13 @@ def test_cli_does_not_import_the_analysis_stack(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_non_numeric_metric_values_are_not_counted() -> None:
+    rows = [
+        make_row(repeat=0, behaviors={"shellCommandCount": True, "taskToolCallCount": 0}),
+        make_row(repeat=1, behaviors={"shellCommandCount": 4, "taskToolCallCount": 0}),
+    ]
+    (agg,) = aggregate(rows)
+    assert agg["behaviorStats"]["shellCommandCount"] == {"min": 4, "median": 4, "max": 4}
+    assert totals([make_row(durationMs=True)])["durationMs"] == 0

@@ -12,9 +12,13 @@ from typing import Any
 
 from capeval.metrics import NUMERIC_METRICS
 
+_NUMBER_TYPES = (int, float)
+
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    # Exact types, not isinstance: excludes bool, and is several times faster
+    # on the hot path of 200,000-row files. JSON parsing yields only these.
+    return type(value) in _NUMBER_TYPES
 
 
 def row_problem(row: Any) -> str | None:
