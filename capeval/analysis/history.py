@@ -31,6 +31,7 @@ half-read.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -634,7 +635,10 @@ def open_db(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.
         raise ResultFileError(db, "no such history database; create it with `capeval history --db`")
     con = duckdb.connect(str(db) if db is not None else ":memory:", read_only=read_only)
     con.execute("SET TimeZone = 'UTC'")
-    con.execute("SET enable_progress_bar = false")  # stdout belongs to the command's answer
+    # stdout belongs to the command's answer. Inside Jupyter without ipywidgets
+    # DuckDB refuses the change, and draws no bar there anyway.
+    with contextlib.suppress(duckdb.Error):
+        con.execute("SET enable_progress_bar = false")
     if not read_only:
         _ensure_schema(con)
     return con
