@@ -354,3 +354,23 @@ def test_compare_advisory_on_the_real_files_is_deterministic(
     assert jwt["advisory"]["flakyBaseline"] is True
     assert jwt["advisory"]["exactTest"]["test"] == "barnard"
     assert obj["advisory"]["variants"]["default:default"]["paired"]["better"] == 1
+
+
+def test_gate_start_up_imports_no_polars_scipy_or_matplotlib(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    """The gate runs in CI on every change: its path stays on DuckDB alone."""
+    script = (
+        "import sys\n"
+        "from capeval.cli import main\n"
+        "try:\n"
+        f"    main(['gate', '--baseline', {str(files['base'])!r}, '--candidate', {str(files['clean'])!r}])\n"
+        "except SystemExit as exc:\n"
+        "    code = exc.code\n"
+        "heavy = sorted(m for m in ('polars', 'scipy', 'matplotlib', 'numpy') if m in sys.modules)\n"
+        "print(code, heavy)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.strip().splitlines()[-1] == "0 []", done.stdout + done.stderr
