@@ -386,6 +386,12 @@ def render_html(
     body.append(
         f'<img alt="pass rate per cell, baseline vs candidate" src="data:image/png;base64,{_pass_rate_plot(comparison)}">'
     )
+    if any(b.verdict != "neutral" for c in comparison.cells for b in c.behaviors):
+        body.append("<h2>Behavior verdicts per metric</h2>")
+        body.append(
+            '<img alt="behavior verdicts per metric" '
+            f'src="data:image/png;base64,{_behavior_plot(comparison)}">'
+        )
     body.append("<h2>Cells</h2>")
     rows = [
         [
@@ -472,6 +478,36 @@ def _pass_rate_plot(comparison: Comparison) -> str:
     ax.set_xlim(-0.05, 1.05)
     ax.set_xlabel("pass rate")
     ax.invert_yaxis()
+    ax.legend(loc="lower left", fontsize=7)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _behavior_plot(comparison: Comparison) -> str:
+    """Cells whose median improved / regressed, per lower-is-better metric; base64 PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from capeval.metrics import METRIC_NAMES, direction
+
+    metrics = [m for m in METRIC_NAMES if direction(m) == "lower"]
+    counts = {m: [0, 0] for m in metrics}
+    for cell in comparison.cells:
+        for b in cell.behaviors:
+            if b.metric in counts and b.verdict != "neutral":
+                counts[b.metric][0 if b.verdict == "improve" else 1] += 1
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(metrics) + 1))
+    ys = range(len(metrics))
+    ax.barh(ys, [counts[m][0] for m in metrics], color="#2ca02c", label="improve")
+    ax.barh(ys, [-counts[m][1] for m in metrics], color="#d62728", label="regress")
+    ax.set_yticks(ys, metrics, fontsize=7)
+    ax.axvline(0, color="#444444", linewidth=0.8)
+    ax.set_xlabel("cells (regress left, improve right)")
     ax.legend(loc="lower right", fontsize=7)
     fig.tight_layout()
     buf = io.BytesIO()
