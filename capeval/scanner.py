@@ -63,9 +63,8 @@ class _Scan:
         self.i = 0
         self.stack: list[str] = [_TOP]
         self.segments: list[Segment] = []
-        self.pending: list[
-            tuple[str, bool]
-        ] = []  # heredocs awaiting their body: (delimiter, strip tabs)
+        # Heredocs awaiting their body: (delimiter, strip leading tabs).
+        self.pending: list[tuple[str, bool]] = []
         self._reset()
 
     def _reset(self) -> None:
@@ -73,17 +72,21 @@ class _Scan:
         self.words: list[str] = []
         self.word: list[str] = []
         self.heredoc = False
-        self.nonblank = False  # anything but white space emitted yet
-        self.group_open: int | None = None  # buffer index of a leading "("
-        self.group_close: int | None = None  # buffer index just past its ")"
+        self.size = 0  # characters in buf
+        # A segment like `( ( a && b ) )` is unwrapped in one pass: while only
+        # white space and "(" have been seen, each "(" opens the next level.
+        self.leading = True
+        self.lead_opens: list[int] = []  # level k-1 -> buffer index of its "("
+        self.lead_closes: dict[int, int] = {}  # level -> buffer index past its ")"
 
     # -- accumulation -------------------------------------------------------
 
-    def _emit(self, s: str) -> None:
+    def _emit(self, s: str, lead: bool = False) -> None:
         self.buf.append(s)
         self.word.append(s)
-        if not self.nonblank and s.strip(_WHITESPACE):
-            self.nonblank = True
+        self.size += len(s)
+        if self.leading and not lead and s.strip(_WHITESPACE):
+            self.leading = False
 
     def _end_word(self) -> None:
         if self.word:
@@ -95,17 +98,27 @@ class _Scan:
         raw = "".join(self.buf)
         text = raw.strip(_WHITESPACE)
         if text:
-            group = None
-            if self.group_open is not None and self.group_close is not None:
-                inner = raw[self.group_open + 1 : self.group_close - 1]
-                # A group is unwrapped only when nothing follows its ")".
-                if not raw[self.group_close :].strip(_WHITESPACE):
-                    group = inner
-            self.segments.append(Segment(text, self.words, self.heredoc, group))
+            self.segments.append(Segment(text, self.words, self.heredoc, self._group(raw)))
         self._reset()
 
-    def _buffer_len(self) -> int:
-        return sum(len(s) for s in self.buf)
+    def _group(self, raw: str) -> str | None:
+        """The inner text of the deepest lone group the segment consists of, if any.
+
+        Level k+1 is the whole of level k when only white space follows its
+        ")" inside level k (nothing but white space can precede it: it is a
+        leading "("). The checked stretches do not overlap: linear time.
+        """
+        opens, closes = self.lead_opens, self.lead_closes
+        if not opens or 1 not in closes or raw[closes[1] :].strip(_WHITESPACE):
+            return None
+        depth = 1
+        while (
+            depth < len(opens)
+            and depth + 1 in closes
+            and not raw[closes[depth + 1] : closes[depth] - 1].strip(_WHITESPACE)
+        ):
+            depth += 1
+        return raw[opens[depth - 1] + 1 : closes[depth] - 1]
 
     # -- the scan -----------------------------------------------------------
 
@@ -161,13 +174,19 @@ class _Scan:
         elif c == "$" and nxt == "{":
             self._open(_BRACE, 2)
         elif c == "(":
-            if top and not self.nonblank:
-                self.group_open = self._buffer_len()
-            self._open(_PAREN, 1)
+            lead = self.leading
+            if lead:
+                self.lead_opens.append(self.size)
+            self.stack.append(_PAREN)
+            self._emit(c, lead=lead)
+            self.i += 1
         elif c == ")" and frame == _PAREN:
+            level = len(self.stack) - 1
             self._close()
-            if len(self.stack) == 1 and self.group_open is not None and self.group_close is None:
-                self.group_close = self._buffer_len()
+            # The first ")" at a leading level closes that leading "(": other
+            # groups at that level can only open after it.
+            if level <= len(self.lead_opens) and level not in self.lead_closes:
+                self.lead_closes[level] = self.size
         elif c == "<":
             self._less_than()
         elif c == "\n" and self.pending:

@@ -1,0 +1,355 @@
+"""The quote-aware chain-segment scanner: one test group per rule of spec section 6."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from capeval.scanner import (
+    command_word,
+    has_heredoc,
+    is_env_assignment_word,
+    literal_word,
+    segment_words,
+    sets_env,
+    split_segments,
+    unquote_word,
+)
+
+SEPARATORS = [
+    ("a && b", ["a", "b"]),
+    ("a || b", ["a", "b"]),
+    ("a | b", ["a", "b"]),
+    ("a; b", ["a", "b"]),
+    ("a\nb", ["a", "b"]),
+    ("sleep 1 & wait", ["sleep 1", "wait"]),
+    ("server &", ["server"]),
+    ("a | b || c", ["a", "b", "c"]),
+    ("a&&b||c|d;e&f", ["a", "b", "c", "d", "e", "f"]),
+    ("ls |& grep x", ["ls", "grep x"]),
+]
+
+REDIRECTS = [
+    ("make 2>&1 | tee log", ["make 2>&1", "tee log"]),
+    ("echo hi >&2 && x", ["echo hi >&2", "x"]),
+    ("cmd &> out && x", ["cmd &> out", "x"]),
+    ("cmd &>> out; x", ["cmd &>> out", "x"]),
+    ("cmd 1>&2 2>&1 <&0", ["cmd 1>&2 2>&1 <&0"]),
+    ("echo x >| f && y", ["echo x >| f", "y"]),
+]
+
+QUOTES = [
+    ("echo 'a && b; c | d'", ["echo 'a && b; c | d'"]),
+    ('echo "a && b; c | d"', ['echo "a && b; c | d"']),
+    ('echo "it\'s && fine" && x', ['echo "it\'s && fine"', "x"]),
+    ("echo 'say \"hi\" && bye' | y", ["echo 'say \"hi\" && bye'", "y"]),
+    ('echo "a \\" && b" ; c', ['echo "a \\" && b"', "c"]),
+    ("echo $'a\\' && b' ; c", ["echo $'a\\' && b'", "c"]),
+    ("echo a\\;b && c", ["echo a\\;b", "c"]),
+    ("echo a\\&\\& b", ["echo a\\&\\& b"]),
+]
+
+SUBSTITUTIONS = [
+    ("echo `a && b` ; c", ["echo `a && b`", "c"]),
+    ("echo $(a; b) && c", ["echo $(a; b)", "c"]),
+    ("echo $(a; $(b && c) | d) && e", ["echo $(a; $(b && c) | d)", "e"]),
+    ('echo "x $(b "c && d") y" && f', ['echo "x $(b "c && d") y"', "f"]),
+    ("echo \"$(printf ')' ; echo '(')\" | x", ["echo \"$(printf ')' ; echo '(')\"", "x"]),
+    ("echo ${x:-a;b} && c", ["echo ${x:-a;b}", "c"]),
+    ("diff <(sort a; echo) <(sort b) && ok", ["diff <(sort a; echo) <(sort b)", "ok"]),
+    ("echo $((1 | 2)) ; y", ["echo $((1 | 2))", "y"]),
+]
+
+GROUPS = [
+    ("(a && b)", ["a", "b"]),
+    ("( a && b )", ["a", "b"]),
+    ("(a; (b || c))", ["a", "b", "c"]),
+    ("(a) && (b | c)", ["a", "b", "c"]),
+    ("((((a && b))))", ["a", "b"]),
+    ("( a && b ) > log", ["( a && b ) > log"]),
+    ("(a) (b)", ["(a) (b)"]),
+    ("$(a && b)", ["$(a && b)"]),
+    ("x && (cd sub && make) && y", ["x", "cd sub", "make", "y"]),
+]
+
+EMPTY = [
+    ("a ;; b", ["a", "b"]),
+    ("; ; a ;", ["a"]),
+    ("&& a ||", ["a"]),
+    ("", []),
+    ("   \n\t ", []),
+    ("()", []),
+]
+
+BACKSLASH_NEWLINE = [
+    ("a \\\n  && b", ["a", "b"]),
+    ("echo foo\\\nbar", ["echo foobar"]),
+    ("make \\\n  -j4 \\\n  all", ["make   -j4   all"]),
+    ("echo 'a\\\nb'", ["echo 'a\\\nb'"]),  # literal inside single quotes: no join, no split
+]
+
+HEREDOCS = [
+    ("cat <<EOF > f\na && b; c | d\nEOF\necho done", ["cat <<EOF > f", "echo done"]),
+    ("cat <<-EOF\n\tx; y\n\tEOF\nz", ["cat <<-EOF", "z"]),
+    ("cat <<'EOF'\n$(a; b) `c`\n'unbalanced\nEOF", ["cat <<'EOF'"]),
+    ('cat <<"EOF" >> f\na | b\nEOF', ['cat <<"EOF" >> f']),
+    ("cat << EOF\na & b\nEOF", ["cat << EOF"]),
+    ("python - <<PY && echo ok\nprint(1); print(2)\nPY", ["python - <<PY", "echo ok"]),
+    ("cat <<A; cat <<B\na;b\nA\nc|d\nB\nls", ["cat <<A", "cat <<B", "ls"]),
+    ("cat <<EOF\na && b\n  EOF\nc", ["cat <<EOF"]),  # indented delimiter does not end <<
+    ("cat <<EOF\na && b", ["cat <<EOF"]),  # unterminated: body runs to the end
+    ("x=$(cat <<EOF\n)\nEOF\n) && y", ["x=$(cat <<EOF\n)\nEOF\n)", "y"]),
+    ("(cat <<EOF\n) ; (\nEOF\n) && z", ["cat <<EOF", "z"]),
+    ("cat <<< 'a && b' && c", ["cat <<< 'a && b'", "c"]),
+    ('echo "<<EOF"\na && b\nEOF', ['echo "<<EOF"', "a", "b", "EOF"]),
+]
+
+
+def _ids(cases: list[tuple[str, list[str]]]) -> list[str]:
+    return [repr(c)[:40] for c, _ in cases]
+
+
+@pytest.mark.parametrize(("command", "expected"), SEPARATORS, ids=_ids(SEPARATORS))
+def test_splits_on_every_separator(command: str, expected: list[str]) -> None:
+    assert split_segments(command) == expected
+
+
+@pytest.mark.parametrize(("command", "expected"), REDIRECTS, ids=_ids(REDIRECTS))
+def test_redirects_are_not_separators(command: str, expected: list[str]) -> None:
+    assert split_segments(command) == expected
+
+
+@pytest.mark.parametrize(("command", "expected"), QUOTES, ids=_ids(QUOTES))
+def test_never_splits_inside_quotes_or_escapes(command: str, expected: list[str]) -> None:
+    assert split_segments(command) == expected
+
+
+@pytest.mark.parametrize(("command", "expected"), SUBSTITUTIONS, ids=_ids(SUBSTITUTIONS))
+def test_never_splits_inside_substitutions(command: str, expected: list[str]) -> None:
+    assert split_segments(command) == expected
+
+
+@pytest.mark.parametrize(("command", "expected"), GROUPS, ids=_ids(GROUPS))
+def test_lone_group_is_unwrapped_and_split_again(command: str, expected: list[str]) -> None:
+    assert split_segments(command) == expected
+
+
+@pytest.mark.parametrize(("command", "expected"), EMPTY, ids=_ids(EMPTY))
+def test_empty_segments_are_dropped(command: str, expected: list[str]) -> None:
+    assert split_segments(command) == expected
+
+
+@pytest.mark.parametrize(("command", "expected"), BACKSLASH_NEWLINE, ids=_ids(BACKSLASH_NEWLINE))
+def test_backslash_newline_joins_lines(command: str, expected: list[str]) -> None:
+    assert split_segments(command) == expected
+
+
+@pytest.mark.parametrize(("command", "expected"), HEREDOCS, ids=_ids(HEREDOCS))
+def test_never_splits_inside_heredoc_bodies(command: str, expected: list[str]) -> None:
+    assert split_segments(command) == expected
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo 'abc && d",
+        'echo "abc; d',
+        "echo $(a; b",
+        "(a && b",
+        "echo `a; b",
+        "echo ${a; b",
+        "x \\",
+    ],
+)
+def test_unterminated_constructs_run_to_the_end(command: str) -> None:
+    assert split_segments(command) == [command]
+
+
+def test_deep_nesting_neither_recurses_nor_raises() -> None:
+    depth = 20_000
+    assert split_segments("(" * depth + "a && b" + ")" * depth) == ["a", "b"]
+    assert split_segments("$(" * depth) == ["$(" * depth]
+    assert split_segments('"$(' * depth) == ['"$(' * depth]
+
+
+# -- heredoc detection -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("segment", "expected"),
+    [
+        ("cat <<EOF > f", True),
+        ("cat <<-EOF", True),
+        ("cat <<'EOF'", True),
+        ('cat <<"EOF"', True),
+        ("cat<<EOF", True),
+        ("cat <<", True),  # an unquoted << even without its word
+        ("echo $(cat <<EOF)", True),
+        ("cat <<< word", False),
+        ("cat <<<word", False),
+        ('echo "<<EOF"', False),
+        ("echo '<<EOF'", False),
+        ("echo \\<<EOF", False),
+        ("echo a < b", False),
+    ],
+)
+def test_heredoc_detector(segment: str, expected: bool) -> None:
+    assert has_heredoc(segment) is expected
+
+
+# -- words, command word, env assignments ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [
+        ("FOO=bar", True),
+        ("_X1=", True),
+        ('FOO="a b"', True),
+        ("foo_bar=1", True),
+        ("1FOO=bar", False),
+        ("=bar", False),
+        ("FOO", False),
+        ('"FOO=bar"', False),  # quoted: a command name, not an assignment
+        ("--mode=release", False),
+        ("FOO-BAR=1", False),
+    ],
+)
+def test_env_assignment_word(word: str, expected: bool) -> None:
+    assert is_env_assignment_word(word) is expected
+
+
+@pytest.mark.parametrize(
+    ("segment", "expected"),
+    [
+        ("FOO=bar make", True),
+        ("A=1 B=2 ./run", True),
+        ("FOO=bar", True),
+        ("export X=1", True),
+        ("export PATH", True),
+        ("echo mode=release", False),
+        ("make mode=release", False),
+        ("env FOO=1 curl x", False),  # spec: first word only; `env` is a command
+        ('"FOO=bar" cmd', False),
+        ("exported=1 x", True),
+        ("exporter run", False),
+    ],
+)
+def test_sets_env_looks_at_the_first_word_only(segment: str, expected: bool) -> None:
+    assert sets_env(segment) is expected
+
+
+@pytest.mark.parametrize(
+    ("segment", "expected"),
+    [
+        ("curl -s http://x", "curl"),
+        ("FOO=bar BAZ='a b' curl x", "curl"),
+        ('"curl" x', "curl"),
+        ("\\curl x", "curl"),
+        ("/usr/bin/curl x", "/usr/bin/curl"),
+        ("env FOO=1 curl", "env"),
+        ("FOO=1", None),
+        ("", None),
+        ("  echo   hi  ", "echo"),
+    ],
+)
+def test_command_word_skips_assignments(segment: str, expected: str | None) -> None:
+    assert command_word(segment) == expected
+
+
+def test_segment_words_are_unquoted() -> None:
+    assert segment_words("sed '-i' \"s/a b/c/\" f\\ g") == ["sed", "-i", "s/a b/c/", "f g"]
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [
+        ("'a b'", "a b"),
+        ('"a \\$x \\" \\\\ \\n"', 'a $x " \\ \\n'),  # bash keeps \n inside "…"
+        ("a\\ b", "a b"),
+        ("'it'\\''s'", "it's"),
+        ("$'a\\tb\\x41\\101\\u00e9'", "a\tbAAé"),
+        ("\"a\"'b'c", "abc"),
+        ('"multi\\\nline"', "multiline"),
+    ],
+)
+def test_unquote_word_follows_bash(word: str, expected: str) -> None:
+    assert unquote_word(word) == expected
+
+
+def test_literal_word_rejects_unquoted_expansions_and_redirects() -> None:
+    assert literal_word("'$HOME'") == "$HOME"
+    assert literal_word('"$HOME"') == "$HOME"
+    assert literal_word("$HOME") is None
+    assert literal_word("'x'>out") is None
+    assert literal_word("`x`") is None
+
+
+# -- properties ---------------------------------------------------------------
+
+SHELLISH = st.text(alphabet="ab &|;()<>-'\"`$\\{}\n\tEOF=", max_size=80)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(SHELLISH, st.text(max_size=80)))
+def test_scanner_never_raises_and_returns_clean_segments(command: str) -> None:
+    segments = split_segments(command)
+    assert all(s and s == s.strip(" \t\r\n") for s in segments)
+    for segment in segments[:3]:
+        command_word(segment)
+        sets_env(segment)
+        has_heredoc(segment)
+
+
+SAFE_WORD = st.text(alphabet="abcdefxyz0123456789._/-", min_size=1, max_size=8).filter(
+    lambda w: not w.startswith("-")
+)
+SEPARATOR = st.sampled_from([" && ", " || ", " | ", " ; ", "\n", " & ", ";", "&&", "|"])
+# Text that would split if it were not protected: separators, newlines, parens.
+DANGEROUS = st.text(alphabet="ab &|;\n()<>", min_size=1, max_size=12)
+
+
+@st.composite
+def protected_word(draw: st.DrawFn) -> str:
+    inner = draw(DANGEROUS)
+    kind = draw(st.sampled_from(["single", "double", "backtick", "subst", "ansi"]))
+    if kind == "single":
+        return f"'{inner}'"
+    if kind == "ansi":
+        return f"$'{inner}'"
+    # Inside "…", `…` and $( … ) parentheses must balance to stay one word.
+    balanced = inner.replace("(", "").replace(")", "")
+    if kind == "double":
+        return f'"{inner}"'
+    if kind == "backtick":
+        return f"`{inner}`"
+    return f"$({balanced})"
+
+
+@st.composite
+def chain(draw: st.DrawFn) -> tuple[str, list[str]]:
+    segments = []
+    for _ in range(draw(st.integers(min_value=1, max_value=6))):
+        words = draw(st.lists(st.one_of(SAFE_WORD, protected_word()), min_size=1, max_size=4))
+        segments.append(" ".join(words))
+    command = segments[0]
+    for segment in segments[1:]:
+        command += draw(SEPARATOR) + segment
+    return command, segments
+
+
+@settings(max_examples=400, deadline=None)
+@given(chain())
+def test_round_trip_never_splits_inside_quotes(case: tuple[str, list[str]]) -> None:
+    command, segments = case
+    assert split_segments(command) == segments
+
+
+@settings(max_examples=200, deadline=None)
+@given(chain(), st.lists(DANGEROUS, max_size=5))
+def test_heredoc_body_adds_no_segments(case: tuple[str, list[str]], body: list[str]) -> None:
+    command, segments = case
+    lines = [line for text in body for line in text.split("\n") if line != "EOF"]
+    with_heredoc = "cat <<EOF > notes\n" + "\n".join([*lines, "EOF"]) + "\n" + command
+    assert split_segments(with_heredoc) == ["cat <<EOF > notes", *segments]
