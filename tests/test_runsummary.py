@@ -1,0 +1,162 @@
+"""The corbits run-summary reader: typed turns out, clear errors for what cannot be read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from capeval import turns
+from capeval.runsummary import RunSummaryError, read_summary, summary_from_json
+from capeval.turns import TokenUsage
+
+DATA = Path(__file__).parent / "data" / "summaries"
+
+
+def test_reads_the_sample_summary_with_unknown_fields() -> None:
+    summary = read_summary(DATA / "sloppy.json")
+    assert summary.status == "done"
+    assert summary.turnsUsed == 4
+    assert summary.toolCallCount == 6
+    assert summary.tokenUsage == TokenUsage(input=1200, output=300, thinking=40)
+    assert [t.turnIndex for t in summary.turns] == [0, 1, 2, 3]
+    assert [t.durationMs for t in summary.turns] == [5120, 8200, 12000, None]
+    first = summary.turns[0]
+    assert first.texts == ()  # a thinking block is not text
+    assert [c.kind for c in first.toolCalls] == [turns.LIST, turns.SHELL]
+    assert first.toolCalls[1].command.startswith("FOO=bar make test")
+    assert summary.turns[2].texts == ("Tests pass now.",)
+
+
+def test_shell_commands_are_unwrapped() -> None:
+    summary = read_summary(DATA / "oracle.json")
+    call = summary.turns[1].toolCalls[0]
+    assert call.arguments == {"command": "bash -lc 'python -m pytest -q'"}
+    assert call.command == "python -m pytest -q"
+
+
+def test_minimal_summary_tolerates_missing_optional_fields() -> None:
+    summary = summary_from_json(
+        {"turns": [{"toolCalls": [{"name": "Bash", "arguments": {"command": "ls"}}]}, {}]}
+    )
+    assert summary.status == "done"
+    assert summary.tokenUsage is None
+    assert summary.turnsUsed is None
+    first, second = summary.turns
+    assert first.turnIndex == 0 and second.turnIndex == 1
+    assert first.toolCalls[0].id == "turn0-call0"
+    assert first.toolCalls[0].command == "ls"
+    assert second.toolCalls == () and second.texts == () and second.durationMs is None
+
+
+def test_text_only_from_text_blocks_and_plain_string_content() -> None:
+    summary = summary_from_json(
+        {
+            "turns": [
+                {
+                    "assistantTurn": {
+                        "content": [
+                            {"type": "text", "text": "a"},
+                            {"type": "tool_use", "text": "not said"},
+                            {"type": "thinking", "thinking": "hidden"},
+                            {"type": "text"},
+                            {"type": "text", "text": "b", "citations": []},
+                        ]
+                    }
+                },
+                {"assistantTurn": {"content": "plain"}},
+            ]
+        }
+    )
+    assert summary.turns[0].texts == ("a", "b")
+    assert summary.turns[1].texts == ("plain",)
+
+
+def test_whole_float_durations_become_ints_and_results_become_text() -> None:
+    summary = summary_from_json(
+        {
+            "turns": [
+                {
+                    "durationMs": 1500.0,
+                    "toolCalls": [{"id": 7, "name": "read_file", "result": {"lines": 3}}],
+                },
+                {"durationMs": 12.5},
+            ],
+            "turnsUsed": 2.0,
+            "error": {"message": "rate limited", "code": 429},
+        }
+    )
+    assert summary.turns[0].durationMs == 1500
+    assert isinstance(summary.turns[0].durationMs, int)
+    assert summary.turns[1].durationMs == 12.5
+    assert summary.turns[0].toolCalls[0].id == "7"
+    assert summary.turns[0].toolCalls[0].result == '{"lines": 3}'
+    assert summary.turnsUsed == 2
+    assert summary.error == "rate limited"
+
+
+def test_round_trip_through_to_json() -> None:
+    summary = read_summary(DATA / "sloppy.json")
+    assert summary_from_json(json.loads(json.dumps(summary.to_json()))) == summary
+
+
+MALFORMED: list[tuple[Any, str, str]] = [
+    ([], "(top level)", "expected a JSON object, got an array"),
+    ({"status": "done"}, "turns", "missing"),
+    ({"turns": {"0": {}}}, "turns", "expected a JSON array, got an object"),
+    ({"turns": [[]]}, "turns[0]", "expected a JSON object"),
+    ({"turns": [{"toolCalls": "Bash"}]}, "turns[0].toolCalls", "expected a JSON array"),
+    ({"turns": [{"toolCalls": [{"arguments": {}}]}]}, "turns[0].toolCalls[0].name", "missing"),
+    ({"turns": [{}, {"toolCalls": [{"name": 3}]}]}, "turns[1].toolCalls[0].name", "missing"),
+    ({"turns": [{"toolCalls": ["Bash"]}]}, "turns[0].toolCalls[0]", "expected a JSON object"),
+    ({"turns": [{"durationMs": "12s"}]}, "turns[0].durationMs", "expected a number or null"),
+    ({"turns": [{"durationMs": True}]}, "turns[0].durationMs", "got a boolean"),
+    ({"turns": [{"turnIndex": 1.5}]}, "turns[0].turnIndex", "expected a whole number"),
+    ({"turns": [{"assistantTurn": []}]}, "turns[0].assistantTurn", "expected a JSON object"),
+    (
+        {"turns": [{"assistantTurn": {"content": [{"type": "text", "text": 5}]}}]},
+        "turns[0].assistantTurn.content[0].text",
+        "expected a string",
+    ),
+    ({"turns": [], "tokenUsage": 5}, "tokenUsage", "expected a JSON object"),
+    ({"turns": [], "status": 0}, "status", "expected a string"),
+    ({"turns": [], "turnsUsed": "3"}, "turnsUsed", "expected a number"),
+]
+
+
+@pytest.mark.parametrize(("obj", "field", "message"), MALFORMED)
+def test_malformed_shapes_name_the_field(obj: Any, field: str, message: str) -> None:
+    with pytest.raises(RunSummaryError) as info:
+        summary_from_json(obj, source="run.json")
+    assert info.value.file == "run.json"
+    assert info.value.field == field
+    assert message in info.value.message
+    assert str(info.value).startswith(f"run.json: {field}: ")
+
+
+def test_invalid_json_names_file_line_and_column(tmp_path: Path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text('{"turns": [\n  {"toolCalls": [}\n]}\n')
+    with pytest.raises(RunSummaryError) as info:
+        read_summary(path)
+    assert info.value.file == str(path)
+    assert "line 2 column" in info.value.message
+
+
+def test_truncated_file_is_an_error_not_an_empty_stream(tmp_path: Path) -> None:
+    full = (DATA / "sloppy.json").read_text()
+    path = tmp_path / "torn.json"
+    path.write_text(full[: len(full) // 2])
+    with pytest.raises(RunSummaryError, match="not valid JSON"):
+        read_summary(path)
+
+
+def test_missing_and_undecodable_files(tmp_path: Path) -> None:
+    with pytest.raises(RunSummaryError, match="cannot read"):
+        read_summary(tmp_path / "absent.json")
+    binary = tmp_path / "binary.json"
+    binary.write_bytes(b"\xff\xfe{}")
+    with pytest.raises(RunSummaryError, match="not UTF-8"):
+        read_summary(binary)
