@@ -339,14 +339,14 @@ def chain(draw: st.DrawFn) -> tuple[str, list[str]]:
     return command, segments
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(chain())
 def test_round_trip_never_splits_inside_quotes(case: tuple[str, list[str]]) -> None:
     command, segments = case
     assert split_segments(command) == segments
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(chain(), st.lists(DANGEROUS, max_size=5))
 def test_heredoc_body_adds_no_segments(case: tuple[str, list[str]], body: list[str]) -> None:
     command, segments = case
