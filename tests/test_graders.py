@@ -1,0 +1,220 @@
+"""Grader honesty: `check_graders` and `capeval validate --graders` on small temp workspaces."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from capeval.runner.graders import check_graders
+from capeval.workspace import load_cases
+
+# Passes once done.txt says "done"; fails on the untouched fixture.
+HONEST = 'grep -qx done done.txt || { echo "done.txt does not say done"; exit 1; }\n'
+SOLVES = {
+    "turns": [
+        {
+            "text": "ok",
+            "toolCalls": [
+                {"name": "write_file", "arguments": {"path": "done.txt", "content": "done\n"}}
+            ],
+        },
+        {"text": "Done."},
+    ]
+}
+
+
+def add_case(
+    root: Path,
+    case_id: str,
+    *,
+    verify: str = HONEST,
+    oracle: dict[str, Any] | None = SOLVES,
+    fixture: dict[str, str] | None = None,
+    **fields: Any,
+) -> None:
+    fixture_dir = root / "evals" / "capability" / "fixtures" / case_id
+    fixture_dir.mkdir(parents=True)
+    for name, text in (fixture or {"README.md": "a fixture\n"}).items():
+        (fixture_dir / name).write_text(text)
+    case_dir = root / "evals" / "capability" / "cases" / case_id
+    (case_dir / "trajectories").mkdir(parents=True)
+    case = {
+        "id": case_id,
+        "tier": "simple",
+        "title": case_id,
+        "fixture": f"evals/capability/fixtures/{case_id}",
+        "prompt": "make done.txt say done",
+        **fields,
+    }
+    (case_dir / "case.json").write_text(json.dumps(case))
+    (case_dir / "verify.sh").write_text(verify)
+    if oracle is not None:
+        (case_dir / "trajectories" / "oracle.json").write_text(json.dumps(oracle))
+
+
+def check(root: Path) -> list[str]:
+    return [str(p) for p in check_graders(root, load_cases(root))]
+
+
+def test_an_honest_case_has_no_problems(tmp_path: Path) -> None:
+    add_case(tmp_path, "honest")
+    assert check(tmp_path) == []
+
+
+def test_a_grader_that_passes_untouched_is_reported(tmp_path: Path) -> None:
+    add_case(tmp_path, "lenient", verify="exit 0\n")
+    assert check(tmp_path) == [
+        "evals/capability/cases/lenient/case.json: verify: verify.sh passes on the untouched "
+        "fixture; it must fail until the task is done, or it passes an agent that does nothing"
+    ]
+
+
+def test_a_grader_that_fails_after_the_oracle_is_reported_with_its_output(tmp_path: Path) -> None:
+    add_case(tmp_path, "strict", verify='echo "never satisfied"; exit 4\n')
+    (problem,) = check(tmp_path)
+    assert problem.startswith(
+        "evals/capability/cases/strict/case.json: verify: verify.sh fails (exit 4)"
+    )
+    assert "Grader output: never satisfied" in problem
+
+
+def test_an_oracle_that_does_not_solve_the_task_is_reported(tmp_path: Path) -> None:
+    add_case(tmp_path, "lazy", oracle={"turns": [{"text": "I did nothing."}]})
+    (problem,) = check(tmp_path)
+    assert "verify.sh fails (exit 1) after the oracle trajectory" in problem
+    assert "done.txt does not say done" in problem
+
+
+def test_a_missing_oracle_is_reported(tmp_path: Path) -> None:
+    add_case(tmp_path, "orphan", oracle=None)
+    (problem,) = check(tmp_path)
+    assert problem.startswith("evals/capability/cases/orphan/trajectories/oracle.json: missing")
+
+
+def test_a_failing_oracle_run_is_reported(tmp_path: Path) -> None:
+    oracle = {**SOLVES, "exitCode": 1, "error": "gave up"}
+    add_case(tmp_path, "quitter", oracle=oracle)
+    (problem,) = check(tmp_path)
+    assert problem == (
+        "evals/capability/cases/quitter/trajectories/oracle.json: the oracle run did not "
+        "succeed (status failed, exit 1): gave up"
+    )
+
+
+def test_an_ill_formed_oracle_is_reported_naming_the_field(tmp_path: Path) -> None:
+    add_case(tmp_path, "typo", oracle={"turns": [{"text": "x", "tools": []}]})
+    (problem,) = check(tmp_path)
+    assert "turns[0].tools: unknown field" in problem
+
+
+def test_an_oracle_over_the_turn_budget_is_reported(tmp_path: Path) -> None:
+    add_case(tmp_path, "long", maxTurns=1)
+    (problem,) = check(tmp_path)
+    assert problem.startswith(
+        "evals/capability/cases/long/trajectories/oracle.json: turns: uses 2 turns, over the case's maxTurns 1"
+    )
+
+
+def test_every_case_is_checked_and_every_problem_reported(tmp_path: Path) -> None:
+    add_case(tmp_path, "a-lenient", verify="exit 0\n")
+    add_case(tmp_path, "b-honest")
+    add_case(tmp_path, "c-lazy", oracle={"turns": [{"text": "no"}]})
+    found = check(tmp_path)
+    assert [p.split("/")[3] for p in found] == ["a-lenient", "c-lazy"]
+
+
+def test_a_fixture_symlink_escaping_it_is_reported(tmp_path: Path) -> None:
+    add_case(tmp_path, "leaky")
+    (tmp_path / "outside.txt").write_text("secret\n")
+    link = tmp_path / "evals" / "capability" / "fixtures" / "leaky" / "link"
+    link.symlink_to(Path("..", "..", "..", "..", "outside.txt"))
+    (problem,) = check(tmp_path)
+    assert problem.startswith("evals/capability/cases/leaky/case.json: fixture: ")
+    assert "points outside the fixture" in problem
+
+
+WEB_VERIFY = 'grep -qx "$EVAL_HTTP_TOKEN" token.txt || { echo "no token"; exit 1; }\n'
+
+
+def test_http_cases_get_a_fixture_for_the_oracle_and_the_grader(tmp_path: Path) -> None:
+    oracle = {
+        "turns": [
+            {
+                "toolCalls": [
+                    {"id": "t", "name": "web_fetch", "arguments": {"url": "{{HTTP_URL}}/token.txt"}}
+                ]
+            },
+            {
+                "toolCalls": [
+                    {
+                        "name": "write_file",
+                        "arguments": {"path": "token.txt", "content": "{{result:t}}"},
+                    }
+                ]
+            },
+        ]
+    }
+    add_case(
+        tmp_path,
+        "web",
+        verify=WEB_VERIFY,
+        oracle=oracle,
+        httpFixture=True,
+        prompt="copy the token from {{HTTP_URL}}",
+        requireBehaviors=[{"metric": "webFetchToolCallCount", "min": 1}],
+    )
+    assert check(tmp_path) == []
+
+
+def test_an_oracle_breaking_require_behaviors_is_reported(tmp_path: Path) -> None:
+    fetch = "python3 -c \"import urllib.request as u; print(u.urlopen('{{HTTP_URL}}/token.txt').read().decode().strip())\" > token.txt"
+    oracle = {"turns": [{"toolCalls": [{"name": "run_shell", "arguments": {"command": fetch}}]}]}
+    add_case(
+        tmp_path,
+        "web",
+        verify=WEB_VERIFY,
+        oracle=oracle,
+        httpFixture=True,
+        requireBehaviors=[{"metric": "webFetchToolCallCount", "min": 1}],
+    )
+    (problem,) = check(tmp_path)
+    assert problem == (
+        "evals/capability/cases/web/trajectories/oracle.json: turns: breaks the case's "
+        "requireBehaviors webFetchToolCallCount >= 1 (got 0)"
+    )
+
+
+def validate(root: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_COLOR": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "capeval.cli", "validate", "--graders", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+    )
+
+
+@pytest.mark.slow
+def test_validate_graders_exits_2_listing_offenders(tmp_path: Path) -> None:
+    add_case(tmp_path, "honest")
+    add_case(tmp_path, "lenient", verify="exit 0\n")
+    proc = validate(tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert (
+        "cases/lenient/case.json: verify: verify.sh passes on the untouched fixture" in proc.stdout
+    )
+    assert "honest" not in proc.stdout
+
+
+@pytest.mark.slow
+def test_validate_graders_exits_0_when_every_grader_is_honest(tmp_path: Path) -> None:
+    add_case(tmp_path, "honest")
+    proc = validate(tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
