@@ -10,6 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
 from capeval.aggregate import aggregate
@@ -238,14 +239,34 @@ def test_a_broken_line_names_the_file_and_line(tmp_path: Path) -> None:
     good = json.dumps(row("r", "v", "c", 0, True))
     (tmp_path / "bad.jsonl").write_text(f"{good}\n{{not json\n{good}\n")
     with pytest.raises(ResultFileError, match=r"bad\.jsonl:2"):
-        connect([tmp_path])
+        ingest(open_db(), [tmp_path])
+    # Scanned without copying, the file is read when queried; DuckDB names it.
+    con = connect([tmp_path])
+    with pytest.raises(duckdb.Error, match=r"bad\.jsonl"):
+        con.execute("SELECT count(*) FROM runs").fetchall()
 
 
 def test_a_mistyped_field_names_the_file(tmp_path: Path) -> None:
     bad = row("r", "v", "c", 0, True, turnsUsed="many")
     (tmp_path / "typed.jsonl").write_text(json.dumps(bad) + "\n")
     with pytest.raises(ResultFileError, match=r"typed\.jsonl"):
-        connect([tmp_path])
+        ingest(open_db(), [tmp_path])
+
+
+def test_scan_and_ingest_agree_on_every_view() -> None:
+    scanned, stored = connect([SAMPLES]), open_db()
+    ingest(stored, [SAMPLES])
+    for view, key in (
+        ("repeats", 'runId, variantId, id, "repeat"'),
+        ("cells", "runId, resultKey"),
+        ("runs", "runId"),
+    ):
+        sql = (
+            f"SELECT * EXCLUDE (source) FROM {view} ORDER BY {key}"
+            if view == "repeats"
+            else f"SELECT * FROM {view} ORDER BY {key}"
+        )
+        assert records(scanned, sql) == records(stored, sql), view
 
 
 def test_a_failed_ingest_changes_nothing(tmp_path: Path) -> None:

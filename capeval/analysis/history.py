@@ -174,25 +174,10 @@ CREATE TABLE IF NOT EXISTS result_files (
 """
 
 
-def _views_sql() -> str:
-    directions = ", ".join(
-        f"('{m}', '{d}', {i})" for i, (m, d) in enumerate(NUMERIC_METRICS.items())
-    )
+def _cells_sql(where: str = "") -> str:
+    """Per run and cell aggregates over `repeats` (optionally only some runs)."""
     metric_medians = ",\n  ".join(f'median("{m}") AS "{m}"' for m in METRIC_NAMES)
-    unpivot = ", ".join(f'"{m}"' for m in METRIC_NAMES)
-    return f"""
-CREATE OR REPLACE VIEW metric_directions AS
-SELECT * FROM (VALUES {directions}) t(metric, direction, ordinal);
-
-CREATE OR REPLACE VIEW repeats AS
-SELECT * FROM result_rows
-QUALIFY row_number() OVER (
-  PARTITION BY runId, variantId, id, "repeat"
-  ORDER BY CASE format WHEN 'jsonl' THEN 0 ELSE 1 END, source
-) = 1;
-
-CREATE OR REPLACE VIEW cells AS
-SELECT
+    return f"""SELECT
   runId,
   min(runStartedAt) AS runStartedAt,
   resultKey,
@@ -213,7 +198,30 @@ SELECT
   any_value(baitThreshold) AS baitThreshold,
   {metric_medians}
 FROM repeats
-GROUP BY runId, resultKey, variantId, id;
+{where}
+GROUP BY runId, resultKey, variantId, id"""
+
+
+REPEATS_VIEW_SQL = """
+CREATE OR REPLACE VIEW repeats AS
+SELECT * FROM result_rows
+QUALIFY row_number() OVER (
+  PARTITION BY runId, variantId, id, "repeat"
+  ORDER BY CASE format WHEN 'jsonl' THEN 0 ELSE 1 END, source
+) = 1
+"""
+
+
+def _views_sql(cells_source: str) -> str:
+    directions = ", ".join(
+        f"('{m}', '{d}', {i})" for i, (m, d) in enumerate(NUMERIC_METRICS.items())
+    )
+    unpivot = ", ".join(f'"{m}"' for m in METRIC_NAMES)
+    return f"""
+CREATE OR REPLACE VIEW metric_directions AS
+SELECT * FROM (VALUES {directions}) t(metric, direction, ordinal);
+
+CREATE OR REPLACE VIEW cells AS {cells_source};
 
 CREATE OR REPLACE VIEW cell_metrics AS
 SELECT runId, runStartedAt, resultKey, variantId, caseId, metric, median
@@ -246,7 +254,7 @@ GROUP BY runId;
 """
 
 
-def _table_sql() -> str:
+def _table_sql(name: str = "result_rows") -> str:
     """The row table, typed by running the ingest projection over nothing."""
     raw = ", ".join(f'CAST(NULL AS {kind}) AS "{name}"' for name, kind in _RAW_COLUMNS.items())
     facts = ", ".join(
@@ -254,7 +262,7 @@ def _table_sql() -> str:
         for name in ("source", "format", "stem", "headerStartedAt", "headerFinishedAt")
     )
     return (
-        f"CREATE TABLE IF NOT EXISTS result_rows AS SELECT {_select_sql()} "
+        f"CREATE TABLE IF NOT EXISTS {name} AS SELECT {_select_sql()} "
         f"FROM (SELECT {raw}) r, (SELECT {facts}) i WHERE false"
     )
 
@@ -383,9 +391,33 @@ def _jsonl_end(handle: Any, size: int) -> tuple[int, bool]:
 
 
 def _ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Tables and views of a stored history; `cells` is kept materialised in `cell_stats`."""
     con.execute(_SCHEMA_SQL)
     con.execute(_table_sql())
-    con.execute(_views_sql())
+    con.execute(REPEATS_VIEW_SQL)
+    con.execute(f"CREATE TABLE IF NOT EXISTS cell_stats AS {_cells_sql()}")
+    con.execute(_views_sql("SELECT * FROM cell_stats"))
+
+
+def _refresh_cells(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> None:
+    """Recompute the materialised cells of the runs whose rows changed."""
+    if not run_ids:
+        return
+    con.execute("DELETE FROM cell_stats WHERE runId IN (SELECT unnest(?))", [list(run_ids)])
+    con.execute(
+        f"INSERT INTO cell_stats BY NAME {_cells_sql('WHERE runId IN (SELECT unnest(?))')}",
+        [list(run_ids)],
+    )
+
+
+def _runs_of(con: duckdb.DuckDBPyConnection, sources: Sequence[str]) -> set[str]:
+    if not sources:
+        return set()
+    rows = con.execute(
+        "SELECT DISTINCT runId FROM result_rows WHERE source IN (SELECT unnest(?))",
+        [list(sources)],
+    ).fetchall()
+    return {r[0] for r in rows}
 
 
 def ingest(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> IngestReport:
@@ -414,9 +446,12 @@ def ingest(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> Inges
             _plan_file(path, known.get(str(path)), inputs, replaced, file_rows, temps, report)
         con.execute("BEGIN TRANSACTION")
         try:
+            touched = _runs_of(con, replaced)
             if replaced:
                 con.execute("DELETE FROM result_rows WHERE source IN ?", [replaced])
             report.rows_added = _insert(con, inputs)
+            touched |= _runs_of(con, [i.source for i in inputs])
+            _refresh_cells(con, sorted(touched))
             for path_s, fmt, size, mtime, offset, tail in file_rows:
                 con.execute(
                     "INSERT OR REPLACE INTO result_files VALUES "
@@ -433,6 +468,46 @@ def ingest(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> Inges
     finally:
         for name in temps:
             Path(name).unlink(missing_ok=True)
+    return report
+
+
+def scan(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> IngestReport:
+    """Put the views straight over the files, without copying their rows: the cold path.
+
+    Complete JSON Lines streams are read by DuckDB at query time, only the
+    columns a query needs; v3 files and streams with a torn last line are
+    read now (they need the reference reader or a slice) into a small table.
+    A malformed stream therefore fails when queried, with DuckDB's message
+    naming the file and line; `ingest` checks everything up front instead.
+    """
+    report = IngestReport()
+    files = discover(paths)
+    report.files_seen = report.files_new = len(files)
+    inputs: list[_Input] = []
+    temps: list[str] = []
+    con.execute(_table_sql("result_rows_static"))
+    try:
+        for path in files:
+            _plan_file(path, None, inputs, [], [], temps, report)
+        copied = [i for i in inputs if i.read_path != i.source]
+        try:
+            report.rows_added = _insert(con, copied, table="result_rows_static")
+        except Exception as exc:
+            if _is_duckdb_error(exc):
+                _diagnose(con, copied, exc)
+            raise
+    finally:
+        for name in temps:
+            Path(name).unlink(missing_ok=True)
+    direct = [i for i in inputs if i.read_path == i.source]
+    view = "SELECT * FROM result_rows_static"
+    if direct:
+        _stage(con, direct, table="_scanned_files")
+        listed = "[" + ", ".join("'" + i.source.replace("'", "''") + "'" for i in direct) + "]"
+        view += " UNION ALL BY NAME " + _read_sql("_scanned_files", listed)
+    con.execute(f"CREATE OR REPLACE VIEW result_rows AS {view}")
+    con.execute(REPEATS_VIEW_SQL)
+    con.execute(_views_sql(_cells_sql()))
     return report
 
 
@@ -550,23 +625,26 @@ def _temp_slice(handle: Any, start: int, end: int, temps: list[str]) -> str:
     return name
 
 
-def _read_sql() -> str:
-    """SELECT of table columns from JSON Lines files (one parameter: the list of their paths)."""
+def _read_sql(inputs_table: str = "_inputs", files: str = "?") -> str:
+    """SELECT of table columns from JSON Lines files (`files`: a list parameter or literal)."""
     columns = "{" + ", ".join(f"'{k}': '{v}'" for k, v in _RAW_COLUMNS.items()) + "}"
     return f"""
 SELECT {_select_sql()}
-FROM read_json(?, format = 'newline_delimited', records = true, filename = true,
+FROM read_json({files}, format = 'newline_delimited', records = true, filename = true,
                columns = {columns}, maximum_object_size = 67108864) r
-JOIN _inputs i ON i.readPath = r.filename"""
+JOIN {inputs_table} i ON i.readPath = r.filename"""
 
 
-def _stage(con: duckdb.DuckDBPyConnection, inputs: Sequence[_Input]) -> None:
+def _stage(
+    con: duckdb.DuckDBPyConnection, inputs: Sequence[_Input], table: str = "_inputs"
+) -> None:
+    temp = "TEMP " if table == "_inputs" else ""
     con.execute(
-        "CREATE OR REPLACE TEMP TABLE _inputs (readPath VARCHAR, source VARCHAR, format VARCHAR, "
-        "stem VARCHAR, headerStartedAt VARCHAR, headerFinishedAt VARCHAR)"
+        f"CREATE OR REPLACE {temp}TABLE {table} (readPath VARCHAR, source VARCHAR, "
+        "format VARCHAR, stem VARCHAR, headerStartedAt VARCHAR, headerFinishedAt VARCHAR)"
     )
     con.executemany(
-        "INSERT INTO _inputs VALUES (?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO {table} VALUES (?, ?, ?, ?, ?, ?)",
         [
             (i.read_path, i.source, i.format, i.stem, i.header_started, i.header_finished)
             for i in inputs
@@ -574,16 +652,15 @@ def _stage(con: duckdb.DuckDBPyConnection, inputs: Sequence[_Input]) -> None:
     )
 
 
-def _insert(con: duckdb.DuckDBPyConnection, inputs: Sequence[_Input]) -> int:
+def _insert(
+    con: duckdb.DuckDBPyConnection, inputs: Sequence[_Input], table: str = "result_rows"
+) -> int:
     if not inputs:
         return 0
     _stage(con, inputs)
-    before = con.execute("SELECT count(*) FROM result_rows").fetchone()[0]  # type: ignore[index]
-    con.execute(
-        "INSERT INTO result_rows BY NAME " + _read_sql(),
-        [[i.read_path for i in inputs]],
-    )
-    after = con.execute("SELECT count(*) FROM result_rows").fetchone()[0]  # type: ignore[index]
+    before = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # type: ignore[index]
+    con.execute(f"INSERT INTO {table} BY NAME " + _read_sql(), [[i.read_path for i in inputs]])
+    after = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # type: ignore[index]
     return int(after - before)
 
 
@@ -627,7 +704,9 @@ def default_paths(root: Path | None = None) -> list[Path]:
     return [load_config(root).results_dir]
 
 
-def open_db(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+def open_db(
+    db: str | Path | None = None, *, read_only: bool = False, schema: bool = True
+) -> duckdb.DuckDBPyConnection:
     """A connection to a history database (in memory when `db` is None), views in place."""
     import duckdb
 
@@ -639,7 +718,7 @@ def open_db(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.
     # DuckDB refuses the change, and draws no bar there anyway.
     with contextlib.suppress(duckdb.Error):
         con.execute("SET enable_progress_bar = false")
-    if not read_only:
+    if schema and not read_only:
         _ensure_schema(con)
     return con
 
@@ -649,7 +728,7 @@ def connect(
 ) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with the views `repeats`, `cells`, `cell_metrics` and `runs`.
 
-    - `paths` only: the files are scanned into an in-memory database.
+    - `paths` only: views straight over the files (`scan`), nothing copied.
     - `db` only: the stored history is opened as it is (nothing is scanned).
     - both: `paths` are ingested into `db` first (incremental, idempotent).
     - neither: the current workspace's results folder, in memory.
@@ -658,6 +737,10 @@ def connect(
     """
     if paths is None and db is None:
         paths = default_paths()
+    if db is None:
+        con = open_db(schema=False)
+        scan(con, paths)  # type: ignore[arg-type]
+        return con
     con = open_db(db)
     if paths is not None:
         ingest(con, paths)
