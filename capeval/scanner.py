@@ -13,6 +13,10 @@ rules are the contract that old baselines were measured with:
 * a segment that is exactly one `( … )` group is unwrapped and split again;
 * empty segments are dropped.
 
+A heredoc is an unquoted `<<` that is not `<<<`; inside arithmetic
+`$(( … ))` a `<<` is a shift and opens no body (else `echo $((1<<3))` would
+swallow every following line as a heredoc body).
+
 Comments (`# …`) get no special treatment, as in the original harness: the
 spec lists every rule, and a metric must stay comparable with old baselines.
 
@@ -32,6 +36,8 @@ _PAREN = "paren"  # ( … ) or $( … ): a nested command list
 _DQ = '"'  # "…"
 _BT = "`"  # `…`
 _BRACE = "${"  # ${ … }
+_ARITH = "$(("  # $(( … )): arithmetic, where << is a shift, not a heredoc
+_ARITH_PAREN = "a("  # ( … ) inside arithmetic
 
 _LIST_FRAMES = (_TOP, _PAREN)
 _ENV_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
@@ -131,8 +137,10 @@ class _Scan:
                 self._dquote_char()
             elif frame == _BT:
                 self._backtick_char()
-            else:
+            elif frame == _BRACE:
                 self._brace_char()
+            else:
+                self._arith_char(frame)
         self._flush()
         return self.segments
 
@@ -169,10 +177,8 @@ class _Scan:
             self._open(_DQ, 1)
         elif c == "`":
             self._open(_BT, 1)
-        elif c == "$" and nxt == "(":
-            self._open(_PAREN, 2)
-        elif c == "$" and nxt == "{":
-            self._open(_BRACE, 2)
+        elif self._dollar():
+            pass
         elif c == "(":
             lead = self.leading
             if lead:
@@ -316,15 +322,12 @@ class _Scan:
 
     def _dquote_char(self) -> None:
         c = self.text[self.i]
-        nxt = self._peek()
         if c == "\\":
             self._take(2)
         elif c == '"':
             self._close()
-        elif c == "$" and nxt == "(":
-            self._open(_PAREN, 2)
-        elif c == "$" and nxt == "{":
-            self._open(_BRACE, 2)
+        elif self._dollar():
+            pass
         elif c == "`":
             self._open(_BT, 1)
         else:
@@ -341,21 +344,58 @@ class _Scan:
 
     def _brace_char(self) -> None:
         c = self.text[self.i]
-        nxt = self._peek()
         if c == "\\":
             self._take(2)
         elif c == "}":
             self._close()
         elif c == '"':
             self._open(_DQ, 1)
-        elif c == "$" and nxt == "(":
-            self._open(_PAREN, 2)
-        elif c == "$" and nxt == "{":
-            self._open(_BRACE, 2)
+        elif self._dollar():
+            pass
         elif c == "`":
             self._open(_BT, 1)
         else:
             self._take(1)
+
+    def _arith_char(self, frame: str) -> None:
+        c = self.text[self.i]
+        if c == "\\":
+            self._take(2)
+        elif c == "'":
+            self._single_quote(self.i + 1)
+        elif c == '"':
+            self._open(_DQ, 1)
+        elif c == "`":
+            self._open(_BT, 1)
+        elif self._dollar():
+            pass
+        elif c == "(":
+            self._open(_ARITH_PAREN, 1)
+        elif c == ")" and frame == _ARITH and self._peek() != ")":
+            # `$((a) && b)` is no arithmetic: a command substitution whose
+            # first command is a subshell. That ")" closed the subshell.
+            self.stack[-1] = _PAREN
+            self._take(1)
+        elif c == ")":
+            self.stack.pop()
+            self._take(2 if frame == _ARITH else 1)
+        else:
+            self._take(1)
+
+    def _dollar(self) -> bool:
+        """Open `$((`, `$(` or `${` at the scan position; False if there is none."""
+        if self.text[self.i] != "$":
+            return False
+        nxt = self._peek()
+        if nxt == "(" and self._peek(2) == "(":
+            self._open(_ARITH, 3)
+        elif nxt == "(":
+            self._open(_PAREN, 2)
+        elif nxt == "{":
+            self._open(_BRACE, 2)
+        else:
+            return False
+        return True
 
 
 def scan_segments(command: str) -> list[Segment]:

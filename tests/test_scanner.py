@@ -59,6 +59,9 @@ SUBSTITUTIONS = [
     ("echo ${x:-a;b} && c", ["echo ${x:-a;b}", "c"]),
     ("diff <(sort a; echo) <(sort b) && ok", ["diff <(sort a; echo) <(sort b)", "ok"]),
     ("echo $((1 | 2)) ; y", ["echo $((1 | 2))", "y"]),
+    ("echo $(( (1 | 2) << 3 )) ; y", ["echo $(( (1 | 2) << 3 ))", "y"]),
+    ("x=$(( $(a; b) + 1 )) && y", ["x=$(( $(a; b) + 1 ))", "y"]),
+    ("echo $((a) && b) ; c", ["echo $((a) && b)", "c"]),  # a subshell in $( ), not arithmetic
 ]
 
 GROUPS = [
@@ -103,6 +106,7 @@ HEREDOCS = [
     ("(cat <<EOF\n) ; (\nEOF\n) && z", ["cat <<EOF", "z"]),
     ("cat <<< 'a && b' && c", ["cat <<< 'a && b'", "c"]),
     ('echo "<<EOF"\na && b\nEOF', ['echo "<<EOF"', "a", "b", "EOF"]),
+    ("echo $((1<<3))\nls && pwd", ["echo $((1<<3))", "ls", "pwd"]),  # a shift opens no body
 ]
 
 
@@ -192,6 +196,8 @@ def test_deep_nesting_neither_recurses_nor_raises() -> None:
         ("echo '<<EOF'", False),
         ("echo \\<<EOF", False),
         ("echo a < b", False),
+        ("echo $((1 << 3))", False),  # an arithmetic shift
+        ('echo "$((x<<2))"', False),
     ],
 )
 def test_heredoc_detector(segment: str, expected: bool) -> None:
@@ -318,13 +324,13 @@ def protected_word(draw: st.DrawFn) -> str:
         return f"'{inner}'"
     if kind == "ansi":
         return f"$'{inner}'"
-    # Inside "…", `…` and $( … ) parentheses must balance to stay one word.
-    balanced = inner.replace("(", "").replace(")", "")
     if kind == "double":
         return f'"{inner}"'
     if kind == "backtick":
         return f"`{inner}`"
-    return f"$({balanced})"
+    # Inside $( … ) parentheses must balance, and a << would really open a
+    # heredoc there (whose body may swallow the ")"), as it does in bash.
+    return "$(" + inner.replace("(", "").replace(")", "").replace("<", "") + ")"
 
 
 @st.composite
