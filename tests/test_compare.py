@@ -479,3 +479,23 @@ def test_a_v3_file_of_another_version_is_refused_by_name(tmp_path: Path) -> None
     path.write_text(json.dumps({"version": 2, "cases": [row("a")]}))
     with pytest.raises(ResultFileError, match=r"old\.json.*version"):
         load_sides([[path]])
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "v3-compact", "v3-pretty"])
+def test_clean_files_never_fall_back_to_the_reference_reader(
+    tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Otherwise the fast path could be broken and every equality test above still pass."""
+    import capeval.results.load
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("fell back to the reference reader")
+
+    monkeypatch.setattr(capeval.results.load, "read_rows", refuse)  # mock: detects the slow path
+    rows = _crafted_rows()  # includes a legacy row without taskToolCallCount
+    if fmt == "jsonl":
+        path = _write_jsonl(tmp_path / "r.jsonl", rows)
+    else:
+        path = _write_v3(tmp_path / "r.json", rows, indent=2 if fmt == "v3-pretty" else None)
+    (cells,), _ = load_sides([[path]], with_values=True)
+    assert cells["v1::c"].medians["taskToolCallCount"] == 3

@@ -178,8 +178,9 @@ def _cell(key: str, rows: Sequence[Mapping[str, Any]], keep_values: bool) -> Cel
         durationMs=sum(_number(r.get("durationMs")) or 0.0 for r in rows),
         turnsUsed=sum(_number(r.get("turnsUsed")) or 0.0 for r in rows),
         tokenInput=token_input,
-        passes=passes if keep_values else None,
-        values={m: tuple(v) for m, v in values.items()} if keep_values else None,
+        # Sorted: the order repeats finished in must not move a seeded bootstrap.
+        passes=tuple(sorted(passes)) if keep_values else None,
+        values={m: tuple(sorted(v)) for m, v in values.items()} if keep_values else None,
     )
 
 

@@ -211,32 +211,36 @@ class _HeaderWalker:
 
 # -- the DuckDB query -----------------------------------------------------------
 
-_BEHAVIOR_TYPE = (
-    "STRUCT("
-    + ", ".join(f'"{m}" DOUBLE' for m in METRIC_NAMES)
-    + ', "toolCallsByName" STRUCT("task" DOUBLE, "spawn_agent" DOUBLE))'
-)
-# Only what verdicts and report headlines need. `passed` is read as text so a
-# non-boolean value is caught (DuckDB would quietly cast 1 to true).
+# Only what verdicts need; reports add the headline columns. `passed` is read
+# as text so a non-boolean value is caught (DuckDB would quietly cast 1 to
+# true). The cell key is the stored `resultKey`, as `capeval aggregate` keys
+# it; a row without one goes to the reference reader.
 _COLUMNS = {
     "resultKey": "VARCHAR",
     "id": "VARCHAR",
-    "variantId": "VARCHAR",
-    "tier": "VARCHAR",
-    "title": "VARCHAR",
     "provider": "VARCHAR",
     "model": "VARCHAR",
     "passed": "VARCHAR",
+    "bait": "STRUCT(metric VARCHAR, threshold DOUBLE)",
+}
+_HEADLINE_COLUMNS = {
+    "tier": "VARCHAR",
+    "title": "VARCHAR",
     "durationMs": "DOUBLE",
     "turnsUsed": "DOUBLE",
     "tokenUsage": "STRUCT(input DOUBLE)",
-    "behaviors": _BEHAVIOR_TYPE,
-    "bait": "STRUCT(metric VARCHAR, threshold DOUBLE)",
 }
 
 
-def _metric_expr(metric: str) -> str:
-    if metric == "taskToolCallCount":
+def _behavior_type(legacy: bool) -> str:
+    fields = [f'"{m}" DOUBLE' for m in METRIC_NAMES]
+    if legacy:  # only files that predate taskToolCallCount pay for this
+        fields.append('"toolCallsByName" STRUCT("task" DOUBLE, "spawn_agent" DOUBLE)')
+    return "STRUCT(" + ", ".join(fields) + ")"
+
+
+def _metric_expr(metric: str, legacy: bool) -> str:
+    if metric == "taskToolCallCount" and legacy:
         # Older rows predate the metric: count `task`/`spawn_agent` calls.
         return (
             "CASE WHEN behaviors IS NULL THEN NULL ELSE coalesce(behaviors.taskToolCallCount, "
@@ -250,12 +254,56 @@ def _sql_str(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-_HEADLINE = ("tier", "title", "durationMs", "turnsUsed", "tokenUsage")
-
-
-def _columns_sql(headline: bool) -> str:
-    columns = {k: v for k, v in _COLUMNS.items() if headline or k not in _HEADLINE}
+def _columns_sql(headline: bool, legacy: bool) -> str:
+    columns = {**_COLUMNS, **(_HEADLINE_COLUMNS if headline else {})}
+    columns["behaviors"] = _behavior_type(legacy)
     return "{" + ", ".join(f"{_sql_str(k)}: {_sql_str(v)}" for k, v in columns.items()) + "}"
+
+
+def _query(
+    scans: Sequence[tuple[int, Sequence[str], str]],
+    *,
+    with_values: bool,
+    headline: bool,
+    legacy: bool,
+) -> str:
+    columns = _columns_sql(headline, legacy)
+    selects = [
+        f"SELECT {side} AS side, * FROM read_json([{', '.join(_sql_str(f) for f in files)}], "
+        f"columns={columns}, format='{fmt}', maximum_object_size=16777216)"
+        for side, files, fmt in scans
+    ]
+    projected = ", ".join(f"{_metric_expr(m, legacy)} AS m{i}" for i, m in enumerate(METRIC_NAMES))
+    headline_sql = (
+        "any_value(tier) AS tier, any_value(title) AS title, "
+        "coalesce(sum(durationMs), 0) AS durationMs, coalesce(sum(turnsUsed), 0) AS turnsUsed, "
+        "coalesce(sum(tokenUsage.input), 0) AS tokenInput"
+        if headline
+        else "NULL AS tier, NULL AS title, 0.0 AS durationMs, 0.0 AS turnsUsed, 0.0 AS tokenInput"
+    )
+    aggregates = [
+        "count_if(id IS NULL OR resultKey IS NULL OR passed IS NULL "
+        "OR passed NOT IN ('true', 'false')) AS bad",
+        "count_if(behaviors IS NOT NULL AND behaviors.taskToolCallCount IS NULL) AS legacy",
+        "any_value(id) AS id",
+        "count(*) AS n",
+        "count_if(passed = 'true') AS c",
+        "list(DISTINCT [provider, model]) AS resolved",
+        "first(bait) FILTER (WHERE bait.metric IS NOT NULL AND bait.threshold IS NOT NULL) AS bait",
+        headline_sql,
+        *(f"median(m{i}) AS med{i}" for i, _ in enumerate(METRIC_NAMES)),
+    ]
+    if with_values:
+        aggregates += [
+            f"list(m{i}) FILTER (WHERE m{i} IS NOT NULL) AS val{i}"
+            for i, _ in enumerate(METRIC_NAMES)
+        ]
+        aggregates.append("list(passed = 'true') AS passes")
+    return (
+        f"SELECT side, resultKey AS key, {', '.join(aggregates)} "
+        f"FROM (SELECT *, {projected} FROM ({' UNION ALL BY NAME '.join(selects)})) "
+        "GROUP BY side, resultKey"
+    )
 
 
 def _load_duckdb(
@@ -266,58 +314,25 @@ def _load_duckdb(
     sources = [[_probe(Path(p)) for p in paths] for paths in sides]
     temps: list[str] = []
     try:
-        selects: list[str] = []
+        scans: list[tuple[int, Sequence[str], str]] = []
         for side, side_sources in enumerate(sources):
-            jsonl = [s.path for s in side_sources if s.fmt == "jsonl"]
+            jsonl = [str(s.path) for s in side_sources if s.fmt == "jsonl"]
             arrays = [_slice_cases(s, temps) for s in side_sources if s.fmt == "v3"]
-            for files, fmt in ((jsonl, "newline_delimited"), (arrays, "array")):
-                if not files:
-                    continue
-                names = "[" + ", ".join(_sql_str(str(f)) for f in files) + "]"
-                selects.append(
-                    f"SELECT {side} AS side, * FROM read_json({names}, columns={_columns_sql(headline)}, "
-                    f"format='{fmt}', maximum_object_size=16777216)"
-                )
-        metrics = ",\n".join(f"median(m{i}) AS med{i}" for i, _ in enumerate(METRIC_NAMES))
-        values = ""
-        if with_values:
-            values = ",\n" + ",\n".join(
-                f"list(m{i}) FILTER (WHERE m{i} IS NOT NULL) AS val{i}"
-                for i, _ in enumerate(METRIC_NAMES)
-            )
-            values += ",\nlist(passed = 'true') AS passes"
-        headline_columns = (
-            "tier, title, durationMs, turnsUsed, tokenUsage.input AS tokenInput"
-            if headline
-            else "NULL::VARCHAR AS tier, NULL::VARCHAR AS title, 0.0 AS durationMs, "
-            "0.0 AS turnsUsed, 0.0 AS tokenInput"
-        )
-        projected = ", ".join(f"{_metric_expr(m)} AS m{i}" for i, m in enumerate(METRIC_NAMES))
-        query = f"""
-        WITH src AS ({" UNION ALL BY NAME ".join(selects)}),
-        rows AS (
-            SELECT side, coalesce(resultKey, variantId || '::' || id) AS key, id, variantId,
-                   {headline_columns}, provider, model, passed, bait, {projected}
-            FROM src
-        )
-        SELECT side, key,
-               count_if(id IS NULL OR key IS NULL OR passed IS NULL
-                        OR passed NOT IN ('true', 'false')) AS bad,
-               any_value(id) AS id, any_value(variantId) AS variantId,
-               any_value(tier) AS tier, any_value(title) AS title,
-               count(*) AS n, count_if(passed = 'true') AS c,
-               list(DISTINCT [provider, model]) AS resolved,
-               first(bait) FILTER (WHERE bait.metric IS NOT NULL AND bait.threshold IS NOT NULL) AS bait,
-               coalesce(sum(durationMs), 0) AS durationMs, coalesce(sum(turnsUsed), 0) AS turnsUsed,
-               coalesce(sum(tokenInput), 0) AS tokenInput,
-               {metrics}{values}
-        FROM rows GROUP BY side, key
-        """
+            scans += [
+                (side, f, fmt) for f, fmt in ((jsonl, "newline_delimited"), (arrays, "array")) if f
+            ]
         con = duckdb.connect()
         try:
             con.execute("SET enable_progress_bar = false")
             con.execute("SET preserve_insertion_order = false")
-            result = con.execute(query).fetchall()
+            for legacy in (False, True):
+                query = _query(scans, with_values=with_values, headline=headline, legacy=legacy)
+                cursor = con.execute(query)
+                names = [d[0] for d in cursor.description or ()]
+                records = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+                # Rows that predate taskToolCallCount need toolCallsByName: read again with it.
+                if legacy or not any(r["legacy"] for r in records):
+                    break
         except duckdb.Error as exc:
             raise FastPathUnavailable(str(exc)) from exc
         finally:
@@ -326,36 +341,30 @@ def _load_duckdb(
         for temp in temps:
             os.unlink(temp)
     out: list[dict[str, Cell]] = [{} for _ in sides]
-    n_metrics = len(METRIC_NAMES)
-    for record in result:
-        side, key, bad, case_id, variant_id, tier, title, n, c, resolved, bait = record[:11]
-        if bad:
+    for r in records:
+        if r["bad"]:
             raise FastPathUnavailable("a row the reference reader must explain")
-        duration, turns, tokens = record[11:14]
-        medians = record[14 : 14 + n_metrics]
+        key = r["key"]
         cell_values = None
-        passes = None
         if with_values:
-            lists = record[14 + n_metrics : 14 + 2 * n_metrics]
-            cell_values = {m: tuple(v or ()) for m, v in zip(METRIC_NAMES, lists, strict=True)}
-            passes = tuple(record[14 + 2 * n_metrics])
-        out[side][key] = Cell(
+            cell_values = {m: tuple(sorted(r[f"val{i}"] or ())) for i, m in enumerate(METRIC_NAMES)}
+        out[r["side"]][key] = Cell(
             resultKey=key,
-            caseId=case_id,
-            variantId=variant_id or key.rsplit("::", 1)[0],
-            repeats=n,
-            passCount=c,
-            medians={m: _plain(v) for m, v in zip(METRIC_NAMES, medians, strict=True)},
+            caseId=r["id"],
+            variantId=key.rsplit("::", 1)[0],
+            repeats=r["n"],
+            passCount=r["c"],
+            medians={m: _plain(r[f"med{i}"]) for i, m in enumerate(METRIC_NAMES)},
             resolved=tuple(
-                sorted(((p, m) for p, m in resolved), key=lambda x: (x[0] or "", x[1] or ""))
+                sorted(((p, m) for p, m in r["resolved"]), key=lambda x: (x[0] or "", x[1] or ""))
             ),
-            bait=BaitDecl(bait["metric"], bait["threshold"]) if bait else None,
-            tier=tier,
-            title=title,
-            durationMs=duration,
-            turnsUsed=turns,
-            tokenInput=tokens,
-            passes=passes,
+            bait=BaitDecl(r["bait"]["metric"], r["bait"]["threshold"]) if r["bait"] else None,
+            tier=r["tier"],
+            title=r["title"],
+            durationMs=r["durationMs"],
+            turnsUsed=r["turnsUsed"],
+            tokenInput=r["tokenInput"],
+            passes=tuple(sorted(r["passes"])) if with_values else None,
             values=cell_values,
         )
     return [dict(sorted(side.items())) for side in out]
