@@ -55,7 +55,7 @@ class ScriptedAdapter:
         try:
             load_trajectory(path, name=name, file=_label(path))
         except TrajectoryError as exc:
-            return self._failed(request, session, name, f"scripted agent: {exc}")
+            return self._failed(request, session, f"scripted agent: {exc}")
 
         capture = Path(request.capture_dir)
         capture.mkdir(parents=True, exist_ok=True)
@@ -115,7 +115,7 @@ class ScriptedAdapter:
             agentVersion=self.version(),
         )
 
-    def _failed(self, request: AgentRequest, session: str, name: str, error: str) -> AgentResult:
+    def _failed(self, request: AgentRequest, session: str, error: str) -> AgentResult:
         return AgentResult(
             exitCode=None,
             status="failed",
