@@ -213,8 +213,8 @@ def test_a_background_task_is_charged_only_to_the_turn_that_waits(tmp_path: Path
         {"toolCalls": [call("write_file", path="out", content="{{result:job|re:built}}")]},
     )
     durations = [t.durationMs or 0 for t in s.turns]
-    assert durations[0] < 300  # started, not waited for
-    assert 200 <= durations[1] < 500
+    assert durations[0] < 500  # started, not waited for (the job takes 600 ms)
+    assert 200 <= durations[1] < 600
     assert durations[2] >= 150  # waited for the rest of the job
     assert (tmp_path / "out").read_text() == "built"
     # The stream shows what the agent saw when it dispatched the job.
