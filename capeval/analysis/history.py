@@ -122,15 +122,34 @@ def _metric_sql(metric: str) -> str:
     return f'r.behaviors."{metric}"'
 
 
-def _select_sql() -> str:
-    """Raw JSON rows (alias r) joined with per-file facts (alias i) -> table columns."""
+# Per-file facts, from the staged `_inputs` table (alias i)...
+_STAGED_FACTS = {
+    "source": "i.source",
+    "format": "i.format",
+    "stem": "i.stem",
+    "headerStartedAt": "i.headerStartedAt",
+    "headerFinishedAt": "i.headerFinishedAt",
+}
+# ...or, for a JSON Lines file read in place, from its name alone (no join).
+_INPLACE_FACTS = {
+    "source": "r.filename",
+    "format": "'jsonl'",
+    "stem": "parse_filename(r.filename, true)",
+    "headerStartedAt": "CAST(NULL AS VARCHAR)",
+    "headerFinishedAt": "CAST(NULL AS VARCHAR)",
+}
+
+
+def _select_sql(facts: dict[str, str] = _STAGED_FACTS) -> str:
+    """Raw JSON rows (alias r) plus per-file facts -> table columns."""
     plain = []
     for column in _PLAIN:
         if column in _TIMESTAMPS:
             continue
         if column == "runId":
             plain.append(
-                "coalesce(r.runId, i.stem || '@' || coalesce(r.runStartedAt, i.headerStartedAt, '')) AS runId"
+                f"coalesce(r.runId, {facts['stem']} || '@' || "
+                f"coalesce(r.runStartedAt, {facts['headerStartedAt']}, '')) AS runId"
             )
         elif column == "repeat":
             plain.append('coalesce(r."repeat", 0) AS "repeat"')
@@ -143,11 +162,11 @@ def _select_sql() -> str:
         else:
             plain.append(f'r."{column}"')
     parts = [
-        "i.source AS source",
-        "i.format AS format",
+        f"{facts['source']} AS source",
+        f"{facts['format']} AS format",
         *plain,
-        "try_cast(coalesce(r.runStartedAt, i.headerStartedAt) AS TIMESTAMP) AS runStartedAt",
-        "try_cast(i.headerFinishedAt AS TIMESTAMP) AS runFinishedAt",
+        f"try_cast(coalesce(r.runStartedAt, {facts['headerStartedAt']}) AS TIMESTAMP) AS runStartedAt",
+        f"try_cast({facts['headerFinishedAt']} AS TIMESTAMP) AS runFinishedAt",
         "try_cast(r.startedAt AS TIMESTAMP) AS startedAt",
         "try_cast(r.finishedAt AS TIMESTAMP) AS finishedAt",
         *(f'CAST(r.tokenUsage."{key}" AS BIGINT) AS {col}' for col, key in TOKEN_COLUMNS.items()),
@@ -502,9 +521,8 @@ def scan(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> IngestR
     direct = [i for i in inputs if i.read_path == i.source]
     view = "SELECT * FROM result_rows_static"
     if direct:
-        _stage(con, direct, table="_scanned_files")
         listed = "[" + ", ".join("'" + i.source.replace("'", "''") + "'" for i in direct) + "]"
-        view += " UNION ALL BY NAME " + _read_sql("_scanned_files", listed)
+        view += " UNION ALL BY NAME " + _read_sql(listed, in_place=True)
     con.execute(f"CREATE OR REPLACE VIEW result_rows AS {view}")
     con.execute(REPEATS_VIEW_SQL)
     con.execute(_views_sql(_cells_sql()))
@@ -625,29 +643,33 @@ def _temp_slice(handle: Any, start: int, end: int, temps: list[str]) -> str:
     return name
 
 
-def _read_sql(inputs_table: str = "_inputs", files: str = "?") -> str:
-    """SELECT of table columns from JSON Lines files (`files`: a list parameter or literal)."""
+def _read_sql(files: str = "?", *, in_place: bool = False) -> str:
+    """SELECT of table columns from JSON Lines files (`files`: a list parameter or literal).
+
+    Staged files take their facts from `_inputs`; files read in place need no join.
+    """
     columns = "{" + ", ".join(f"'{k}': '{v}'" for k, v in _RAW_COLUMNS.items()) + "}"
-    return f"""
-SELECT {_select_sql()}
-FROM read_json({files}, format = 'newline_delimited', records = true, filename = true,
-               columns = {columns}, maximum_object_size = 67108864) r
-JOIN {inputs_table} i ON i.readPath = r.filename"""
+    source = f"""read_json({files}, format = 'newline_delimited', records = true, filename = true,
+               columns = {columns}, maximum_object_size = 67108864) r"""
+    if in_place:
+        return f"SELECT {_select_sql(_INPLACE_FACTS)}\nFROM {source}"
+    return f"SELECT {_select_sql()}\nFROM {source}\nJOIN _inputs i ON i.readPath = r.filename"
 
 
-def _stage(
-    con: duckdb.DuckDBPyConnection, inputs: Sequence[_Input], table: str = "_inputs"
-) -> None:
-    temp = "TEMP " if table == "_inputs" else ""
+def _stage(con: duckdb.DuckDBPyConnection, inputs: Sequence[_Input]) -> None:
+    """The per-file facts of `inputs` as the temp table `_inputs` (one statement)."""
     con.execute(
-        f"CREATE OR REPLACE {temp}TABLE {table} (readPath VARCHAR, source VARCHAR, "
-        "format VARCHAR, stem VARCHAR, headerStartedAt VARCHAR, headerFinishedAt VARCHAR)"
-    )
-    con.executemany(
-        f"INSERT INTO {table} VALUES (?, ?, ?, ?, ?, ?)",
+        "CREATE OR REPLACE TEMP TABLE _inputs AS SELECT unnest(?) AS readPath, "
+        "unnest(?) AS source, unnest(?) AS format, unnest(?) AS stem, "
+        "CAST(unnest(?) AS VARCHAR) AS headerStartedAt, "
+        "CAST(unnest(?) AS VARCHAR) AS headerFinishedAt",
         [
-            (i.read_path, i.source, i.format, i.stem, i.header_started, i.header_finished)
-            for i in inputs
+            [i.read_path for i in inputs],
+            [i.source for i in inputs],
+            [i.format for i in inputs],
+            [i.stem for i in inputs],
+            [i.header_started for i in inputs],
+            [i.header_finished for i in inputs],
         ],
     )
 
