@@ -92,3 +92,24 @@ def test_annotate_fills_cells_and_top_level_and_never_changes_verdicts() -> None
         for v in rich.advisory["variants"]["v1"]["candidate"].values()
         if v is not None and not isinstance(v, list)
     )
+
+
+def test_large_cells_use_exact_order_statistic_intervals() -> None:
+    import random
+
+    rng = random.Random(5)
+    base = [float(rng.randint(0, 20)) for _ in range(1001)]
+    cand = [v - 3 for v in base]
+    ci = stats.median_interval(base, seed=0)
+    assert ci == stats.order_statistic_median(base)
+    assert ci is not None and ci[0] <= statistics_median(base) <= ci[1]
+    diff = stats.median_difference_interval(base, cand, seed=0)
+    assert diff is not None and diff[0] <= -3 <= diff[1]
+    # Small cells keep the bootstrap.
+    assert stats.median_interval(base[:5], seed=2) == stats.bootstrap_median(base[:5], seed=2)
+
+
+def statistics_median(values: list[float]) -> float:
+    import statistics
+
+    return statistics.median(values)

@@ -29,6 +29,9 @@ BOOTSTRAP_RESAMPLES = 2000
 # Barnard's test enumerates every table with the observed margins; above this
 # many repeats per cell Fisher's exact test gives the same answer far faster.
 BARNARD_MAX_REPEATS = 200
+# Above this many repeats per cell, median intervals use exact order
+# statistics instead of the bootstrap (see `median_interval`).
+BOOTSTRAP_MAX_REPEATS = 200
 
 
 def wilson(passes: int, repeats: int, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
@@ -157,6 +160,55 @@ def bootstrap_median_difference(
     return (float(res.confidence_interval.low), float(res.confidence_interval.high))
 
 
+def order_statistic_median(values: Sequence[float]) -> tuple[float, float] | None:
+    """Exact distribution-free interval for a median from order statistics (no resampling)."""
+    import numpy as np
+    from scipy.stats import quantile_test
+
+    data = np.asarray(values, dtype=float)
+    if len(data) < 2:
+        return None
+    ci = quantile_test(data, q=float(np.median(data)), p=0.5).confidence_interval(CONFIDENCE)
+    if math.isnan(ci.low) or math.isnan(ci.high):
+        return None
+    return (float(ci.low), float(ci.high))
+
+
+def median_interval(values: Sequence[float], seed: int) -> tuple[float, float] | None:
+    """Bootstrap for the usual handful of repeats; exact order statistics for large cells.
+
+    Resampling a thousand repeats thousands of times per metric and cell would
+    make `compare` on large histories take minutes; the order-statistic
+    interval is exact there and costs one binomial quantile.
+    """
+    if len(values) <= BOOTSTRAP_MAX_REPEATS:
+        return bootstrap_median(values, seed)
+    return order_statistic_median(values)
+
+
+def median_difference_interval(
+    base: Sequence[float], cand: Sequence[float], seed: int
+) -> tuple[float, float] | None:
+    """Candidate minus baseline median: bootstrap for small cells, MOVER for large ones.
+
+    MOVER (method of variance estimates recovery, Zou & Donner) combines the
+    two exact median intervals the way Newcombe combines Wilson intervals.
+    """
+    if max(len(base), len(cand)) <= BOOTSTRAP_MAX_REPEATS:
+        return bootstrap_median_difference(base, cand, seed)
+    a, b = order_statistic_median(base), order_statistic_median(cand)
+    if a is None or b is None:
+        return None
+    import numpy as np
+
+    m1, m2 = float(np.median(base)), float(np.median(cand))
+    d = m2 - m1
+    return (
+        d - math.sqrt((m2 - b[0]) ** 2 + (a[1] - m1) ** 2),
+        d + math.sqrt((b[1] - m2) ** 2 + (m1 - a[0]) ** 2),
+    )
+
+
 def side_advisory(cell: Cell) -> dict[str, Any]:
     n, c = cell.repeats, cell.passCount
     interval = wilson(c, n)
@@ -202,9 +254,9 @@ def cell_advisory(
     ):
         for metric in metrics:
             a, b2 = base.values.get(metric, ()), cand.values.get(metric, ())
-            lo_hi_a = bootstrap_median(a, _seed(seed, key, metric, "baseline"))
-            lo_hi_b = bootstrap_median(b2, _seed(seed, key, metric, "candidate"))
-            diff2 = bootstrap_median_difference(a, b2, _seed(seed, key, metric, "difference"))
+            lo_hi_a = median_interval(a, _seed(seed, key, metric, "baseline"))
+            lo_hi_b = median_interval(b2, _seed(seed, key, metric, "candidate"))
+            diff2 = median_difference_interval(a, b2, _seed(seed, key, metric, "difference"))
             behaviors[metric] = {
                 "baselineCI": list(lo_hi_a) if lo_hi_a else None,
                 "candidateCI": list(lo_hi_b) if lo_hi_b else None,
@@ -327,8 +379,9 @@ def annotate(comparison: Comparison, *, seed: int = 0) -> None:
         "confidence": CONFIDENCE,
         "seed": seed,
         "bootstrapResamples": BOOTSTRAP_RESAMPLES,
-        "note": "Intervals: Wilson (pass rates), Newcombe (differences), percentile bootstrap "
-        "(medians; variant rates resample cases).",
+        "note": "Intervals: Wilson (pass rates), Newcombe (their differences), percentile "
+        f"bootstrap (medians up to {BOOTSTRAP_MAX_REPEATS} repeats; exact order statistics and "
+        "MOVER differences above), case-resampling bootstrap (variant pass rates).",
         "flakyBaselineCells": [
             c.resultKey for c in comparison.cells if c.advisory.get("flakyBaseline")
         ],
