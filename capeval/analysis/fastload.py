@@ -288,7 +288,9 @@ def _query(
         "any_value(id) AS id",
         "count(*) AS n",
         "count_if(passed = 'true') AS c",
-        "list(DISTINCT [provider, model]) AS resolved",
+        # Cheaper than collecting pairs; the rare mixed cell is listed by a second query.
+        "min(provider) AS pmin, max(provider) AS pmax, count(provider) AS pn",
+        "min(model) AS mmin, max(model) AS mmax, count(model) AS mn",
         "first(bait) FILTER (WHERE bait.metric IS NOT NULL AND bait.threshold IS NOT NULL) AS bait",
         headline_sql,
         *(f"median(m{i}) AS med{i}" for i, _ in enumerate(METRIC_NAMES)),
@@ -304,6 +306,31 @@ def _query(
         f"FROM (SELECT *, {projected} FROM ({' UNION ALL BY NAME '.join(selects)})) "
         "GROUP BY side, resultKey"
     )
+
+
+def _pairs_query(scans: Sequence[tuple[int, Sequence[str], str]], keys: Sequence[str]) -> str:
+    """Every (provider, model) pair of the given cells: only run when a cell is mixed."""
+    columns = "{'resultKey': 'VARCHAR', 'provider': 'VARCHAR', 'model': 'VARCHAR'}"
+    selects = [
+        f"SELECT {side} AS side, * FROM read_json([{', '.join(_sql_str(f) for f in files)}], "
+        f"columns={columns}, format='{fmt}', maximum_object_size=16777216)"
+        for side, files, fmt in scans
+    ]
+    wanted = ", ".join(_sql_str(k) for k in keys)
+    return (
+        "SELECT side, resultKey, list(DISTINCT [provider, model]) "
+        f"FROM ({' UNION ALL BY NAME '.join(selects)}) WHERE resultKey IN ({wanted}) "
+        "GROUP BY side, resultKey"
+    )
+
+
+def _single_pair(r: dict[str, Any]) -> tuple[str | None, str | None] | None:
+    """The cell's one (provider, model), or None when its repeats disagree (mixed)."""
+    if r["pmin"] != r["pmax"] or r["mmin"] != r["mmax"]:
+        return None
+    if r["pn"] not in (0, r["n"]) or r["mn"] not in (0, r["n"]):
+        return None  # some repeats reported a provider/model, others none
+    return (r["pmin"], r["mmin"])
 
 
 def _load_duckdb(
@@ -333,6 +360,17 @@ def _load_duckdb(
                 # Rows that predate taskToolCallCount need toolCallsByName: read again with it.
                 if legacy or not any(r["legacy"] for r in records):
                     break
+            resolved: dict[tuple[int, str], tuple[tuple[str | None, str | None], ...]] = {}
+            for r in records:
+                pair = _single_pair(r)
+                if pair is not None:
+                    resolved[(r["side"], r["key"])] = (pair,)
+            mixed = sorted({r["key"] for r in records if (r["side"], r["key"]) not in resolved})
+            if mixed:
+                for side, key, pairs in con.execute(_pairs_query(scans, mixed)).fetchall():
+                    resolved[(side, key)] = tuple(
+                        sorted(((p, m) for p, m in pairs), key=lambda x: (x[0] or "", x[1] or ""))
+                    )
         except duckdb.Error as exc:
             raise FastPathUnavailable(str(exc)) from exc
         finally:
@@ -355,9 +393,7 @@ def _load_duckdb(
             repeats=r["n"],
             passCount=r["c"],
             medians={m: _plain(r[f"med{i}"]) for i, m in enumerate(METRIC_NAMES)},
-            resolved=tuple(
-                sorted(((p, m) for p, m in r["resolved"]), key=lambda x: (x[0] or "", x[1] or ""))
-            ),
+            resolved=resolved[(r["side"], key)],
             bait=BaitDecl(r["bait"]["metric"], r["bait"]["threshold"]) if r["bait"] else None,
             tier=r["tier"],
             title=r["title"],
