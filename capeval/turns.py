@@ -47,7 +47,12 @@ class TokenUsage:
     def from_json(cls, obj: Mapping[str, Any] | None) -> TokenUsage | None:
         if not isinstance(obj, Mapping):
             return None
-        return cls(**{k: _int(obj.get(k)) for k in ("input", "output", "cacheRead", "cacheWrite", "thinking")})
+        return cls(
+            **{
+                k: _int(obj.get(k))
+                for k in ("input", "output", "cacheRead", "cacheWrite", "thinking")
+            }
+        )
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(
