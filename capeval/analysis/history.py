@@ -52,6 +52,8 @@ RESULT_SUFFIXES = (".jsonl", ".ndjson", ".json")
 # Files the runner writes beside a row stream that are not results.
 SIDECAR_SUFFIXES = (".plan.json",)
 SKIP_DIRS = frozenset({".git", ".ipynb_checkpoints", "__pycache__", ".venv"})
+# Per-repeat evidence the runner keeps beside a stream (agent streams, run summaries).
+SKIP_DIR_SUFFIXES = (".artifacts",)
 _HEAD = 1 << 16
 _TAIL_CHECK = 256  # bytes before the ingested offset that must not change
 
@@ -345,7 +347,9 @@ def discover(paths: Iterable[str | Path]) -> list[Path]:
             found.add(path.resolve())
         elif path.is_dir():
             for dirpath, dirnames, filenames in os.walk(path):
-                dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
+                dirnames[:] = [
+                    d for d in dirnames if d not in SKIP_DIRS and not d.endswith(SKIP_DIR_SUFFIXES)
+                ]
                 for name in filenames:
                     if name.endswith(RESULT_SUFFIXES) and not name.endswith(SIDECAR_SUFFIXES):
                         found.add((Path(dirpath) / name).resolve())
