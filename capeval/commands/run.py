@@ -101,6 +101,17 @@ def _fail(message: str) -> None:
     help="Also write the v3 results JSON here at the end.",
 )
 @click.option(
+    "--artifacts",
+    "artifacts_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Keep each repeat's evidence here (default <jsonl stem>.artifacts beside the stream).",
+)
+@click.option(
+    "--no-artifacts",
+    is_flag=True,
+    help="Keep no per-repeat evidence (agent stream, logs, grader output, run summary).",
+)
+@click.option(
     "--baseline",
     type=click.Path(path_type=Path, dir_okay=False),
     help="Gate the run against this baseline; exit with the gate's code.",
@@ -132,6 +143,8 @@ def run(
     jsonl: Path | None,
     resume: Path | None,
     out: Path | None,
+    artifacts_dir: Path | None,
+    no_artifacts: bool,
     baseline: Path | None,
     quiet: bool,
     as_json: bool,
@@ -143,6 +156,8 @@ def run(
 
     if resume is not None and jsonl is not None and resume != jsonl:
         _fail("--resume appends to its own stream; drop --jsonl")
+    if no_artifacts and artifacts_dir is not None:
+        _fail("--artifacts and --no-artifacts contradict each other; pass one of them")
     options = RunOptions(
         root=root,
         config=config_path,
@@ -163,6 +178,7 @@ def run(
         jsonl=jsonl,
         resume=resume,
         out=out,
+        artifacts=False if no_artifacts else artifacts_dir,
         on_row=ProgressPrinter(enabled=not quiet and not as_json and sys.stderr.isatty()),
     )
     try:
@@ -188,6 +204,8 @@ def run(
             click.echo(f"  variant {v.id}: provider {v.provider}, model {v.model}, agent {v.agent}")
         click.echo(f"  cases: {', '.join(c.id for c in plan.cases)}")
         click.echo(f"  rows -> {plan.jsonl_path}")
+        kept = plan.settings.artifacts_dir
+        click.echo(f"  artifacts -> {kept if kept is not None else 'none (--no-artifacts)'}")
         return
 
     if not quiet and not as_json:

@@ -4,7 +4,10 @@ Every repeat gets its own temp directory holding the workdir and, beside it,
 the capture directory, so nothing the agent or grader can see leaks into the
 measurement and nothing one repeat does can touch another. Whatever happens
 (timeouts, an adapter that raises, Ctrl-C), the HTTP fixture is stopped, the
-repeat's process groups are killed and the temp directory is removed.
+repeat's process groups are killed and the temp directory is removed. Before
+that, when the run keeps artifacts, the repeat's evidence (capture files,
+grader output, run summary) is copied out (`capeval.runner.artifacts`) and
+the row's `artifacts` field points at it.
 
 A repeat interrupted by a shutdown produces no row at all: `--resume` then
 runs it again, which is better than a row that records an interruption as a
@@ -29,6 +32,12 @@ from capeval.case import Case
 from capeval.redact import redact, secret_values
 from capeval.row import Row, result_key
 from capeval.runner import process
+from capeval.runner.artifacts import (
+    relative_to_rows,
+    repeat_dir,
+    save_repeat_artifacts,
+    verify_log,
+)
 from capeval.runner.httpfixture import HttpFixture
 from capeval.runner.matrix import Variant
 from capeval.runner.passrule import decide, effective_budget, is_over_budget, provider_mismatch
@@ -59,6 +68,8 @@ class RepeatSettings:
     tmp_parent: Path | None = None
     workdirs: WorkdirCache | None = None  # per-run committed fixture templates
     context: Mapping[str, Any] = field(default_factory=dict)  # run context fields of the row
+    artifacts_dir: Path | None = None  # where each repeat's evidence goes; None keeps none
+    rows_dir: Path | None = None  # the row stream's folder: row `artifacts` is relative to it
 
 
 @dataclass(frozen=True)
@@ -88,6 +99,7 @@ def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Ro
     capture.mkdir()
     fixture: HttpFixture | None = None
     secrets: list[str] = []
+    artifacts: tuple[str | None, str | None] = (None, None)
     try:
         with process.process_scope(f"{job.variant.id}::{case.id}#{job.repeat}") as scope:
             try:
@@ -123,9 +135,10 @@ def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Ro
             if process.is_shutting_down():
                 raise RepeatCancelled
 
+            verify_argv = ["bash", str(case.verify_path)]
             try:
                 graded = process.run_process(
-                    ["bash", str(case.verify_path)],
+                    verify_argv,
                     cwd=workdir,
                     env=grader_env,
                     timeout_s=settings.verify_timeout_s,
@@ -135,13 +148,52 @@ def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Ro
                 raise RepeatCancelled from exc
             if process.is_shutting_down():
                 raise RepeatCancelled
+            artifacts = _keep_artifacts(
+                job, settings, capture, result, graded, verify_argv, secrets
+            )
     finally:
         if fixture is not None:
             fixture.stop()
         shutil.rmtree(base, ignore_errors=True)
 
-    row = _row(job, settings, result, graded, started_at, t0)
+    row = _row(job, settings, result, graded, started_at, t0, artifacts)
     return redact(row, secrets)
+
+
+def _keep_artifacts(
+    job: RepeatJob,
+    settings: RepeatSettings,
+    capture: Path,
+    result: AgentResult,
+    graded: process.ProcessResult,
+    verify_argv: list[str],
+    secrets: list[str],
+) -> tuple[str | None, str | None]:
+    """(the row's `artifacts` path, a note when they could not be saved).
+
+    A full disk or a permission problem costs the evidence, never the row.
+    """
+    if settings.artifacts_dir is None:
+        return None, None
+    dest = repeat_dir(settings.artifacts_dir, job.variant.id, job.case.id, job.repeat)
+    log = verify_log(
+        [*verify_argv[:1], job.case.verify],
+        graded.exit_code,
+        graded.duration_ms,
+        graded.stdout,
+        graded.stderr,
+    )
+    try:
+        save_repeat_artifacts(
+            dest,
+            capture_dir=capture,
+            verify=log,
+            summary=result.summary.to_json() if result.summary is not None else None,
+            secrets=secrets,
+        )
+    except OSError as exc:
+        return None, f"artifacts not saved to {dest}: {exc}"
+    return relative_to_rows(dest, settings.rows_dir or settings.artifacts_dir.parent), None
 
 
 def _run_agent(
@@ -198,6 +250,7 @@ def _row(
     graded: process.ProcessResult,
     started_at: str,
     t0: float,
+    artifacts: tuple[str | None, str | None] = (None, None),
 ) -> Row:
     case, variant = job.case, job.variant
     behaviors, behaviors_error = _behaviors(result)
@@ -224,6 +277,9 @@ def _row(
         tail = _tail(graded.stdout + graded.stderr)
         if tail:
             errors.append(f"grader output: {tail}")
+    artifacts_path, artifacts_error = artifacts
+    if artifacts_error:
+        errors.append(artifacts_error)
     return _assemble(
         job,
         settings,
@@ -247,6 +303,7 @@ def _row(
         behaviors=behaviors,
         textPreview=(result.textPreview or "")[:PREVIEW_CHARS],
         agentVersion=result.agentVersion or job.agent_version,
+        artifacts=artifacts_path,
     )
 
 
@@ -286,9 +343,10 @@ def _assemble(
     started_at: str,
     t0: float,
     agentVersion: str | None,
+    artifacts: str | None = None,
     **fields: Any,
 ) -> Row:
-    """Every field of capeval.row, in its order, plus the repeat's start/end times."""
+    """Every field of capeval.row, in its order, plus artifacts and the repeat's start/end times."""
     case, variant = job.case, job.variant
     row: Row = {
         "resultKey": result_key(variant.id, case.id),
@@ -327,6 +385,7 @@ def _assemble(
         "gitCommit": settings.context.get("gitCommit"),
         "gitDirty": settings.context.get("gitDirty"),
         "bait": case.bait.to_json() if case.bait else None,
+        "artifacts": artifacts,
         "startedAt": started_at,
         "finishedAt": now_iso(),
     }

@@ -9,6 +9,8 @@ a crash loses at most the repeats in flight, and `--resume` runs exactly the
 
 The stream's run shape (matrix, cases, repeats, ...) is kept beside it in
 `<stream>.plan.json`, so `capeval run --resume PATH` needs no other flags.
+Each repeat's evidence goes to `<stream stem>.artifacts/` beside the stream
+unless `artifacts` says otherwise (`capeval.runner.artifacts`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from capeval.agents.base import Adapter, AgentConfig
 from capeval.case import Case
 from capeval.row import Row, triple
 from capeval.runner import process
+from capeval.runner.artifacts import default_artifacts_dir
 from capeval.runner.httpfixture import HttpFixture
 from capeval.runner.matrix import Variant, parse_matrix
 from capeval.runner.repeat import RepeatCancelled, RepeatJob, RepeatSettings, now_iso, run_repeat
@@ -84,6 +87,9 @@ class RunOptions:
     resume: Path | None = None
     out: Path | None = None
     tmp_dir: Path | None = None
+    # Where each repeat's evidence goes: None "not given" (resume: as stored,
+    # else on), True beside the stream, False none, a Path that folder.
+    artifacts: Path | bool | None = None
     on_row: Callable[[Row, int, int], None] | None = None  # (row, done, total)
     handle_signals: bool = True
 
@@ -118,6 +124,9 @@ class RunPlan:
             "cases": [c.id for c in self.cases],
             "repeats": self.repeats,
             "concurrency": self.concurrency,
+            "artifacts": None
+            if self.settings.artifacts_dir is None
+            else str(self.settings.artifacts_dir),
             "total": len(self.jobs),
             "done": len(self.jobs) - len(self.todo),
             "todo": [
@@ -202,6 +211,8 @@ def plan_run(options: RunOptions) -> RunPlan:
     if repeats < 1 or concurrency < 1:
         raise RunError("--repeats and --concurrency must be at least 1")
     git = git_info(root)
+    jsonl = Path(jsonl)
+    artifacts_dir = resolve_artifacts_dir(options.artifacts, jsonl)
     settings = RepeatSettings(
         root=root,
         agent_timeout_s=_pick(options.agent_timeout_s, config.agent_timeout_s),
@@ -210,6 +221,8 @@ def plan_run(options: RunOptions) -> RunPlan:
         skip_permissions=not bool(options.ask_permissions),
         allow_provider_fallback=bool(options.allow_provider_fallback),
         tmp_parent=options.tmp_dir,
+        artifacts_dir=artifacts_dir,
+        rows_dir=jsonl.parent,
         context={
             "runId": run_id,
             "runStartedAt": started_at,
@@ -228,11 +241,12 @@ def plan_run(options: RunOptions) -> RunPlan:
     shape = {name: _jsonable(getattr(options, name)) for name in SHAPE_FIELDS}
     shape["repeats"] = repeats
     shape["runId"], shape["runStartedAt"] = run_id, started_at
+    shape["artifacts"] = _stored_artifacts(artifacts_dir, jsonl)
     plan = RunPlan(
         root=root,
         run_id=run_id,
         started_at=started_at,
-        jsonl_path=Path(jsonl),
+        jsonl_path=jsonl,
         variants=variants,
         cases=cases,
         agents=used,
@@ -244,6 +258,22 @@ def plan_run(options: RunOptions) -> RunPlan:
         shape=shape,
     )
     return plan
+
+
+def resolve_artifacts_dir(choice: Path | bool | None, jsonl: Path) -> Path | None:
+    """The folder for each repeat's evidence, or None when the run keeps none."""
+    if choice is False:
+        return None
+    if choice is None or choice is True:
+        return default_artifacts_dir(jsonl)
+    return Path(choice)
+
+
+def _stored_artifacts(artifacts_dir: Path | None, jsonl: Path) -> str | bool:
+    """The plan's record of the choice: relative to the stream's folder, so both can move."""
+    if artifacts_dir is None:
+        return False
+    return Path(os.path.relpath(artifacts_dir, jsonl.parent)).as_posix()
 
 
 def _unknown_agent(name: str, agents: dict[str, AgentConfig], where: str) -> str:
@@ -309,6 +339,12 @@ def _resume(options: RunOptions) -> tuple[RunOptions, list[Row], str, str]:
         if name in stored and (given is None or given == ()):
             value = stored[name]
             updates[name] = tuple(value) if isinstance(value, list) else value
+    if options.artifacts is None and "artifacts" in stored:
+        kept = stored["artifacts"]
+        if kept is False:
+            updates["artifacts"] = False
+        elif isinstance(kept, str) and kept:
+            updates["artifacts"] = path.parent / kept
     options = replace(options, **updates)
     run_id = stored.get("runId") or next((r["runId"] for r in rows if r.get("runId")), None)
     started = stored.get("runStartedAt") or next(

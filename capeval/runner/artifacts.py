@@ -1,0 +1,197 @@
+"""Each repeat's evidence, kept beside the row stream so a failed repeat can be debugged.
+
+A repeat's temp directory (workdir and capture directory) is removed when
+the repeat ends, and a row only holds a short preview and an error line. A
+user whose candidate regressed needs to see exactly what the agent did in
+the failing repeat, so the capture directory's files, the grader's output
+(`verify.log`) and the normalized turn stream (`summary.json`) are copied to
+`<stream stem>.artifacts/<variant>/<case>/<repeat>/` and the row points there.
+
+Three promises shape this module:
+
+* Bounded: each file is cut at `MAX_FILE_BYTES` with a visible marker, so a
+  runaway log cannot fill the disk.
+* No secrets: every file goes through the same redaction as rows. Only the
+  capture directory's top-level regular files are copied: its subdirectories
+  are the agents' isolated config homes (`claude-config`, `codex-home`),
+  which may hold a login, and symlinks could point anywhere.
+* Complete or absent: a repeat's folder is written under a hidden staging
+  name and renamed into place, so an interrupted copy never looks finished;
+  a re-run repeat (`--resume`) replaces the folder whole.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets as random
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from capeval.redact import redact, redact_text
+
+ARTIFACTS_SUFFIX = ".artifacts"
+MAX_FILE_BYTES = 20 * 1024 * 1024
+SUMMARY_FILE = "summary.json"
+VERIFY_LOG = "verify.log"
+# Prefix for a capture file whose name collides with one capeval writes.
+CAPTURE_PREFIX = "capture-"
+_STAGING = ".tmp-"
+_RETIRED = ".old-"
+
+
+def default_artifacts_dir(jsonl: Path) -> Path:
+    """`results/<run>.jsonl` keeps its evidence in `results/<run>.artifacts/`."""
+    return jsonl.with_name(jsonl.stem + ARTIFACTS_SUFFIX)
+
+
+def path_component(text: str) -> str:
+    """A file name for an id: percent-encoded, so `a:b` and `a/b` stay distinct and reversible."""
+    name = quote(text, safe="")
+    if name.startswith("."):  # `.`, `..` and hidden names
+        name = "%2E" + name[1:]
+    return name or "_"
+
+
+def repeat_dir(root: Path, variant_id: str, case_id: str, repeat: int) -> Path:
+    return root / path_component(variant_id) / path_component(case_id) / str(int(repeat))
+
+
+def relative_to_rows(path: Path, rows_dir: Path) -> str:
+    """The path a row stores: relative to the stream's folder, so results can be moved."""
+    return Path(os.path.relpath(path, rows_dir)).as_posix()
+
+
+def truncation_marker(kept: int, size: int) -> bytes:
+    return f"\n[capeval: truncated, kept the first {kept} of {size} bytes]\n".encode()
+
+
+def redact_bytes(data: bytes, secrets: Sequence[str]) -> bytes:
+    """Row redaction on raw bytes; undecodable bytes pass through unchanged."""
+    if not secrets:
+        return data
+    text = data.decode("utf-8", errors="surrogateescape")
+    return redact_text(text, secrets).encode("utf-8", errors="surrogateescape")
+
+
+def safe_cut(data: bytes, limit: int, secrets: Sequence[str]) -> int:
+    """A cut at or before `limit` that splits no secret, so no part of one is kept.
+
+    `data` must extend at least the longest secret past `limit` (when it is
+    longer than `limit`) for every straddling secret to be seen.
+    """
+    cut = min(limit, len(data))
+    needles = [s.encode("utf-8") for s in secrets]
+    moved = True
+    while moved:
+        moved = False
+        for needle in needles:
+            start = data.find(needle, max(0, cut - len(needle) + 1), cut + len(needle) - 1)
+            if 0 <= start < cut:
+                cut, moved = start, True
+    return cut
+
+
+def capped(data: bytes, size: int, secrets: Sequence[str], max_bytes: int) -> bytes:
+    """`data` (the head of a `size`-byte file) redacted and cut at `max_bytes` with a marker."""
+    if size <= max_bytes and len(data) >= size:
+        return redact_bytes(data, secrets)
+    cut = safe_cut(data, max_bytes, secrets)
+    return redact_bytes(data[:cut], secrets) + truncation_marker(cut, size)
+
+
+def _lookahead(secrets: Sequence[str]) -> int:
+    return max((len(s.encode("utf-8")) for s in secrets), default=0)
+
+
+def copy_capped(src: Path, dst: Path, secrets: Sequence[str], max_bytes: int) -> bool:
+    """Copy one file redacted and capped; True when it was truncated.
+
+    Reads at most `max_bytes` plus the longest secret, never the whole of a
+    runaway file.
+    """
+    with open(src, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        head = handle.read(max_bytes + _lookahead(secrets))
+        size = max(size, len(head))  # a file still growing
+    dst.write_bytes(capped(head, size, secrets, max_bytes))
+    return size > max_bytes
+
+
+def verify_log(
+    command: Sequence[str], exit_code: int | None, duration_ms: float | None, out: bytes, err: bytes
+) -> bytes:
+    """The grader's output as one readable file: what ran, how it ended, stdout, stderr."""
+    took = "" if duration_ms is None else f" after {duration_ms:.0f} ms"
+    head = f"$ {' '.join(command)}\n# exit code {exit_code}{took}\n"
+    return b"".join([head.encode(), b"--- stdout ---\n", out, b"\n--- stderr ---\n", err, b"\n"])
+
+
+def capture_files(capture_dir: Path | None) -> list[Path]:
+    """The capture directory's top-level regular files (see the module docstring)."""
+    if capture_dir is None or not capture_dir.is_dir():
+        return []
+    return sorted(p for p in capture_dir.iterdir() if p.is_file() and not p.is_symlink())
+
+
+def save_repeat_artifacts(
+    dest: Path,
+    *,
+    capture_dir: Path | None = None,
+    verify: bytes | None = None,
+    summary: Mapping[str, Any] | None = None,
+    secrets: Sequence[str] = (),
+    max_bytes: int = MAX_FILE_BYTES,
+) -> Path:
+    """Write one repeat's evidence to `dest`, atomically replacing what was there.
+
+    `verify` is the grader's log (see `verify_log`) and `summary` the run
+    summary as JSON; both are redacted and capped like the capture files.
+    """
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(dest)
+    staging = dest.with_name(f".{dest.name}{_STAGING}{random.token_hex(4)}")
+    staging.mkdir()
+    try:
+        ours = {VERIFY_LOG, SUMMARY_FILE}
+        for src in capture_files(capture_dir):
+            name = CAPTURE_PREFIX + src.name if src.name in ours else src.name
+            copy_capped(src, staging / name, secrets, max_bytes)
+        if verify is not None:
+            size = len(verify)
+            (staging / VERIFY_LOG).write_bytes(capped(verify, size, secrets, max_bytes))
+        if summary is not None:
+            text = json.dumps(redact(summary, secrets), indent=2, ensure_ascii=False) + "\n"
+            data = text.encode("utf-8")
+            (staging / SUMMARY_FILE).write_bytes(capped(data, len(data), (), max_bytes))
+        _publish(staging, dest)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return dest
+
+
+def _publish(staging: Path, dest: Path) -> None:
+    """Rename the finished folder into place; an older one is moved aside, then removed."""
+    retired: Path | None = None
+    if dest.exists():
+        retired = dest.with_name(f".{dest.name}{_RETIRED}{random.token_hex(4)}")
+        os.rename(dest, retired)
+    os.rename(staging, dest)
+    if retired is not None:
+        shutil.rmtree(retired, ignore_errors=True)
+
+
+def stale_siblings(dest: Path) -> Iterable[Path]:
+    """Staging or retired folders of `dest` left by a run that was killed mid-copy."""
+    for marker in (_STAGING, _RETIRED):
+        yield from dest.parent.glob(f".{dest.name}{marker}*")
+
+
+def remove_stale(dest: Path) -> None:
+    for path in list(stale_siblings(dest)):
+        shutil.rmtree(path, ignore_errors=True)
