@@ -131,7 +131,8 @@ def test_artifacts_that_cannot_be_saved_cost_the_evidence_not_the_row(tmp_path: 
     job = RepeatJob(case, Variant("v", "scripted", "oracle"), 0, agent)
     row = run_repeat(job, ScriptedAdapter(agent), settings)
     assert row["passed"] is True and row["artifacts"] is None
-    assert "artifacts not saved to" in row["error"]
+    assert "artifacts not saved to run.artifacts/v/alpha/0: " in row["error"]
+    assert str(tmp_path) not in row["error"]
 
 
 # -- the copy itself --------------------------------------------------------

@@ -176,6 +176,7 @@ def _keep_artifacts(
     if settings.artifacts_dir is None:
         return None, None
     dest = repeat_dir(settings.artifacts_dir, job.variant.id, job.case.id, job.repeat)
+    shown = relative_to_rows(dest, settings.rows_dir or settings.artifacts_dir.parent)
     log = verify_log(
         [*verify_argv[:1], job.case.verify],
         graded.exit_code,
@@ -192,8 +193,8 @@ def _keep_artifacts(
             secrets=secrets,
         )
     except OSError as exc:
-        return None, f"artifacts not saved to {dest}: {exc}"
-    return relative_to_rows(dest, settings.rows_dir or settings.artifacts_dir.parent), None
+        return None, f"artifacts not saved to {shown}: {type(exc).__name__}: {exc.strerror or exc}"
+    return shown, None
 
 
 def _run_agent(
