@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 import time
 from pathlib import Path
 from urllib.parse import unquote
@@ -23,6 +24,7 @@ from test_run_helpers import (
 )
 
 from capeval.agents.base import AgentConfig
+from capeval.agents.claude_code import ClaudeCodeAdapter
 from capeval.agents.scripted import ScriptedAdapter
 from capeval.redact import REDACTED
 from capeval.runner.artifacts import (
@@ -307,3 +309,56 @@ def test_interrupted_repeat_leaves_no_artifacts(tmp_path: Path) -> None:
     assert row["id"] == "done-first" and (stream.parent / row["artifacts"]).is_dir()
     variant = tmp_path / "res/run.artifacts/scripted%3Aoracle"
     assert sorted(p.name for p in variant.iterdir()) == ["done-first"]
+
+
+# A stand-in for the `claude` binary (a real subprocess): the real CLI needs a
+# login and the network. It prints a short stream-json run that echoes a
+# secret, logs to stderr and leaves a login file in its isolated config home.
+FAKE_CLAUDE = f"""#!{sys.executable}
+import json, os, sys
+key = os.environ["CAPEVAL_TEST_API_KEY"]
+with open(os.path.join(os.environ["CLAUDE_CONFIG_DIR"], ".credentials.json"), "w") as fh:
+    fh.write(json.dumps({{"token": key}}))
+open("done.txt", "w").write("ok")
+events = [
+    {{"type": "system", "subtype": "init", "session_id": "s1", "model": "claude-x"}},
+    {{"type": "assistant", "session_id": "s1", "message": {{"id": "m1", "model": "claude-x",
+      "content": [{{"type": "text", "text": "key=" + key}}]}}}},
+    {{"type": "result", "subtype": "success", "is_error": False, "session_id": "s1",
+      "result": "done"}},
+]
+for event in events:
+    print(json.dumps(event))
+print("claude stderr: using " + key, file=sys.stderr)
+"""
+
+
+def test_cli_agent_stream_and_stderr_are_kept_its_config_home_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CAPEVAL_TEST_API_KEY", SECRET)
+    binary = tmp_path / "bin" / "claude"
+    binary.parent.mkdir()
+    binary.write_text(FAKE_CLAUDE)
+    binary.chmod(0o755)
+    write_case(tmp_path, "alpha")
+    (case,) = load_cases(tmp_path)
+    agent = AgentConfig(name="claude-code", type="claude-code", command=str(binary))
+    settings = RepeatSettings(
+        root=tmp_path, artifacts_dir=tmp_path / "res/run.artifacts", rows_dir=tmp_path / "res"
+    )
+    job = RepeatJob(case, Variant("v", "anthropic", "claude-x"), 0, agent)
+    row = run_repeat(job, ClaudeCodeAdapter(agent), settings)
+    assert row["passed"] is True, row["error"]
+    folder = tmp_path / "res" / row["artifacts"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "claude-code-stderr.log",
+        "claude-code-stream.jsonl",
+        SUMMARY_FILE,
+        VERIFY_LOG,
+    ]
+    stream = (folder / "claude-code-stream.jsonl").read_text().splitlines()
+    assert json.loads(stream[1])["message"]["content"][0]["text"] == f"key={REDACTED}"
+    assert (folder / "claude-code-stderr.log").read_text() == f"claude stderr: using {REDACTED}\n"
+    summary = json.loads((folder / SUMMARY_FILE).read_text())
+    assert summary["turns"][0]["assistantTurn"]["content"][0]["text"] == f"key={REDACTED}"
