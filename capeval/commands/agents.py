@@ -13,19 +13,8 @@ from pathlib import Path
 
 import click
 
+from capeval.commands.common import EXIT_BAD_INPUT, config_option, root_option
 from capeval.problems import ProblemsError
-
-_root_option = click.option(
-    "--root",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Workspace root (default: nearest ancestor holding evals/capability/cases).",
-)
-_config_option = click.option(
-    "--config",
-    "config_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Configuration file (default: capeval.toml, else [tool.capeval] in pyproject.toml).",
-)
 
 
 def _agents(root: Path | None, config_path: Path | None) -> tuple[dict, str | None]:
@@ -47,7 +36,7 @@ def _agents(root: Path | None, config_path: Path | None) -> tuple[dict, str | No
 def _fail(exc: ProblemsError) -> None:
     for problem in exc.problems:
         click.echo(f"capeval agents: {problem}", err=True)
-    click.get_current_context().exit(2)
+    click.get_current_context().exit(EXIT_BAD_INPUT)
 
 
 @click.group()
@@ -56,8 +45,8 @@ def agents() -> None:
 
 
 @agents.command("list")
-@_root_option
-@_config_option
+@root_option
+@config_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_command(root: Path | None, config_path: Path | None, as_json: bool) -> None:
     """Every agent, its type and whether its binary is found."""
@@ -80,8 +69,8 @@ def list_command(root: Path | None, config_path: Path | None, as_json: bool) -> 
 
 @agents.command("check")
 @click.argument("name", required=False)
-@_root_option
-@_config_option
+@root_option
+@config_option
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),

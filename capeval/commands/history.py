@@ -14,6 +14,8 @@ from pathlib import Path
 
 import click
 
+from capeval.commands.common import fail, problems_text, root_option
+
 # Columns of the human table, from the `runs` view.
 TABLE_COLUMNS: tuple[str, ...] = (
     "runId",
@@ -62,11 +64,7 @@ def table_records(runs: list[dict]) -> list[dict]:
     type=click.Path(path_type=Path, dir_okay=False),
     help="Persistent DuckDB file to ingest into (created if missing; incremental).",
 )
-@click.option(
-    "--root",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Workspace root (default: nearest ancestor holding evals/capability/cases).",
-)
+@root_option
 @click.option("--json", "as_json", is_flag=True, help='Print {"runs": [...], "ingest": {...}}.')
 def history(paths: tuple[Path, ...], db: Path | None, root: Path | None, as_json: bool) -> None:
     """List the runs found in result files (JSON Lines and v3 JSON, recursively)."""
@@ -74,32 +72,25 @@ def history(paths: tuple[Path, ...], db: Path | None, root: Path | None, as_json
     from capeval.problems import ProblemsError
     from capeval.results.errors import ResultFileError
 
-    ctx = click.get_current_context()
     try:
         sources = list(paths) if paths else default_paths(root)
     except (ProblemsError, click.ClickException, ValueError) as exc:
         problems = getattr(exc, "problems", None)
-        message = "\n".join(map(str, problems)) if problems else str(exc)
-        click.echo(f"capeval history: {message}\n(pass result folders or files)", err=True)
-        ctx.exit(2)
-        return
+        message = problems_text(problems) if problems else str(exc)
+        fail("history", f"{message}\n(pass result folders or files)")
     try:
         con = open_db(db)
         report = ingest(con, sources)
         found = runs(con)
     except ResultFileError as exc:
-        click.echo(f"capeval history: {exc}", err=True)
-        ctx.exit(2)
-        return
+        fail("history", str(exc))
     except Exception as exc:
         import duckdb
 
         if not isinstance(exc, duckdb.Error):
             raise
         # A locked or corrupt database file.
-        click.echo(f"capeval history: {db or 'database'}: {exc}", err=True)
-        ctx.exit(2)
-        return
+        fail("history", f"{db or 'database'}: {exc}")
     if as_json:
         click.echo(json.dumps({"runs": found, "ingest": report.to_json()}, indent=2))
         return

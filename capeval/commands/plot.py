@@ -16,12 +16,9 @@ from typing import Any
 
 import click
 
+from capeval.commands.common import fail, history_connection, problems_text, root_option
+
 FORMATS = (".png", ".svg", ".pdf")
-
-
-def _fail(message: str) -> None:
-    click.echo(f"capeval plot: {message}", err=True)
-    click.get_current_context().exit(2)
 
 
 def _image_path(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
@@ -49,11 +46,7 @@ def _sources(f: Callable[..., Any]) -> Callable[..., Any]:
         type=click.Path(path_type=Path, dir_okay=False),
         help="History database (`capeval history --db`).",
     )(f)
-    f = click.option(
-        "--root",
-        type=click.Path(path_type=Path, file_okay=False),
-        help="Workspace root (default: nearest ancestor holding evals/capability/cases).",
-    )(f)
+    f = root_option(f)
     return click.argument("paths", nargs=-1, type=click.Path(path_type=Path, exists=True))(f)
 
 
@@ -61,17 +54,9 @@ def _repeats(
     paths: tuple[Path, ...], db: Path | None, root: Path | None, run: str | None, latest: bool
 ) -> tuple[Any, str | None]:
     """(one-row-per-repeat frame, the run it was narrowed to or None)."""
-    from capeval.analysis.history import default_paths, frame, ingest, open_db
+    from capeval.analysis.history import frame
 
-    if paths:
-        sources: list[Path] | None = list(paths)
-    elif db is None:
-        sources = default_paths(root)
-    else:
-        sources = None
-    con = open_db(db, read_only=sources is None)
-    if sources is not None:
-        ingest(con, sources)
+    con, _ = history_connection(paths, db, root)
     chosen = run
     if chosen is None and latest:
         found = con.execute(
@@ -109,9 +94,9 @@ def _guard(action: Callable[[], None]) -> None:
     try:
         action()
     except (PlotError, ResultFileError, duckdb.Error) as exc:
-        _fail(str(exc))
+        fail("plot", str(exc))
     except ProblemsError as exc:
-        _fail("\n".join(map(str, exc.problems)) + "\n(pass result files or folders)")
+        fail("plot", problems_text(exc.problems) + "\n(pass result files or folders)")
 
 
 @click.group()

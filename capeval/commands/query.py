@@ -14,10 +14,7 @@ from pathlib import Path
 
 import click
 
-
-def _fail(message: str) -> None:
-    click.echo(f"capeval query: {message}", err=True)
-    click.get_current_context().exit(2)
+from capeval.commands.common import fail, history_connection, problems_text, root_option
 
 
 @click.command()
@@ -34,11 +31,7 @@ def _fail(message: str) -> None:
     type=click.Path(path_type=Path, dir_okay=False),
     help="History database written by `capeval history --db`.",
 )
-@click.option(
-    "--root",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Workspace root (default: nearest ancestor holding evals/capability/cases).",
-)
+@root_option
 @click.option("--list", "list_only", is_flag=True, help="List the named queries and exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as a JSON array of objects.")
 def query(
@@ -65,40 +58,29 @@ def query(
             click.echo("\nusage: capeval query NAME|SQL [--from PATH...] [--db FILE]", err=True)
         return
 
-    from capeval.analysis.history import default_paths, ingest, open_db, records
+    from capeval.analysis.history import records
     from capeval.problems import ProblemsError
     from capeval.results.errors import ResultFileError
 
     try:
         sql, _ = resolve(query_text, root)
     except QueryNotFound as exc:
-        _fail(str(exc))
-        return
+        fail("query", str(exc))
     try:
-        if sources:
-            paths: list[Path] | None = list(sources)
-        elif db is None:
-            paths = default_paths(root)
-        else:
-            paths = None
-        con = open_db(db, read_only=paths is None)
-        if paths is not None:
-            for warning in ingest(con, paths).warnings:
-                click.echo(f"warning: {warning}", err=True)
+        con, report = history_connection(sources, db, root)
+        for warning in report.warnings if report is not None else ():
+            click.echo(f"warning: {warning}", err=True)
         rows = records(con, sql)
     except ProblemsError as exc:
-        _fail("\n".join(map(str, exc.problems)) + "\n(pass --from PATH or --db FILE)")
-        return
+        fail("query", problems_text(exc.problems) + "\n(pass --from PATH or --db FILE)")
     except ResultFileError as exc:
-        _fail(str(exc))
-        return
+        fail("query", str(exc))
     except Exception as exc:
         import duckdb
 
         if not isinstance(exc, duckdb.Error):
             raise
-        _fail(f"{query_text if sql is not query_text else 'SQL'}: {exc}")
-        return
+        fail("query", f"{query_text if sql is not query_text else 'SQL'}: {exc}")
     if as_json:
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
     else:

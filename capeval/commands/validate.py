@@ -11,21 +11,13 @@ from pathlib import Path
 
 import click
 
+from capeval.commands.common import EXIT_BAD_INPUT, config_option, root_option
 from capeval.workspace import validate_workspace
 
 
 @click.command()
-@click.option(
-    "--root",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Workspace root (default: nearest ancestor holding evals/capability/cases).",
-)
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Configuration file (default: capeval.toml, else [tool.capeval] in pyproject.toml).",
-)
+@root_option
+@config_option
 @click.option("--case", "case_ids", multiple=True, help="Check only this case id (repeatable).")
 @click.option(
     "--graders",
@@ -57,4 +49,4 @@ def validate(
             f"{n} problem{'s' if n != 1 else ''}; fix them and run capeval validate again", err=True
         )
     if not result.ok:
-        click.get_current_context().exit(2)
+        click.get_current_context().exit(EXIT_BAD_INPUT)

@@ -1,0 +1,65 @@
+"""Options and error handling several commands share, so their wording never drifts.
+
+Imported at the top of command modules, so it stays light: click and the
+standard library only; anything heavier is imported inside the function that
+needs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import click
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from capeval.analysis.history import IngestReport
+
+EXIT_BAD_INPUT = 2
+
+root_option = click.option(
+    "--root",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Workspace root (default: nearest ancestor holding evals/capability/cases).",
+)
+config_option = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Configuration file (default: capeval.toml, else [tool.capeval] in pyproject.toml).",
+)
+
+
+def fail(command: str, message: str) -> NoReturn:
+    """Report bad input on stderr as `capeval COMMAND: message` and exit 2."""
+    click.echo(f"capeval {command}: {message}", err=True)
+    click.get_current_context().exit(EXIT_BAD_INPUT)
+
+
+def problems_text(problems: Sequence[Any]) -> str:
+    """One problem a line (each names its file, field and fix)."""
+    return "\n".join(map(str, problems))
+
+
+def history_connection(
+    paths: Sequence[Path], db: Path | None, root: Path | None
+) -> tuple[duckdb.DuckDBPyConnection, IngestReport | None]:
+    """The history views over PATHS, else over DB as stored, else over the workspace's results.
+
+    Paths are ingested (checked up front, into memory or into DB); a stored
+    DB given alone is opened read-only, so a query never changes it.
+    """
+    from capeval.analysis.history import default_paths, ingest, open_db
+
+    if paths:
+        sources: list[Path] | None = list(paths)
+    elif db is None:
+        sources = default_paths(root)
+    else:
+        sources = None
+    con = open_db(db, read_only=sources is None)
+    report = ingest(con, sources) if sources is not None else None
+    return con, report
