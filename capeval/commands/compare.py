@@ -10,17 +10,22 @@ codes belong to `capeval gate`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-EXIT_BAD_INPUT = 2
+from capeval.commands.common import EXIT_BAD_INPUT
+
+if TYPE_CHECKING:
+    from capeval.analysis.gatecheck import GateResult
 
 
-def comparison_options(*, baseline_required: bool, advisory_default: bool) -> Callable[[Any], Any]:
-    """Options `compare` and `gate` share, so their flags can never drift apart."""
+def comparison_options(
+    *, baseline_required: bool, advisory_default: bool, with_json: bool = True
+) -> Callable[[Any], Any]:
+    """Options `compare`, `gate` and `report` share, so their flags can never drift apart."""
 
     def decorate(func: Any) -> Any:
         options = [
@@ -67,10 +72,13 @@ def comparison_options(*, baseline_required: bool, advisory_default: bool) -> Ca
             click.option(
                 "--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap."
             ),
-            click.option(
-                "--json", "as_json", is_flag=True, help="Print the section 8 JSON object."
-            ),
         ]
+        if with_json:
+            options.append(
+                click.option(
+                    "--json", "as_json", is_flag=True, help="Print the section 8 JSON object."
+                )
+            )
         for option in reversed(options):
             func = option(func)
         return func
@@ -78,7 +86,40 @@ def comparison_options(*, baseline_required: bool, advisory_default: bool) -> Ca
     return decorate
 
 
-def emit(result: Any, *, as_json: bool) -> None:
+def run_comparison(
+    baselines: Sequence[Path],
+    candidates: Sequence[Path],
+    *,
+    baits: Sequence[str],
+    allow_provider_fallback: bool,
+    root: Path | None,
+    advisory: bool,
+    seed: int,
+    gate: bool,
+    headline: bool = False,
+) -> GateResult:
+    """`gate_files` called the way every comparison command calls it.
+
+    A `--root` given on the command line is explicit: a missing workspace
+    there is an error, while the default root may be absent.
+    """
+    from capeval.analysis.gatecheck import gate_files
+
+    return gate_files(
+        list(baselines),
+        list(candidates),
+        root=root,
+        explicit_root=root is not None,
+        bait_overrides=list(baits),
+        allow_provider_fallback=allow_provider_fallback,
+        advisory=advisory,
+        gate=gate,
+        headline=headline,
+        seed=seed,
+    )
+
+
+def emit(result: GateResult, *, as_json: bool) -> None:
     """Print a GateResult: JSON or text on stdout, refusals and errors on stderr."""
     if result.json is None:
         if as_json:
@@ -110,18 +151,15 @@ def compare(
     Statuses improved/regressed/unchanged/new/missing (no tolerance), behavior
     verdicts on medians, bait honesty flags and advisory statistics.
     """
-    from capeval.analysis.gatecheck import gate_files
-
-    result = gate_files(
-        list(baselines),
-        list(candidates),
-        root=root,
-        explicit_root=root is not None,
-        bait_overrides=list(baits),
+    result = run_comparison(
+        baselines,
+        candidates,
+        baits=baits,
         allow_provider_fallback=allow_provider_fallback,
+        root=root,
         advisory=advisory,
-        gate=False,
         seed=seed,
+        gate=False,
     )
     emit(result, as_json=as_json)
     click.get_current_context().exit(EXIT_BAD_INPUT if result.json is None else 0)

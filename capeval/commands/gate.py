@@ -13,7 +13,8 @@ from pathlib import Path
 
 import click
 
-from capeval.commands.compare import EXIT_BAD_INPUT, comparison_options, emit
+from capeval.commands.common import EXIT_BAD_INPUT
+from capeval.commands.compare import comparison_options, emit, run_comparison
 
 
 @click.command("gate")
@@ -29,8 +30,6 @@ def gate(
     as_json: bool,
 ) -> None:
     """Gate CANDIDATE results against the baseline (exit 0 clean, 1 regressed, 3 bait flags, 2 bad input)."""
-    from capeval.analysis.gatecheck import gate_files
-
     ctx = click.get_current_context()
     base = list(baselines)
     if not base:
@@ -40,16 +39,15 @@ def gate(
             ctx.exit(EXIT_BAD_INPUT)
             return
         base = [configured]
-    result = gate_files(
+    result = run_comparison(
         base,
-        list(candidates),
-        root=root,
-        explicit_root=root is not None,
-        bait_overrides=list(baits),
+        candidates,
+        baits=baits,
         allow_provider_fallback=allow_provider_fallback,
+        root=root,
         advisory=advisory,
-        gate=True,
         seed=seed,
+        gate=True,
     )
     emit(result, as_json=as_json)
     ctx.exit(result.exit_code)

@@ -12,26 +12,12 @@ from pathlib import Path
 
 import click
 
-EXIT_BAD_INPUT = 2
+from capeval.commands.common import EXIT_BAD_INPUT
+from capeval.commands.compare import comparison_options, run_comparison
 
 
 @click.command("report")
-@click.option(
-    "--baseline",
-    "baselines",
-    multiple=True,
-    required=True,
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Baseline result file (JSONL or v3 JSON); repeat to pool several.",
-)
-@click.option(
-    "--candidate",
-    "candidates",
-    multiple=True,
-    required=True,
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Candidate result file (JSONL or v3 JSON); repeat to pool several.",
-)
+@comparison_options(baseline_required=True, advisory_default=True, with_json=False)
 @click.option(
     "--format",
     "fmt",
@@ -46,11 +32,6 @@ EXIT_BAD_INPUT = 2
     default=None,
     help="Write here (default: standard output).",
 )
-@click.option("--bait", "baits", multiple=True, metavar="CASE=METRIC:THRESHOLD")
-@click.option("--allow-provider-fallback", is_flag=True)
-@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=None)
-@click.option("--advisory/--no-advisory", default=True, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
 def report(
     baselines: tuple[Path, ...],
     candidates: tuple[Path, ...],
@@ -63,21 +44,19 @@ def report(
     seed: int,
 ) -> None:
     """Write a gate report comparing CANDIDATE with BASELINE (exit 0 when written, 2 on bad input)."""
-    from capeval.analysis.gatecheck import gate_files
     from capeval.analysis.report import render
 
     ctx = click.get_current_context()
-    result = gate_files(
-        list(baselines),
-        list(candidates),
-        root=root,
-        explicit_root=root is not None,
-        bait_overrides=list(baits),
+    result = run_comparison(
+        baselines,
+        candidates,
+        baits=baits,
         allow_provider_fallback=allow_provider_fallback,
+        root=root,
         advisory=advisory,
+        seed=seed,
         gate=True,
         headline=True,
-        seed=seed,
     )
     if result.comparison is None or result.json is None:
         click.echo(result.text, err=True)
