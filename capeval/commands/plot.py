@@ -29,15 +29,26 @@ def _image_path(ctx: click.Context, param: click.Parameter, value: Path | None) 
     return value
 
 
-def _output(required: bool = True) -> Callable[[Any], Any]:
-    return click.option(
+def _drawing(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The options every plot ends with: title, image file, JSON of the plotted data."""
+    f = click.option(
+        "--json", "as_json", is_flag=True, help="Also print the plotted data as JSON."
+    )(f)
+    f = click.option(
         "-o",
         "--output",
         type=click.Path(path_type=Path, dir_okay=False),
-        required=required,
+        required=True,
         callback=_image_path,
         help="Image to write: .png, .svg or .pdf.",
-    )
+    )(f)
+    return click.option("--title", help="Figure title.")(f)
+
+
+_run_option = click.option("--run", help="Run id to plot (default: the latest run found).")
+_variant_option = click.option(
+    "--variant", "variants", multiple=True, help="Only this variant (repeatable)."
+)
 
 
 def _sources(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -106,10 +117,8 @@ def plot() -> None:
 
 @plot.command()
 @_sources
-@click.option("--run", help="Run id to plot (default: the latest run found).")
-@click.option("--title", help="Figure title.")
-@_output()
-@click.option("--json", "as_json", is_flag=True, help="Also print the plotted data as JSON.")
+@_run_option
+@_drawing
 def heatmap(
     paths: tuple[Path, ...],
     db: Path | None,
@@ -134,9 +143,7 @@ def heatmap(
 @plot.command()
 @click.argument("baseline", type=click.Path(path_type=Path, exists=True, dir_okay=False))
 @click.argument("candidate", type=click.Path(path_type=Path, exists=True, dir_okay=False))
-@click.option("--title", help="Figure title.")
-@_output()
-@click.option("--json", "as_json", is_flag=True, help="Also print the plotted data as JSON.")
+@_drawing
 def compare(
     baseline: Path, candidate: Path, title: str | None, output: Path, as_json: bool
 ) -> None:
@@ -155,10 +162,8 @@ def compare(
 
 @plot.command()
 @_sources
-@click.option("--variant", "variants", multiple=True, help="Only this variant (repeatable).")
-@click.option("--title", help="Figure title.")
-@_output()
-@click.option("--json", "as_json", is_flag=True, help="Also print the plotted data as JSON.")
+@_variant_option
+@_drawing
 def history(
     paths: tuple[Path, ...],
     db: Path | None,
@@ -184,13 +189,11 @@ def history(
 
 @plot.command()
 @_sources
-@click.option("--run", help="Run id to plot (default: the latest run found).")
+@_run_option
 @click.option("--metric", "metrics", multiple=True, help="Metric to show (repeatable).")
 @click.option("--case", "cases", multiple=True, help="Only this case (repeatable).")
-@click.option("--variant", "variants", multiple=True, help="Only this variant (repeatable).")
-@click.option("--title", help="Figure title.")
-@_output()
-@click.option("--json", "as_json", is_flag=True, help="Also print the plotted data as JSON.")
+@_variant_option
+@_drawing
 def behaviors(
     paths: tuple[Path, ...],
     db: Path | None,
