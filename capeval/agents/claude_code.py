@@ -25,10 +25,9 @@ from capeval.agents.streams import (
     TurnBuilder,
     as_float,
     as_int,
-    build_summary,
+    finish_stream,
     json_events,
     make_call,
-    preview,
     text_of,
     timestamp_ms,
 )
@@ -134,25 +133,18 @@ def parse_claude_stream(lines: Iterable[str]) -> ParsedStream:
         if denials:
             error += f" ({len(denials)} permission denial(s))"
     duration = as_float(result.get("duration_ms")) if result is not None else None
-    summary = build_summary(
+    return finish_stream(
         turns.values(),
         status=status,
         usage=usage,
-        durationMs=duration,
+        texts=texts,
+        skipped=skipped,
         error=error,
+        durationMs=duration,
         results=results,
-    )
-    return ParsedStream(
-        summary=summary,
-        status=status,
         sessionId=(result or {}).get("session_id") or session,
-        provider=None,  # Claude never names its provider in the stream
         model=init_model or message_model,
-        durationMs=duration,
-        error=error,
         agentVersion=version,
-        textPreview=preview(texts),
-        skipped=dict(skipped.counts),
     )
 
 

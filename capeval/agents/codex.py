@@ -33,10 +33,9 @@ from capeval.agents.streams import (
     Skipped,
     TurnBuilder,
     as_int,
-    build_summary,
+    finish_stream,
     json_events,
     make_call,
-    preview,
 )
 from capeval.turns import TokenUsage, ToolCall
 
@@ -156,17 +155,15 @@ def parse_codex_stream(lines: Iterable[str]) -> ParsedStream:
     else:
         status = "failed"
         error = "codex: " + (warnings[-1] if warnings else "stream ended without `turn.completed`")
-    summary = build_summary(builders, status=status, usage=usage, error=error)
-    return ParsedStream(
-        summary=summary,
+    # Codex names neither the model nor the provider in its stream.
+    return finish_stream(
+        builders,
         status=status,
-        sessionId=session,
-        provider=None,  # Codex does not name the model or provider in its stream
-        model=None,
-        durationMs=None,
+        usage=usage,
+        texts=texts,
+        skipped=skipped,
         error=error,
-        textPreview=preview(texts),
-        skipped=dict(skipped.counts),
+        sessionId=session,
     )
 
 

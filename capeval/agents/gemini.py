@@ -21,10 +21,9 @@ from capeval.agents.streams import (
     TurnBuilder,
     as_float,
     as_int,
-    build_summary,
+    finish_stream,
     json_events,
     make_call,
-    preview,
     text_of,
     timestamp_ms,
 )
@@ -112,19 +111,17 @@ def parse_gemini_stream(lines: Iterable[str]) -> ParsedStream:
         if isinstance(detail, Mapping):
             detail = detail.get("message")
         error = f"gemini: {detail or (errors[-1] if errors else result.get('status'))}"
-    summary = build_summary(
-        builders, status=status, usage=usage, durationMs=duration, error=error, results=results
-    )
-    return ParsedStream(
-        summary=summary,
+    return finish_stream(
+        builders,
         status=status,
-        sessionId=session,
-        provider=None,
-        model=model,
-        durationMs=duration,
+        usage=usage,
+        texts=texts,
+        skipped=skipped,
         error=error,
-        textPreview=preview(texts),
-        skipped=dict(skipped.counts),
+        durationMs=duration,
+        results=results,
+        sessionId=session,
+        model=model,
     )
 
 

@@ -19,10 +19,9 @@ from capeval.agents.streams import (
     Skipped,
     TurnBuilder,
     as_int,
-    build_summary,
+    finish_stream,
     json_events,
     make_call,
-    preview,
     timestamp_ms,
 )
 from capeval.turns import TokenUsage
@@ -102,17 +101,14 @@ def parse_opencode_stream(lines: Iterable[str]) -> ParsedStream:
         last_ts = ts if ts is not None else last_ts
 
     status = "failed" if error is not None else None  # else: the exit code decides
-    summary = build_summary(builders, status=status or "done", usage=usage, error=error)
-    return ParsedStream(
-        summary=summary,
+    return finish_stream(
+        builders,
         status=status,
-        sessionId=session,
-        provider=None,
-        model=None,
-        durationMs=None,
+        usage=usage,
+        texts=texts,
+        skipped=skipped,
         error=error,
-        textPreview=preview(texts),
-        skipped=dict(skipped.counts),
+        sessionId=session,
     )
 
 

@@ -184,6 +184,47 @@ def build_summary(
     )
 
 
+def finish_stream(
+    builders: Iterable[TurnBuilder],
+    *,
+    status: str | None,
+    usage: TokenUsage | None,
+    texts: Iterable[str],
+    skipped: Skipped,
+    error: str | None = None,
+    durationMs: float | None = None,
+    results: Mapping[str, Any] | None = None,
+    sessionId: str | None = None,
+    model: str | None = None,
+    agentVersion: str | None = None,
+) -> ParsedStream:
+    """The ParsedStream every parser ends with, its summary built from the same facts.
+
+    A stream that reached no verdict (`status` None) still has its turns
+    summarized as done; the adapter then decides by the exit code. No CLI
+    names its provider in the stream, so `provider` stays None.
+    """
+    summary = build_summary(
+        builders,
+        status=status or "done",
+        usage=usage,
+        durationMs=durationMs,
+        error=error,
+        results=results,
+    )
+    return ParsedStream(
+        summary=summary,
+        status=status,
+        sessionId=sessionId,
+        model=model,
+        durationMs=durationMs,
+        error=error,
+        agentVersion=agentVersion,
+        textPreview=preview(texts),
+        skipped=dict(skipped.counts),
+    )
+
+
 def _with_result(call: ToolCall, result: Any) -> ToolCall:
     return ToolCall(call.id, call.name, call.arguments, call.kind, call.command, truncate(result))
 
