@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import warnings
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -108,25 +108,35 @@ def _seed(seed: int, *parts: str) -> int:
     return (zlib.crc32("\0".join(parts).encode()) ^ seed) & 0xFFFFFFFF
 
 
-def bootstrap_median(values: Sequence[float], seed: int) -> tuple[float, float] | None:
-    """Percentile bootstrap interval of a median; None with fewer than two values."""
-    if len(values) < 2:
-        return None
+def _percentile_bootstrap(
+    samples: tuple[Any, ...], statistic: Callable[..., Any], seed: int, *, paired: bool = False
+) -> tuple[float, float]:
+    """The one bootstrap every interval here uses, so resamples, level and seeding agree."""
     import numpy as np
     from scipy.stats import bootstrap
 
-    data = np.sort(np.asarray(values, dtype=float))
-    if data[0] == data[-1]:
-        return (float(data[0]), float(data[0]))
     res = bootstrap(
-        (data,),
-        np.median,
+        samples,
+        statistic,
+        paired=paired,
         n_resamples=BOOTSTRAP_RESAMPLES,
         confidence_level=CONFIDENCE,
         method="percentile",
         rng=np.random.default_rng(seed),
     )
     return (float(res.confidence_interval.low), float(res.confidence_interval.high))
+
+
+def bootstrap_median(values: Sequence[float], seed: int) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of a median; None with fewer than two values."""
+    if len(values) < 2:
+        return None
+    import numpy as np
+
+    data = np.sort(np.asarray(values, dtype=float))
+    if data[0] == data[-1]:
+        return (float(data[0]), float(data[0]))
+    return _percentile_bootstrap((data,), np.median, seed)
 
 
 def bootstrap_median_difference(
@@ -136,7 +146,6 @@ def bootstrap_median_difference(
     if len(base) < 2 or len(cand) < 2:
         return None
     import numpy as np
-    from scipy.stats import bootstrap
 
     a = np.sort(np.asarray(base, dtype=float))
     b = np.sort(np.asarray(cand, dtype=float))
@@ -149,15 +158,7 @@ def bootstrap_median_difference(
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = bootstrap(
-            (a, b),
-            statistic,
-            n_resamples=BOOTSTRAP_RESAMPLES,
-            confidence_level=CONFIDENCE,
-            method="percentile",
-            rng=np.random.default_rng(seed),
-        )
-    return (float(res.confidence_interval.low), float(res.confidence_interval.high))
+        return _percentile_bootstrap((a, b), statistic, seed)
 
 
 def order_statistic_median(values: Sequence[float]) -> tuple[float, float] | None:
@@ -279,7 +280,6 @@ def variant_rate(cells: Sequence[Cell], seed: int) -> dict[str, Any]:
     }
     if len(cells) >= 2 and total:
         import numpy as np
-        from scipy.stats import bootstrap
 
         p = np.asarray(passes, dtype=float)
         n = np.asarray(repeats, dtype=float)
@@ -290,16 +290,7 @@ def variant_rate(cells: Sequence[Cell], seed: int) -> dict[str, Any]:
             def pooled(pp: Any, nn: Any, axis: int = -1) -> Any:
                 return pp.sum(axis=axis) / nn.sum(axis=axis)
 
-            res = bootstrap(
-                (p, n),
-                pooled,
-                paired=True,
-                n_resamples=BOOTSTRAP_RESAMPLES,
-                confidence_level=CONFIDENCE,
-                method="percentile",
-                rng=np.random.default_rng(seed),
-            )
-            out["ci"] = [float(res.confidence_interval.low), float(res.confidence_interval.high)]
+            out["ci"] = list(_percentile_bootstrap((p, n), pooled, seed, paired=True))
     return out
 
 
@@ -328,24 +319,12 @@ def paired_cases(pairs: Sequence[tuple[Cell, Cell]], seed: int) -> dict[str, Any
                 out["wilcoxonP"] = None
     if len(diffs) >= 2:
         import numpy as np
-        from scipy.stats import bootstrap
 
         d = np.asarray(diffs, dtype=float)
         if d[0] == d[-1]:
             out["differenceCI"] = [float(d[0])] * 2
         else:
-            res = bootstrap(
-                (d,),
-                np.mean,
-                n_resamples=BOOTSTRAP_RESAMPLES,
-                confidence_level=CONFIDENCE,
-                method="percentile",
-                rng=np.random.default_rng(seed),
-            )
-            out["differenceCI"] = [
-                float(res.confidence_interval.low),
-                float(res.confidence_interval.high),
-            ]
+            out["differenceCI"] = list(_percentile_bootstrap((d,), np.mean, seed))
     return out
 
 
