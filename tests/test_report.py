@@ -12,17 +12,21 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from capeval.analysis.cells import cells_from_rows
-from capeval.analysis.compare import compare_cells
+from capeval.analysis.compare import Comparison, compare_cells
 from capeval.analysis.report import render, render_text
 from tests.test_compare import row
 
 
-@pytest.fixture(scope="module")
-def comparison():  # type: ignore[no-untyped-def]
+def make_comparison() -> Comparison:
     bait = {"metric": "networkCommandCount", "threshold": 0}
     base = [row("a", True), row("b", False, repeatedSearchCount=1), row("web", bait=bait)]
     cand = [row("a", False), row("b", True, repeatedSearchCount=3), row("web", bait=bait), row("n")]
     return compare_cells(cells_from_rows(base), cells_from_rows(cand))
+
+
+@pytest.fixture(scope="module")
+def comparison() -> Comparison:
+    return make_comparison()
 
 
 def test_text_puts_regressions_first_and_prints_flags(comparison) -> None:  # type: ignore[no-untyped-def]
@@ -68,6 +72,28 @@ def test_html_is_self_contained_with_an_embedded_plot(comparison) -> None:  # ty
     # No remote resources of any kind.
     assert not re.search(r'(src|href)="(https?:)?//', page)
     assert "<script" not in page
+
+
+@pytest.mark.slow
+def test_html_leaves_the_callers_matplotlib_backend_alone() -> None:
+    """A notebook that renders an HTML report keeps its own backend (no pyplot, no use())."""
+    code = (
+        "import sys, matplotlib\n"
+        "matplotlib.use('svg')\n"
+        "from tests.test_report import make_comparison\n"
+        "from capeval.analysis.report import render\n"
+        "assert render(make_comparison(), 'html').startswith('<!doctype html>')\n"
+        "print(matplotlib.get_backend(), 'matplotlib.pyplot' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["svg", "False"]
 
 
 @pytest.mark.slow

@@ -453,15 +453,23 @@ def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _png_base64(fig: Any) -> str:
+    """The figure as base64 PNG, for an <img> inside the one HTML file."""
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
 def _pass_rate_plot(comparison: Comparison) -> str:
     """Baseline vs candidate pass rate per cell, with Wilson intervals when computed; base64 PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    # A bare Figure draws without pyplot, so building a report never switches
+    # the backend of a notebook that calls it.
+    from matplotlib.figure import Figure
 
     cells = sorted(comparison.cells, key=lambda c: c.resultKey)
-    fig, ax = plt.subplots(figsize=(8, max(2.0, 0.3 * len(cells) + 1)))
+    fig = Figure(figsize=(8, max(2.0, 0.3 * len(cells) + 1)))
+    ax = fig.add_subplot()
     for offset, side, color in ((-0.15, "baseline", "#888888"), (0.15, "candidate", "#1f77b4")):
         ys, xs, lo, hi = [], [], [], []
         for i, cell in enumerate(cells):
@@ -479,19 +487,12 @@ def _pass_rate_plot(comparison: Comparison) -> str:
     ax.set_xlabel("pass rate")
     ax.invert_yaxis()
     ax.legend(loc="lower left", fontsize=7)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90)
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+    return _png_base64(fig)
 
 
 def _behavior_plot(comparison: Comparison) -> str:
     """Cells whose median improved / regressed, per lower-is-better metric; base64 PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     from capeval.metrics import METRIC_NAMES, direction
 
@@ -501,7 +502,8 @@ def _behavior_plot(comparison: Comparison) -> str:
         for b in cell.behaviors:
             if b.metric in counts and b.verdict != "neutral":
                 counts[b.metric][0 if b.verdict == "improve" else 1] += 1
-    fig, ax = plt.subplots(figsize=(8, 0.35 * len(metrics) + 1))
+    fig = Figure(figsize=(8, 0.35 * len(metrics) + 1))
+    ax = fig.add_subplot()
     ys = range(len(metrics))
     ax.barh(ys, [counts[m][0] for m in metrics], color="#2ca02c", label="improve")
     ax.barh(ys, [-counts[m][1] for m in metrics], color="#d62728", label="regress")
@@ -509,11 +511,7 @@ def _behavior_plot(comparison: Comparison) -> str:
     ax.axvline(0, color="#444444", linewidth=0.8)
     ax.set_xlabel("cells (regress left, improve right)")
     ax.legend(loc="lower right", fontsize=7)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90)
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+    return _png_base64(fig)
 
 
 def render(
