@@ -8,9 +8,14 @@ do the work and are what a notebook calls.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from capeval.paperclip.suite import SuiteResult
 
 _FILE = click.option(
     "--file",
@@ -21,6 +26,12 @@ _FILE = click.option(
 )
 
 
+def _echo_problems(problems: Sequence[Any], closing: str) -> None:
+    for p in problems:
+        click.echo(str(p), err=True)
+    click.echo(f"{len(problems)} problem(s){closing}", err=True)
+
+
 def _load(file: Path | None) -> tuple[Path, list]:
     from capeval.paperclip.derivative import find_derivative, load_derivative
     from capeval.problems import ProblemsError
@@ -29,10 +40,16 @@ def _load(file: Path | None) -> tuple[Path, list]:
     try:
         return path, load_derivative(path)
     except ProblemsError as exc:
-        for p in exc.problems:
-            click.echo(str(p), err=True)
-        click.echo(f"{len(exc.problems)} problem(s); fix the derivative and run again.", err=True)
+        _echo_problems(exc.problems, "; fix the derivative and run again.")
         raise SystemExit(2) from exc
+
+
+def _suite_line(result: SuiteResult) -> str:
+    return (
+        f"{result.passed} passed, {result.failed} failed of {len(result.results)} "
+        f"configurations; parity {len(result.fake_agent_operations)}/"
+        f"{len(result.codex_operations)}"
+    )
 
 
 @click.group()
@@ -57,9 +74,7 @@ def validate(file: Path | None, as_json: bool) -> None:
                 json.dumps({"ok": False, "problems": [p.to_json() for p in exc.problems]}, indent=2)
             )
         else:
-            for p in exc.problems:
-                click.echo(str(p), err=True)
-            click.echo(f"{len(exc.problems)} problem(s) in {path}", err=True)
+            _echo_problems(exc.problems, f" in {path}")
         raise SystemExit(2) from exc
     groups = sorted({r.group for r in rows})
     if as_json:
@@ -107,11 +122,7 @@ def run(file: Path | None, as_json: bool, jsonl: Path | None, force: bool) -> No
     else:
         for f in result.failures:
             click.echo(f"FAIL {f}")
-        click.echo(
-            f"{result.passed} passed, {result.failed} failed of {len(result.results)} "
-            f"configurations; parity {len(result.fake_agent_operations)}/"
-            f"{len(result.codex_operations)}"
-        )
+        click.echo(_suite_line(result))
     if result.failures:
         raise SystemExit(1)
 
@@ -148,10 +159,6 @@ def report(file: Path | None, out: Path | None, as_json: bool) -> None:
         )
     else:
         click.echo(f"wrote {json_path}\nwrote {md_path}\nwrote {rows_path}")
-        click.echo(
-            f"{result.passed} passed, {result.failed} failed of {len(result.results)} "
-            f"configurations; parity {len(result.fake_agent_operations)}/"
-            f"{len(result.codex_operations)}"
-        )
+        click.echo(_suite_line(result))
     if result.failures:
         raise SystemExit(1)
