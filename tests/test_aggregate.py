@@ -18,21 +18,13 @@ from capeval.aggregate import aggregate, median, row_result_key, totals
 from capeval.cli import main
 from capeval.results.jsonl import JsonlWriter
 from capeval.results.v3 import write_v3
+from tests.rowfactory import result_row
 
 
 def make_row(
     case: str = "c", repeat: int = 0, behaviors: dict[str, Any] | None = None, **extra: Any
 ) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "resultKey": f"v::{case}",
-        "id": case,
-        "variantId": "v",
-        "passed": True,
-        "repeat": repeat,
-        "behaviors": behaviors,
-    }
-    row.update(extra)
-    return row
+    return result_row(case, repeat, behaviors=behaviors, **extra)
 
 
 def test_median_odd_count_is_middle_value() -> None:

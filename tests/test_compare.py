@@ -12,45 +12,7 @@ from capeval.analysis.cells import BaitDecl, cells_from_rows, format_number
 from capeval.analysis.compare import compare_cells, parse_bait_override
 from capeval.analysis.fastload import load_sides
 from capeval.metrics import METRIC_NAMES
-
-
-def row(
-    case: str,
-    passed: bool = True,
-    *,
-    variant: str = "v1",
-    repeat: int = 0,
-    provider: str = "prov",
-    model: str = "mod",
-    bait: dict[str, Any] | None = None,
-    **metrics: float | None,
-) -> dict[str, Any]:
-    """A result row; behaviors are all zeros unless given, `behaviors=None` for a lost stream."""
-    if "behaviors" in metrics and metrics["behaviors"] is None:
-        behaviors = None
-    else:
-        behaviors = dict.fromkeys(METRIC_NAMES, 0)
-        behaviors.update({k: v for k, v in metrics.items() if v is not None})
-        for k, v in metrics.items():
-            if v is None:
-                behaviors.pop(k, None)
-        behaviors["toolCallsByName"] = {}
-    return {
-        "resultKey": f"{variant}::{case}",
-        "id": case,
-        "tier": "simple",
-        "title": case,
-        "variantId": variant,
-        "provider": provider,
-        "model": model,
-        "passed": passed,
-        "repeat": repeat,
-        "durationMs": 1000,
-        "turnsUsed": 3,
-        "tokenUsage": {"input": 10, "output": 1, "cacheRead": 0, "cacheWrite": 0, "thinking": 0},
-        "behaviors": behaviors,
-        "bait": bait,
-    }
+from tests.rowfactory import gate_row as row
 
 
 def compare(base_rows: list[dict[str, Any]], cand_rows: list[dict[str, Any]], **kw: Any) -> Any:

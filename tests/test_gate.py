@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_compare import row
+from tests.rowfactory import gate_row as row
 
 CORBITS_BAITS = {
     "loop-bait": ("repeatedSearchCount", 0),

@@ -19,30 +19,25 @@ from capeval.results.errors import ResultFileError
 from capeval.results.jsonl import JsonlWriter
 from capeval.results.load import read_rows
 from capeval.results.v3 import write_v3
+from tests.rowfactory import result_row
 
 SAMPLES = Path(__file__).resolve().parents[1] / "evals" / "capability" / "results" / "samples"
 
 
 def row(run: str, variant: str, case: str, repeat: int, passed: bool, **extra: Any) -> dict:
-    base = {
-        "resultKey": f"{variant}::{case}",
-        "id": case,
+    defaults = {
         "tier": "simple",
         "title": case,
-        "variantId": variant,
         "provider": "scripted",
         "model": "oracle",
-        "passed": passed,
         "durationMs": 1000 + repeat,
         "turnsUsed": 3 + repeat,
         "tokenUsage": {"input": 100, "output": 10, "cacheRead": 0, "cacheWrite": 0, "thinking": 0},
-        "repeat": repeat,
         "behaviors": {"shellCommandCount": repeat, "toolCallsByName": {"run_shell": repeat}},
         "runId": run,
         "runStartedAt": "2026-01-02T03:04:05.000Z",
     }
-    base.update(extra)
-    return base
+    return result_row(case, repeat, variant=variant, passed=passed, **{**defaults, **extra})
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> None:

@@ -12,19 +12,12 @@ from capeval.results.errors import ResultFileError, ResultFileWarning
 from capeval.results.jsonl import JsonlWriter
 from capeval.results.load import detect_format, read_many, read_rows
 from capeval.results.v3 import build_v3, write_v3
+from tests.rowfactory import result_row
 
 
 def make_row(case: str = "c", repeat: int = 0, **extra: Any) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "resultKey": f"v::{case}",
-        "id": case,
-        "variantId": "v",
-        "passed": True,
-        "repeat": repeat,
-        "behaviors": {"shellCommandCount": 1, "taskToolCallCount": 0},
-    }
-    row.update(extra)
-    return row
+    behaviors = {"shellCommandCount": 1, "taskToolCallCount": 0}
+    return result_row(case, repeat, **{"behaviors": behaviors, **extra})
 
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:

@@ -14,7 +14,7 @@ import pytest
 from capeval.analysis.cells import cells_from_rows
 from capeval.analysis.compare import Comparison, compare_cells
 from capeval.analysis.report import render, render_text
-from tests.test_compare import row
+from tests.rowfactory import gate_row as row
 
 
 def make_comparison() -> Comparison:

@@ -9,7 +9,7 @@ import pytest
 from capeval.analysis import stats
 from capeval.analysis.cells import cells_from_rows
 from capeval.analysis.compare import compare_cells
-from tests.test_compare import row
+from tests.rowfactory import gate_row as row
 
 
 def test_wilson_interval_known_values() -> None:

@@ -14,21 +14,16 @@ from capeval.aggregate import aggregate, totals
 from capeval.results.errors import ResultFileError
 from capeval.results.load import read_rows
 from capeval.results.v3 import build_v3, read_v3, write_v3
+from tests.rowfactory import result_row
 
 
 def make_row(case: str = "c1", repeat: int = 0, **extra: Any) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "resultKey": f"v::{case}",
-        "id": case,
-        "variantId": "v",
-        "passed": True,
-        "repeat": repeat,
+    defaults = {
         "durationMs": 100,
         "tokenUsage": {"input": 10, "output": 1, "cacheRead": 0, "cacheWrite": 0, "thinking": 0},
         "behaviors": {"shellCommandCount": repeat + 1, "taskToolCallCount": 0},
     }
-    row.update(extra)
-    return row
+    return result_row(case, repeat, **{**defaults, **extra})
 
 
 ROWS = [make_row("a", 0), make_row("a", 1, passed=False), make_row("b", 0, runId="r1")]
