@@ -291,6 +291,7 @@ class _Extra:
 class _Part:
     fixed: pl.DataFrame
     extras: dict[str, _Extra] = field(default_factory=dict)
+    legacy: bool = False  # has rows whose taskToolCallCount was backfilled
 
     @classmethod
     def from_flat(cls, flat: Sequence[Mapping[str, Any]]) -> _Part:
@@ -367,12 +368,11 @@ class _Scan:
     source: str  # the `source` column: the path as the caller gave it
     read: str  # what DuckDB reads: the file, or a v3 file's `cases` slice
     fmt: str  # "newline_delimited" | "array"
-    task_key_in_file: bool  # the text `"taskToolCallCount"` occurs in the file
 
 
 def _read_fast(paths: Sequence[str | Path]) -> dict[int, _Part]:
     """Parts for every file the fast path reads exactly; the others are left out."""
-    import duckdb
+    from concurrent.futures import ThreadPoolExecutor
 
     from capeval.analysis.fastload import FastPathUnavailable, _probe, _slice_cases
 
@@ -386,16 +386,34 @@ def _read_fast(paths: Sequence[str | Path]) -> dict[int, _Part]:
                 continue
         if not scans:
             return {}
-        con = duckdb.connect()
-        try:
-            con.execute("SET enable_progress_bar = false")
-            con.execute("SET preserve_insertion_order = true")
-            return _read_scans(con, scans)
-        finally:
-            con.close()
+        # DuckDB releases the GIL: scan the raw bytes meanwhile.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            reading = pool.submit(_read_scans, scans)
+            checks = {s.index: _text_checks(paths[s.index]) for s in scans}
+            parts = reading.result()
     finally:
         for temp in temps:
             os.unlink(temp)
+    exact: dict[int, _Part] = {}
+    for index, part in parts.items():
+        clean, task_key = checks[index]
+        # A legacy row has no `taskToolCallCount`, or has it as null: if the
+        # key occurs in the file at all, only a parser can tell which.
+        if clean and not (part.legacy and task_key):
+            exact[index] = part
+    return exact
+
+
+def _text_checks(path: str | Path) -> tuple[bool, bool]:
+    """(no trailing comma, the text `"taskToolCallCount"` occurs), from the raw bytes."""
+    try:
+        with (
+            open(path, "rb") as handle,
+            mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data,
+        ):
+            return not _TRAILING_COMMA.search(data), data.find(b'"taskToolCallCount"') >= 0
+    except (OSError, ValueError):
+        return False, True
 
 
 def _scan(
@@ -408,24 +426,34 @@ def _scan(
     if set(str(path)) & _GLOB_CHARS:
         raise _NotExact  # DuckDB would expand it as a pattern
     source = probe(Path(path))
-    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        if _TRAILING_COMMA.search(data):
+    if source.fmt == "jsonl":
+        return _Scan(index, str(path), str(path), "newline_delimited")
+    # v3: the reference parses the whole document, the fast path only its
+    # `cases`; so check the rest here: a version 3 header, nothing after.
+    with open(path, "rb") as handle:
+        header = json.loads(handle.read(source.cases_offset) + b"null}")
+        handle.seek(source.cases_end + 1)
+        if handle.read().strip(b" \t\r\n"):
             raise _NotExact
-        task_key = data.find(b'"taskToolCallCount"') >= 0
-        if source.fmt == "jsonl":
-            return _Scan(index, str(path), str(path), "newline_delimited", task_key)
-        # v3: the reference reads the whole document; the fast path only its
-        # `cases`, so check the rest here: a version 3 header, nothing after.
-        header = json.loads(data[: source.cases_offset] + b"null}")
-        version = header.get("version")
-        if version != 3 or isinstance(version, bool):
-            raise _NotExact
-        if data[source.cases_end + 1 :].strip(b" \t\r\n"):
-            raise _NotExact
-    return _Scan(index, str(path), slice_cases(source, temps), "array", task_key)
+    version = header.get("version") if isinstance(header, dict) else None
+    if version != 3 or isinstance(version, bool):
+        raise _NotExact
+    return _Scan(index, str(path), slice_cases(source, temps), "array")
 
 
-def _read_scans(con: Any, scans: Sequence[_Scan]) -> dict[int, _Part]:
+def _read_scans(scans: Sequence[_Scan]) -> dict[int, _Part]:
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        con.execute("SET enable_progress_bar = false")
+        con.execute("SET preserve_insertion_order = true")
+        return _read_with(con, scans)
+    finally:
+        con.close()
+
+
+def _read_with(con: Any, scans: Sequence[_Scan]) -> dict[int, _Part]:
     """Read all files in as few queries as possible; a file that fails is left out."""
     import duckdb
 
@@ -594,8 +622,6 @@ def _fast_part(rows: pl.DataFrame, scan: _Scan, extras: Sequence[str]) -> _Part:
     if rows["bad"].any():
         raise _NotExact
     legacy = rows["legacy"]
-    if legacy.any() and scan.task_key_in_file:
-        raise _NotExact  # `taskToolCallCount: null` or no key: only a parser can tell
     calls_as_str: dict[str, str] = {}
     task_calls: dict[str, int] = {}
     for text in rows["calls"].drop_nulls().unique().to_list():
@@ -619,7 +645,8 @@ def _fast_part(rows: pl.DataFrame, scan: _Scan, extras: Sequence[str]) -> _Part:
         raise _NotExact  # the reference reader warns about them
     dtypes = {STR: pl.String, INT: pl.Int64, FLOAT: pl.Float64, BOOL: pl.Boolean}
     fixed = rows.select(pl.col(n).cast(dtypes[k], strict=True) for n, k in FIXED_COLUMNS.items())
-    return _Part(fixed, {name: _text_extra(rows[name]) for name in extras})
+    extra = {name: _text_extra(rows[name]) for name in extras}
+    return _Part(fixed, extra, legacy=bool(legacy.any()))
 
 
 def _has_duplicates(rows: pl.DataFrame) -> bool:
