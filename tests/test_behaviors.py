@@ -16,6 +16,7 @@ from capeval.behaviors import backfill_legacy, derive_behaviors, normalize_argum
 from capeval.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME
 from capeval.runsummary import summary_from_json
 from capeval.turns import RunSummary, ToolCall, Turn
+from tests.clirun import capeval
 
 DATA = Path(__file__).parent / "data" / "summaries"
 
@@ -317,11 +318,7 @@ def test_real_results_have_stored_behaviors_and_backfill(real_results: Path) -> 
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "capeval.cli", "behaviors", *args],
-        capture_output=True,
-        text=True,
-    )
+    return capeval("behaviors", *args)
 
 
 def test_cli_json_lines_in_file_order() -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.clirun import capeval
 from tests.rowfactory import gate_row as row
 
 CORBITS_BAITS = {
@@ -30,16 +31,6 @@ LOWER = {
     "longestToolOnlyStreak",
     "maxTurnDurationMs",
 }
-
-
-def capeval(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "capeval.cli", *map(str, args)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:

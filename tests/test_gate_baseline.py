@@ -4,22 +4,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from capeval.commands.baseline import baseline_cells
+from tests import clirun
 
 
 def capeval(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "capeval.cli", *map(str, args)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return clirun.capeval(*args, cwd=cwd, timeout=600)  # a freeze runs every case
 
 
 def test_baseline_cells_swap_in_the_recording_agent() -> None:

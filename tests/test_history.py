@@ -19,6 +19,7 @@ from capeval.results.errors import ResultFileError
 from capeval.results.jsonl import JsonlWriter
 from capeval.results.load import read_rows
 from capeval.results.v3 import write_v3
+from tests.clirun import capeval
 from tests.rowfactory import result_row
 
 SAMPLES = Path(__file__).resolve().parents[1] / "evals" / "capability" / "results" / "samples"
@@ -297,12 +298,6 @@ def test_a_missing_path_is_an_error(tmp_path: Path) -> None:
 
 
 # -- the command ------------------------------------------------------------------------------
-
-
-def capeval(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "capeval.cli", *args], capture_output=True, text=True, cwd=cwd
-    )
 
 
 @pytest.mark.slow

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +16,7 @@ from capeval.analysis import plots
 from capeval.analysis.frame import load_frame
 from capeval.analysis.history import connect, frame
 from capeval.analysis.stats import wilson
+from tests.clirun import capeval
 from tests.test_history import SAMPLES, sample_rows
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -158,12 +157,6 @@ def test_plots_need_repeat_frames() -> None:
 
 
 # -- the command ------------------------------------------------------------------------
-
-
-def capeval(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "capeval.cli", *args], capture_output=True, text=True
-    )
 
 
 @pytest.mark.slow

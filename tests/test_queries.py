@@ -5,8 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import subprocess
-import sys
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +24,7 @@ from capeval.analysis.queries import (
     run_query,
 )
 from capeval.metrics import METRIC_NAMES, NUMERIC_METRICS
+from tests.clirun import capeval
 from tests.test_history import SAMPLES, sample_rows
 
 REQUIRED = {
@@ -232,12 +231,6 @@ def test_a_workspace_query_overrides_and_adds(tmp_path: Path) -> None:
 
 
 # -- the command ------------------------------------------------------------------------
-
-
-def capeval(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "capeval.cli", *args], capture_output=True, text=True
-    )
 
 
 @pytest.mark.slow
