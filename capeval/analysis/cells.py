@@ -188,10 +188,6 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def variants_of(cells: Mapping[str, Cell]) -> list[str]:
-    return sorted({c.variantId for c in cells.values()})
-
-
 # -- frames (notebooks) -----------------------------------------------------
 
 

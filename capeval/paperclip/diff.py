@@ -73,7 +73,3 @@ def changed(diff: list[Change], entity: str, eid: str, fld: str) -> Change | Non
         if c.entity == entity and c.id == eid and c.field == fld:
             return c
     return None
-
-
-def summarize(diff: list[Change]) -> str:
-    return "; ".join(str(c) for c in diff) if diff else "(empty)"
