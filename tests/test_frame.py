@@ -112,3 +112,259 @@ def test_load_frame_accepts_one_path(tmp_path: Path) -> None:
     with JsonlWriter(path) as writer:
         writer.write(make_row())
     assert load_frame(path).height == 1
+
+
+# -- the fast path: same frame as the reference reader, or the reference reads ------------
+
+from polars.testing import assert_frame_equal  # noqa: E402
+
+from capeval.analysis import frame as frame_module  # noqa: E402
+from capeval.results.errors import ResultFileError  # noqa: E402
+
+
+def same_frame(paths: list[Path], *, fast: bool = True) -> tuple[pl.DataFrame, list[str]]:
+    """Load both ways, assert the frames are equal; `fast` says whether every file
+    must have taken the fast path (False: every file must have fallen back)."""
+    taken = frame_module._read_fast(paths)
+    assert sorted(taken) == (list(range(len(paths))) if fast else [])
+    got_warnings: list[str] = []
+    quick = load_frame(paths, on_warning=got_warnings.append)
+    ref_warnings: list[str] = []
+    reference = load_frame(paths, on_warning=ref_warnings.append, fast=False)
+    assert_frame_equal(quick, reference)
+    assert got_warnings == ref_warnings
+    return quick, got_warnings
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    return path
+
+
+def runner_rows(n: int, seed: int = 7) -> list[dict[str, Any]]:
+    """Rows shaped like the runner's, with the variety real runs have."""
+    import random
+
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        case = f"case-{i % 5}"
+        behaviors: dict[str, Any] | None = {m: rng.randint(0, 9) for m in METRIC_NAMES}
+        assert behaviors is not None
+        behaviors["maxTurnDurationMs"] = rng.choice([1200, 1234.5])
+        behaviors["toolCallsByName"] = {"run_shell": rng.randint(0, 3), "lire_fichier": 1}
+        if i % 7 == 0:
+            behaviors = None
+        rows.append(
+            make_row(
+                case,
+                repeat=i // 5,
+                variantId="prov:model",
+                resultKey=f"prov:model::{case}",
+                passed=rng.random() < 0.5,
+                title=f'Case {i % 5} — «quoted "text"»\ttab \U0001f600\x01',
+                durationMs=rng.choice([1000, 1500.25]),
+                turnsUsed=rng.randint(1, 40),
+                error=None if i % 3 else "agent exited 1: \u00e9 \\ done / {json}",
+                behaviors=behaviors,
+                tokenUsage=None if i % 11 == 0 else {"input": i, "output": 2, "cacheRead": 0},
+                bait={"metric": "networkCommandCount", "threshold": 0} if i % 4 == 0 else None,
+                runId="20260101T000000Z-test",
+                gitDirty=i % 2 == 0,
+            )
+        )
+    return rows
+
+
+def test_fast_path_equals_reference_on_runner_rows(tmp_path: Path) -> None:
+    frame, _ = same_frame([write_jsonl(tmp_path / "run.jsonl", runner_rows(300))])
+    assert frame.height == 300
+    assert frame["behaviorsCaptured"].sum() < 300  # some null behaviors were read
+
+
+def test_fast_path_equals_reference_on_real_results(real_results: Path, tmp_path: Path) -> None:
+    files = sorted(real_results.glob("*.json"))
+    # As stored, `cases` is not the last key: the reference reads them.
+    same_frame(files, fast=False)
+    # The same rows as JSON Lines and as capeval-written v3 take the fast path.
+    rewritten = []
+    for path in files:
+        from capeval.results.load import read_rows
+
+        rows = read_rows(path)
+        rewritten.append(write_jsonl(tmp_path / f"{path.stem}.jsonl", rows))
+        write_v3(tmp_path / path.name, rows, started_at=None, finished_at=None)
+        rewritten.append(tmp_path / path.name)
+    frame, _ = same_frame(rewritten)
+    assert "providerFallback" in frame.columns  # an extra field real files carry
+
+
+def test_fast_path_backfills_legacy_rows(tmp_path: Path) -> None:
+    legacy = make_row("old", behaviors={"shellCommandCount": 1, "toolCallsByName": None})
+    rows = [
+        make_row("a", behaviors={"toolCallsByName": {"task": 2, "spawn_agent": 3, "x": 1}}),
+        make_row("b", behaviors={"toolCallsByName": {"task": 2.0, "spawn_agent": True}}),
+        make_row("c", behaviors={"shellCommandCount": 4}),
+        legacy,
+    ]
+    frame, _ = same_frame([write_jsonl(tmp_path / "old.jsonl", rows)])
+    assert frame["taskToolCallCount"].to_list() == [5, 0, 0, 0]
+
+
+def test_explicit_null_task_count_next_to_legacy_rows_goes_to_reference(tmp_path: Path) -> None:
+    rows = [
+        make_row("a", behaviors={"toolCallsByName": {"task": 2}}),
+        make_row("b", behaviors={"taskToolCallCount": None, "toolCallsByName": {"task": 2}}),
+    ]
+    frame, _ = same_frame([write_jsonl(tmp_path / "mixed.jsonl", rows)], fast=False)
+    assert frame["taskToolCallCount"].to_list() == [2, None]
+
+
+def test_fast_path_null_behaviors_and_sparse_rows(tmp_path: Path) -> None:
+    rows = [
+        make_row("a", behaviors=None, tokenUsage=None, bait=None),
+        {"id": "b", "variantId": "v", "passed": False},
+        make_row("c", behaviors={}),
+    ]
+    frame, _ = same_frame([write_jsonl(tmp_path / "sparse.jsonl", rows)])
+    assert frame["behaviorsCaptured"].to_list() == [False, False, True]
+
+
+def test_fast_path_mixes_jsonl_and_v3_in_order(tmp_path: Path) -> None:
+    files = []
+    for i in range(6):
+        rows = runner_rows(20, seed=i)
+        if i % 2:
+            write_v3(tmp_path / f"r{i}.json", rows, started_at=None, finished_at=None)
+            files.append(tmp_path / f"r{i}.json")
+        else:
+            files.append(write_jsonl(tmp_path / f"r{i}.jsonl", rows))
+    files.append(files[0])  # the same file twice is read twice
+    write_v3(tmp_path / "empty.json", [], started_at=None, finished_at=None)
+    files.append(tmp_path / "empty.json")
+    frame, _ = same_frame(files)
+    assert frame["source"].unique(maintain_order=True).to_list() == [str(f) for f in files[:6]]
+    assert frame.height == 7 * 20
+
+
+def test_torn_last_line_falls_back_and_still_warns(tmp_path: Path) -> None:
+    good = write_jsonl(tmp_path / "good.jsonl", runner_rows(10))
+    torn = write_jsonl(tmp_path / "torn.jsonl", runner_rows(10))
+    with open(torn, "a") as handle:
+        handle.write('{"id": "half", "pass')
+    assert sorted(frame_module._read_fast([good, torn])) == [0]
+    quick_warnings: list[str] = []
+    quick = load_frame([good, torn], on_warning=quick_warnings.append)
+    ref_warnings: list[str] = []
+    reference = load_frame([good, torn], on_warning=ref_warnings.append, fast=False)
+    assert_frame_equal(quick, reference)
+    assert quick_warnings == ref_warnings
+    assert len(quick_warnings) == 1 and "torn last line" in quick_warnings[0]
+    assert quick.height == 20
+
+
+def test_duplicate_repeats_fall_back_and_warn(tmp_path: Path) -> None:
+    rows = [make_row("a", repeat=0), make_row("a", repeat=0), make_row("b", repeat=None)]
+    _, found = same_frame([write_jsonl(tmp_path / "dup.jsonl", rows)], fast=False)
+    assert len(found) == 1 and "repeats v::a repeat 0" in found[0]
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("turnsUsed", "3"),  # DuckDB would cast it; the reference refuses
+        ("turnsUsed", 3.5),
+        ("turnsUsed", True),
+        ("overBudget", 1),
+        ("durationMs", "12"),
+        ("provider", 5),  # dumped as text by the reference
+        ("error", {"message": "boom"}),
+    ],
+)
+def test_odd_types_fall_back_with_the_reference_error(
+    tmp_path: Path, field: str, value: Any
+) -> None:
+    path = write_jsonl(tmp_path / "odd.jsonl", [make_row("a"), make_row("b", **{field: value})])
+    assert frame_module._read_fast([path]) == {}
+    try:
+        expected = load_frame([path], fast=False)
+    except FrameError as exc:
+        with pytest.raises(FrameError) as raised:
+            load_frame([path])
+        assert str(raised.value) == str(exc)
+    else:
+        assert_frame_equal(load_frame([path]), expected)
+
+
+def test_integral_float_in_integer_column_matches(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "f.jsonl", [make_row("a", turnsUsed=3.0, repeat=0)])
+    same_frame([path], fast=False)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"id": "a", "variantId": "v", "passed": true, "tags": [1, 2,]}\n',  # trailing comma
+        '{"id": "a", "variantId": "v", "passed": true, "x": inf}\n',  # bare inf
+        '{"id": "a", "variantId": "v", "passed": "yes"}\n',  # row_problem
+        '{"id": "", "variantId": "v", "passed": true}\n',
+        '{"id": "a", "passed": true}\n',
+        '{"id": "a", "variantId": "v", "passed": true, "id": "b"}\n',  # duplicate key
+    ],
+)
+def test_rows_the_reference_rejects_are_rejected_alike(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"id": "ok", "variantId": "v", "passed": true}\n' + text)
+    assert frame_module._read_fast([path]) == {}
+    try:
+        expected = load_frame([path], fast=False)
+    except ResultFileError as exc:
+        with pytest.raises(ResultFileError) as raised:
+            load_frame([path])
+        assert str(raised.value) == str(exc)
+    else:
+        assert_frame_equal(load_frame([path]), expected)
+
+
+def test_extra_fields_unify_across_files_like_the_reference(tmp_path: Path) -> None:
+    a = write_jsonl(
+        tmp_path / "a.jsonl",
+        [make_row("a", score=1, flag=True, note="x", mixed=1, nested={"k": [1, 2.5]}, empty=None)],
+    )
+    b = write_jsonl(
+        tmp_path / "b.jsonl",
+        [make_row("b", score=2.5, flag=None, note="y\\n", mixed="s", nested=[True])],
+    )
+    c = write_jsonl(tmp_path / "c.jsonl", [make_row("c", mixed=2.0, big=10**20, neg=-0)])
+    frame, _ = same_frame([a, b], fast=True)
+    assert frame["score"].dtype == pl.Float64 and frame["mixed"].to_list() == ["1", "s"]
+    assert frame["empty"].dtype == pl.String
+    # `c` holds an integer too big for the fast path: read by the reference, merged alike.
+    assert sorted(frame_module._read_fast([a, b, c])) == [0, 1]
+    quick, reference = load_frame([a, b, c]), load_frame([a, b, c], fast=False)
+    assert_frame_equal(quick, reference)
+    assert quick["mixed"].to_list() == ["1", "s", "2.0"]
+
+
+def test_fields_that_would_shadow_frame_columns_go_to_reference(tmp_path: Path) -> None:
+    rows = [make_row("a", source="elsewhere", shellCommandCount=9, behaviors=None)]
+    frame, _ = same_frame([write_jsonl(tmp_path / "shadow.jsonl", rows)], fast=False)
+    assert frame["source"][0] == str(tmp_path / "shadow.jsonl")
+
+
+def test_v3_checks_the_document_around_cases(tmp_path: Path) -> None:
+    rows = runner_rows(3)
+    body = ", ".join(json.dumps(r) for r in rows)
+    no_version = tmp_path / "noversion.json"
+    no_version.write_text('{"startedAt": null, "cases": [' + body + "]}")
+    trailing = tmp_path / "trailing.json"
+    trailing.write_text('{"version": 3, "cases": [' + body + "]} junk")
+    v4 = tmp_path / "v4.json"
+    v4.write_text('{"version": 4, "cases": [' + body + "]}")
+    for path in (no_version, trailing, v4):
+        assert frame_module._read_fast([path]) == {}
+        with pytest.raises(ResultFileError) as raised:
+            load_frame([path])
+        with pytest.raises(ResultFileError) as expected:
+            load_frame([path], fast=False)
+        assert str(raised.value) == str(expected.value)

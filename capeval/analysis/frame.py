@@ -587,7 +587,8 @@ def _read_batch(con: Any, batch: Sequence[_Scan], keys: Mapping[str, set[str]]) 
 
     extras = sorted(set().union(*(keys[s.read] for s in batch)) - _READ_FIELDS)
     select, names = _select(extras)
-    files = ", ".join(_sql_str(s.read) for s in batch)
+    by_file = {s.read: s for s in batch}  # a file listed twice is read once
+    files = ", ".join(_sql_str(read) for read in by_file)
     query = (
         f"SELECT {select} FROM read_json([{files}], columns={_json_columns(extras)}, "
         f"format='{batch[0].fmt}', records='true', filename=true, "
@@ -599,20 +600,32 @@ def _read_batch(con: Any, batch: Sequence[_Scan], keys: Mapping[str, set[str]]) 
         frame = pl.read_parquet(out)
     frame = frame.rename({f"c{i}": name for i, name in enumerate(names)})
     frame = frame.rename({f"x{j}": name for j, name in enumerate(extras)})
-    by_file = {s.read: s for s in batch}
-    parts: dict[int, _Part] = {}
-    for (read,), rows in frame.partition_by("file", maintain_order=True, as_dict=True).items():
+    found: dict[str, _Part | None] = {read: None for read in by_file}
+    for read, rows in _by_file(frame):
         try:
-            parts[by_file[read].index] = _fast_part(
-                rows, by_file[read], sorted(keys[read] & set(extras))
-            )
+            found[read] = _fast_part(rows, by_file[read], sorted(keys[read] & set(extras)))
         except _NotExact:
-            continue
-    read_any = set(frame["file"].unique().to_list())
+            del found[read]
+    parts: dict[int, _Part] = {}
     for scan in batch:
-        if scan.read not in read_any:  # a v3 file whose `cases` is empty
-            parts[scan.index] = _Part.from_flat([])
+        if scan.read in found:  # None: no rows, as a v3 file whose `cases` is empty
+            parts[scan.index] = found[scan.read] or _Part.from_flat([])
     return parts
+
+
+def _by_file(frame: pl.DataFrame) -> list[tuple[str, pl.DataFrame]]:
+    """The rows of each file: DuckDB keeps file order, so each file is one run (slices copy nothing)."""
+    runs = frame["file"].rle()
+    if runs.struct.field("value").n_unique() != runs.len():
+        return [
+            (k, rows)
+            for (k,), rows in frame.partition_by("file", maintain_order=True, as_dict=True).items()
+        ]
+    out, start = [], 0
+    for length, read in runs.struct.unnest().iter_rows():
+        out.append((read, frame.slice(start, length)))
+        start += length
+    return out
 
 
 def _fast_part(rows: pl.DataFrame, scan: _Scan, extras: Sequence[str]) -> _Part:
