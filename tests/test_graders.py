@@ -13,6 +13,7 @@ import pytest
 
 from capeval.runner.graders import check_graders
 from capeval.workspace import load_cases
+from tests.casefactory import write_case
 
 # Passes once done.txt says "done"; fails on the untouched fixture.
 HONEST = 'grep -qx done done.txt || { echo "done.txt does not say done"; exit 1; }\n'
@@ -38,22 +39,14 @@ def add_case(
     fixture: dict[str, str] | None = None,
     **fields: Any,
 ) -> None:
-    fixture_dir = root / "evals" / "capability" / "fixtures" / case_id
-    fixture_dir.mkdir(parents=True)
-    for name, text in (fixture or {"README.md": "a fixture\n"}).items():
-        (fixture_dir / name).write_text(text)
-    case_dir = root / "evals" / "capability" / "cases" / case_id
-    (case_dir / "trajectories").mkdir(parents=True)
-    case = {
-        "id": case_id,
-        "tier": "simple",
-        "title": case_id,
-        "fixture": f"evals/capability/fixtures/{case_id}",
-        "prompt": "make done.txt say done",
-        **fields,
-    }
-    (case_dir / "case.json").write_text(json.dumps(case))
-    (case_dir / "verify.sh").write_text(verify)
+    case_dir = write_case(
+        root,
+        case_id,
+        verify=verify,
+        fixture=fixture or {"README.md": "a fixture\n"},
+        **{"prompt": "make done.txt say done", **fields},
+    )
+    (case_dir / "trajectories").mkdir()
     if oracle is not None:
         (case_dir / "trajectories" / "oracle.json").write_text(json.dumps(oracle))
 

@@ -13,25 +13,10 @@ from click.testing import CliRunner
 
 from capeval.cli import main
 from capeval.workspace import validate_workspace
+from tests.casefactory import CASES
+from tests.casefactory import write_case as add_case
 
 HEAVY = ("polars", "duckdb", "scipy", "matplotlib")
-CASES = "evals/capability/cases"
-
-
-def add_case(root: Path, name: str, **changes: Any) -> None:
-    case_dir = root / CASES / name
-    case_dir.mkdir(parents=True)
-    (root / "evals/capability/fixtures" / name).mkdir(parents=True)
-    obj = {
-        "id": name,
-        "tier": "simple",
-        "title": name,
-        "fixture": f"evals/capability/fixtures/{name}",
-        "prompt": "Fix it.",
-        **changes,
-    }
-    (case_dir / "case.json").write_text(json.dumps(obj))
-    (case_dir / "verify.sh").write_text("exit 0\n")
 
 
 @pytest.fixture

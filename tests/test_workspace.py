@@ -18,44 +18,19 @@ from capeval.workspace import (
     fixture_fact,
     load_cases,
 )
-
-CASES = "evals/capability/cases"
+from tests.casefactory import CASES, write_case
+from tests.casefactory import case_fields as case_obj
 
 
 def add_case(
     root: Path, name: str, obj: Any = None, *, grader: bool = True, raw: str | None = None
 ) -> Path:
     """A case directory with a fixture and grader, valid unless told otherwise."""
-    case_dir = root / CASES / name
-    case_dir.mkdir(parents=True, exist_ok=True)
-    fixture = root / "evals/capability/fixtures" / name
-    fixture.mkdir(parents=True, exist_ok=True)
-    if obj is None:
-        obj = {
-            "id": name,
-            "tier": "simple",
-            "title": name.title(),
-            "fixture": f"evals/capability/fixtures/{name}",
-            "prompt": "Fix it.",
-        }
-    (case_dir / "case.json").write_text(
-        raw if raw is not None else json.dumps(obj), encoding="utf-8"
+    if raw is None and obj is not None:
+        raw = json.dumps(obj)
+    return write_case(
+        root, name, verify="exit 0\n" if grader else None, text=raw, title=name.title()
     )
-    if grader:
-        (case_dir / "verify.sh").write_text("exit 0\n")
-    return case_dir
-
-
-def case_obj(name: str, **changes: Any) -> dict[str, Any]:
-    obj = {
-        "id": name,
-        "tier": "simple",
-        "title": name,
-        "fixture": f"evals/capability/fixtures/{name}",
-        "prompt": "Fix it.",
-    }
-    obj.update(changes)
-    return obj
 
 
 @pytest.fixture
