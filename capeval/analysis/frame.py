@@ -456,6 +456,7 @@ def _read_scans(scans: Sequence[_Scan]) -> dict[int, _Part]:
 def _read_with(con: Any, scans: Sequence[_Scan]) -> dict[int, _Part]:
     """Read all files in as few queries as possible; a file that fails is left out."""
     import duckdb
+    import polars as pl
 
     keys = _keys(con, scans)
     scans = [s for s in scans if s.read in keys and not _odd_keys(keys[s.read])]
@@ -467,7 +468,7 @@ def _read_with(con: Any, scans: Sequence[_Scan]) -> dict[int, _Part]:
             batch = batches.pop()
             try:
                 parts.update(_read_batch(con, batch, keys))
-            except duckdb.Error:
+            except (duckdb.Error, pl.exceptions.PolarsError):
                 if len(batch) > 1:  # find the file DuckDB cannot read; read the rest fast
                     batches += [[s] for s in batch]
     return parts
