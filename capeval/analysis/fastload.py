@@ -16,6 +16,7 @@ temporary file DuckDB streams as a JSON array.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -350,7 +351,8 @@ def _load_duckdb(
             ]
         con = duckdb.connect()
         try:
-            con.execute("SET enable_progress_bar = false")
+            with contextlib.suppress(duckdb.Error):  # refused inside Jupyter without ipywidgets
+                con.execute("SET enable_progress_bar = false")
             con.execute("SET preserve_insertion_order = false")
             for legacy in (False, True):
                 query = _query(scans, with_values=with_values, headline=headline, legacy=legacy)

@@ -8,6 +8,7 @@ missing column. Unknown extra fields are kept as extra columns.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import mmap
 import os
@@ -446,7 +447,8 @@ def _read_scans(scans: Sequence[_Scan]) -> dict[int, _Part]:
 
     con = duckdb.connect()
     try:
-        con.execute("SET enable_progress_bar = false")
+        with contextlib.suppress(duckdb.Error):  # refused inside Jupyter without ipywidgets
+            con.execute("SET enable_progress_bar = false")
         con.execute("SET preserve_insertion_order = true")
         return _read_with(con, scans)
     finally:
