@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
+from capeval.commands.common import config_option, fail, root_option
 from capeval.problems import ProblemsError
 
 
@@ -21,23 +23,13 @@ def _n(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def _fail(message: str) -> None:
-    click.echo(f"capeval run: {message}", err=True)
-    click.get_current_context().exit(2)
+def _fail(message: str) -> NoReturn:
+    fail("run", message)
 
 
 @click.command()
-@click.option(
-    "--root",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Workspace root (default: nearest ancestor holding evals/capability/cases).",
-)
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Configuration file (default: capeval.toml, else [tool.capeval] in pyproject.toml).",
-)
+@root_option
+@config_option
 @click.option(
     "--case", "case_ids", multiple=True, help="Run only this case (repeatable; default all)."
 )
