@@ -461,3 +461,14 @@ def test_clean_files_never_fall_back_to_the_reference_reader(
         path = _write_v3(tmp_path / "r.json", rows, indent=2 if fmt == "v3-pretty" else None)
     (cells,), _ = load_sides([[path]], with_values=True)
     assert cells["v1::c"].medians["taskToolCallCount"] == 3
+
+
+def test_a_line_that_is_not_an_object_is_an_error_naming_file_and_line(tmp_path: Path) -> None:
+    """DuckDB reads records only; the reference reader then names the line."""
+    from capeval.results.errors import ResultFileError
+
+    path = tmp_path / "array.jsonl"
+    good = json.dumps(row("a"))
+    path.write_text(f"{good}\n[1, 2]\n{good}\n")
+    with pytest.raises(ResultFileError, match=r"array\.jsonl:2"):
+        load_sides([[path]])
