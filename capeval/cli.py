@@ -62,5 +62,13 @@ def main() -> None:
     """Capability evals of coding agents: run, judge, explore."""
 
 
-if __name__ == "__main__":  # pragma: no cover
+def entry() -> None:
+    """The console script: `main` in a real process, where commands may exit promptly."""
+    from capeval.commands import common
+
+    common.PROMPT_EXIT = True
     main()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    entry()

@@ -365,3 +365,30 @@ def test_gate_start_up_imports_no_polars_scipy_or_matplotlib(
         [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
     assert done.stdout.strip().splitlines()[-1] == "0 []", done.stdout + done.stderr
+
+
+def test_in_process_gate_returns_its_code_instead_of_ending_the_process(
+    files: dict[str, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The prompt exit belongs to the console script only; a caller's process lives on."""
+    from click.testing import CliRunner
+
+    from capeval.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    args = ["--baseline", str(files["base"]), "--candidate", str(files["regressed"])]
+    for command in ("gate", "compare"):
+        out = CliRunner().invoke(main, [command, *args, "--no-advisory"])
+        assert out.exit_code == (1 if command == "gate" else 0), out.output
+        assert "REGRESSED" in out.output
+
+
+def test_prompt_exit_flushes_long_output_into_a_pipe(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    many = [row(f"case-{i:03d}", i % 2 == 0) for i in range(400)]
+    base = jsonl(tmp_path / "many-base.jsonl", many)
+    cand = jsonl(tmp_path / "many-cand.jsonl", [row(f"case-{i:03d}", True) for i in range(400)])
+    done = capeval("gate", "--baseline", base, "--candidate", cand, "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout)["cells"]) == 400  # every byte arrived before the exit

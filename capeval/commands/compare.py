@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from capeval.commands.common import EXIT_BAD_INPUT
+from capeval.commands.common import EXIT_BAD_INPUT, exit_with
 
 if TYPE_CHECKING:
     from capeval.analysis.gatecheck import GateResult
@@ -162,4 +162,4 @@ def compare(
         gate=False,
     )
     emit(result, as_json=as_json)
-    click.get_current_context().exit(EXIT_BAD_INPUT if result.json is None else 0)
+    exit_with(EXIT_BAD_INPUT if result.json is None else 0)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from capeval.commands.common import EXIT_BAD_INPUT
+from capeval.commands.common import baselines_or_configured, exit_with
 from capeval.commands.compare import comparison_options, emit, run_comparison
 
 
@@ -30,17 +30,8 @@ def gate(
     as_json: bool,
 ) -> None:
     """Gate CANDIDATE results against the baseline (exit 0 clean, 1 regressed, 3 bait flags, 2 bad input)."""
-    ctx = click.get_current_context()
-    base = list(baselines)
-    if not base:
-        configured = _configured_baseline(root)
-        if isinstance(configured, str):
-            click.echo(f"error: {configured}", err=True)
-            ctx.exit(EXIT_BAD_INPUT)
-            return
-        base = [configured]
     result = run_comparison(
-        base,
+        baselines_or_configured(baselines, root),
         candidates,
         baits=baits,
         allow_provider_fallback=allow_provider_fallback,
@@ -50,23 +41,4 @@ def gate(
         gate=True,
     )
     emit(result, as_json=as_json)
-    ctx.exit(result.exit_code)
-
-
-def _configured_baseline(root: Path | None) -> Path | str:
-    """The config's `baseline`, or a message saying how to provide one."""
-    from capeval.config import load_config
-    from capeval.problems import ProblemsError
-    from capeval.workspace import find_root
-
-    try:
-        found = find_root(explicit=root)
-        config = load_config(found)
-    except ProblemsError as exc:
-        return f"no --baseline given and no usable configuration: {exc}"
-    if config.baseline is None:
-        return (
-            "no --baseline given and the configuration names none; pass --baseline FILE or add "
-            'baseline = "evals/capability/results/baseline.json" to capeval.toml'
-        )
-    return config.baseline
+    exit_with(result.exit_code)
