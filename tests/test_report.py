@@ -126,3 +126,33 @@ def test_report_command_writes_the_file(real_results: Path, tmp_path: Path) -> N
     assert "**Verdict: UNCLEAN (bait flags)** (exit 3)" in md
     assert "| pass rate | 19/21 (90.5%) | 21/21 (100.0%) |" in md
     assert "BAIT FLAG env-bait envAssignmentCommandCount median 0 did not exceed 0" in md
+
+
+def test_report_without_baseline_uses_the_configured_one(repo_root: Path, tmp_path: Path) -> None:
+    """Like `capeval gate`: the workspace's capeval.toml names the frozen baseline."""
+    from tests import clirun
+
+    baseline = repo_root / "evals" / "capability" / "results" / "baseline.json"
+    out = tmp_path / "report.json"
+    done = clirun.capeval(
+        "report", "--candidate", baseline, "--format", "json", "--no-advisory", "-o", out,
+        cwd=repo_root,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    obj = json.loads(out.read_text())
+    assert obj["exitCode"] == 0 and len([c for c in obj["cells"] if c["bait"]]) == 5
+
+
+@pytest.mark.parametrize("command", ["gate", "report"])
+def test_no_baseline_anywhere_is_exit_2_naming_the_fix(command: str, tmp_path: Path) -> None:
+    from tests import clirun
+    from tests.casefactory import write_case
+
+    write_case(tmp_path, "a")
+    (tmp_path / "capeval.toml").write_text('[agents.x]\ntype = "scripted"\n')
+    cand = tmp_path / "c.jsonl"
+    cand.write_text("")
+    done = clirun.capeval(command, "--candidate", cand, cwd=tmp_path)
+    assert done.returncode == 2
+    assert f"capeval {command}: no --baseline given" in done.stderr
+    assert 'baseline = "evals/capability/results/baseline.json"' in done.stderr

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import click
 
-from capeval.commands.common import EXIT_BAD_INPUT
+from capeval.commands.common import EXIT_BAD_INPUT, baselines_or_configured
 from capeval.commands.compare import comparison_options, run_comparison
 
 
 @click.command("report")
-@comparison_options(baseline_required=True, advisory_default=True, with_json=False)
+@comparison_options(baseline_required=False, advisory_default=True, with_json=False)
 @click.option(
     "--format",
     "fmt",
@@ -43,10 +43,14 @@ def report(
     advisory: bool,
     seed: int,
 ) -> None:
-    """Write a gate report comparing CANDIDATE with BASELINE (exit 0 when written, 2 on bad input)."""
+    """Write a gate report comparing CANDIDATE with BASELINE (exit 0 when written, 2 on bad input).
+
+    Without --baseline the configuration's `baseline` is used, as `capeval gate` does.
+    """
     from capeval.analysis.report import render
 
     ctx = click.get_current_context()
+    baselines = tuple(baselines_or_configured(baselines, root))
     result = run_comparison(
         baselines,
         candidates,
