@@ -2,25 +2,37 @@
 
 Generates a baseline and a candidate of 4 variants x 50 cases x 1,000 repeats
 (realistic rows: every field the runner writes), as JSON Lines and as v3 JSON,
-then times `capeval gate` as a fresh process (start-up included; median of
-several runs, peak RSS of the child from wait4) against two pure-Python gates
-run the same way: a streaming one (json + dicts, one cell dict per cell) and
-capeval's own reference reader (every row a dict, as `read_rows` returns them,
-then the same pure comparison core).
+then times `capeval gate` as a fresh process (start-up included; peak RSS of
+the child from wait4) beside other gates run the same way on the JSONL pair:
 
-    .venv/bin/python benchmarks/gate.py [--runs 5] [--data DIR] [--json]
+- python-straightforward: every row parsed into a list, grouped per cell,
+  `statistics.median` per metric. The obvious implementation, and the one the
+  ">= 20x" target is measured against.
+- python-streaming: a careful pure-Python gate (one pass, value lists only).
+- python-reference-reader: capeval's own fallback reader (`read_rows`, every
+  row validated) and the same pure comparison core.
+- node-straightforward (`gate_node.mjs`, when `node` is installed): what the
+  TypeScript harness does. The issue quotes that harness at about 2.1 s and
+  890 MiB, so this run says how fast the machine is against the issue's.
+
+Rounds are interleaved, so a shared machine's slow minutes hit every gate
+alike; ratios are taken within a round. Every gate must agree on the exit
+code (tests/test_benchmark_gate.py checks that on small files).
+
+    .venv/bin/python benchmarks/gate.py [--runs 7] [--slow-runs 3] [--data DIR] [--json]
 
 Targets on a 2-core machine: JSONL <= 0.6 s wall, <= 400 MiB peak, >= 20x the
-pure-Python gate; v3 JSON of the same size <= 2.5 s. The machine may be
-shared: numbers are medians, and the load average is printed beside them.
+straightforward pure-Python gate; v3 JSON of the same size <= 2.5 s.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -113,7 +125,10 @@ def make_row(rng: random.Random, v: int, c: int, r: int, shift: float) -> dict[s
     }
 
 
-def generate(data: Path) -> dict[str, Path]:
+def generate(
+    data: Path, variants: int = VARIANTS, cases: int = CASES, repeats: int = REPEATS
+) -> dict[str, Path]:
+    """Both sides in both formats; files already in `data` are reused."""
     data.mkdir(parents=True, exist_ok=True)
     files = {name: data / name for name in ("base.jsonl", "cand.jsonl", "base.json", "cand.json")}
     if all(p.exists() for p in files.values()):
@@ -123,13 +138,13 @@ def generate(data: Path) -> dict[str, Path]:
         with open(data / f"{side}.jsonl", "w") as jl, open(data / f"{side}.json", "w") as v3:
             v3.write(
                 '{"version": 3, "startedAt": "2026-01-01T00:00:00Z", "finishedAt": '
-                '"2026-01-01T09:00:00Z", "provider": null, "model": null, "repeats": 1000, '
-                '"variants": [], "aggregates": [], "totals": {}, "cases": ['
+                '"2026-01-01T09:00:00Z", "provider": null, "model": null, "repeats": '
+                f'{repeats}, "variants": [], "aggregates": [], "totals": {{}}, "cases": ['
             )
             first = True
-            for v in range(VARIANTS):
-                for c in range(CASES):
-                    for r in range(REPEATS):
+            for v in range(variants):
+                for c in range(cases):
+                    for r in range(repeats):
                         text = json.dumps(make_row(rng, v, c, r, shift), separators=(",", ":"))
                         jl.write(text + "\n")
                         v3.write(("" if first else ",") + text)
@@ -138,55 +153,88 @@ def generate(data: Path) -> dict[str, Path]:
     return files
 
 
-# -- the straightforward pure-Python gate ---------------------------------------
+# -- pure-Python gates, for the speed ratio ------------------------------------
 
 
-def pure_python_gate(base_path: Path, cand_path: Path) -> int:
-    """json + dicts: the obvious implementation the fast path is measured against."""
+def straightforward_gate(base_path: Path, cand_path: Path) -> int:
+    """The obvious implementation, and the one the 20x target is measured against.
 
-    def cells(path: Path) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
+    Every row parsed into a list, rows grouped per cell, `statistics.median`
+    per metric: what the TypeScript harness does, written in Python.
+    """
+
+    def cells(path: Path) -> dict[str, tuple[int, int, dict[str, Any], Any]]:
+        with open(path) as handle:
+            rows = [json.loads(line) for line in handle if line.strip()]
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
+            grouped.setdefault(row["resultKey"], []).append(row)
+        out = {}
+        for key, cell_rows in grouped.items():
+            medians = {}
+            for m in METRICS:
+                values = [
+                    r["behaviors"][m]
+                    for r in cell_rows
+                    if r.get("behaviors") and r["behaviors"].get(m) is not None
+                ]
+                medians[m] = statistics.median(values) if values else None
+            passes = sum(r["passed"] is True for r in cell_rows)
+            bait = next((r["bait"] for r in cell_rows if r.get("bait")), None)
+            out[key] = (len(cell_rows), passes, medians, bait)
+        return out
+
+    return _verdict(cells(base_path), cells(cand_path))
+
+
+def streaming_gate(base_path: Path, cand_path: Path) -> int:
+    """A careful pure-Python gate: one pass per file, only per-cell value lists kept."""
+
+    def cells(path: Path) -> dict[str, tuple[int, int, dict[str, Any], Any]]:
+        acc: dict[str, dict[str, Any]] = {}
         with open(path, "rb") as handle:
             for line in handle:
                 if not line.strip():
                     continue
                 row = json.loads(line)
-                cell = out.setdefault(
-                    row["resultKey"],
-                    {"n": 0, "c": 0, "values": {m: [] for m in METRICS}, "bait": None},
+                cell = acc.setdefault(
+                    row["resultKey"], {"n": 0, "c": 0, "values": {m: [] for m in METRICS}}
                 )
                 cell["n"] += 1
                 cell["c"] += row["passed"] is True
-                cell["bait"] = cell["bait"] or row.get("bait")
+                cell["bait"] = cell.get("bait") or row.get("bait")
                 behaviors = row.get("behaviors")
                 if behaviors:
                     for m in METRICS:
                         if behaviors.get(m) is not None:
                             cell["values"][m].append(behaviors[m])
-        for cell in out.values():
-            cell["medians"] = {
-                m: statistics.median(v) if v else None for m, v in cell["values"].items()
-            }
-        return out
+        return {
+            key: (
+                c["n"],
+                c["c"],
+                {m: statistics.median(v) if v else None for m, v in c["values"].items()},
+                c.get("bait"),
+            )
+            for key, c in acc.items()
+        }
 
-    base, cand = cells(base_path), cells(cand_path)
+    return _verdict(cells(base_path), cells(cand_path))
+
+
+def _verdict(base: dict[str, Any], cand: dict[str, Any]) -> int:
     regressed = flags = 0
-    for key, c in cand.items():
-        b = base.get(key)
-        if b is None:
+    for key, (n, c, medians, bait) in cand.items():
+        if key not in base:
             continue
-        if c["c"] * b["n"] < b["c"] * c["n"]:
+        bn, bc, bmedians, bbait = base[key]
+        if c * bn < bc * n:
             regressed += 1
-        for m in METRICS:
-            if b["medians"][m] is not None and c["medians"][m] is not None and m in LOWER:
-                _ = c["medians"][m] < b["medians"][m]
-        bait = c["bait"] or b["bait"]
-        if (
-            bait
-            and b["medians"][bait["metric"]] is not None
-            and b["medians"][bait["metric"]] <= bait["threshold"]
-        ):
-            flags += 1
+        for m in LOWER:
+            if bmedians[m] is not None and medians[m] is not None:
+                _ = medians[m] < bmedians[m]
+        bait = bait or bbait
+        if bait and bmedians[bait["metric"]] is not None:
+            flags += bmedians[bait["metric"]] <= bait["threshold"]
     return 1 if regressed else 3 if flags else 0
 
 
@@ -208,52 +256,112 @@ def run_child(argv: list[str]) -> tuple[float, float, int]:
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_maxrss / 1024, proc.returncode
+    return wall, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
 
 
-def time_gate(base: Path, cand: Path, runs: int) -> dict[str, Any]:
-    argv = [
-        sys.executable,
-        "-m",
-        "capeval.cli",
-        "gate",
-        "--baseline",
-        str(base),
-        "--candidate",
-        str(cand),
-    ]
-    run_child(argv)  # warm the page cache
-    samples = [run_child(argv) for _ in range(runs)]
+def contenders(files: dict[str, Path], node: str | None) -> dict[str, list[str]]:
+    """Every gate timed, as the argv of a fresh process (start-up counts alike)."""
+
+    def capeval(base: Path, cand: Path) -> list[str]:
+        return [sys.executable, "-m", "capeval.cli", "gate", "--baseline", str(base),
+                "--candidate", str(cand)]  # fmt: skip
+
+    base, cand = str(files["base.jsonl"]), str(files["cand.jsonl"])
+    out = {
+        "capeval-jsonl": capeval(files["base.jsonl"], files["cand.jsonl"]),
+        "capeval-v3": capeval(files["base.json"], files["cand.json"]),
+        "python-straightforward": [sys.executable, __file__, "--straightforward", base, cand],
+        "python-streaming": [sys.executable, __file__, "--streaming", base, cand],
+        "python-reference-reader": [sys.executable, __file__, "--reference", base, cand],
+    }
+    if node:
+        out["node-straightforward"] = [node, str(Path(__file__).with_name("gate_node.mjs")),
+                                       base, cand]  # fmt: skip
+    return out
+
+
+def measure(argvs: dict[str, list[str]], runs: int, slow_runs: int) -> dict[str, Any]:
+    """Interleaved rounds, so a shared machine's slow minutes hit every contender alike.
+
+    Each round times capeval first and then, in the first `slow_runs` rounds,
+    every other contender; a ratio is taken within a round and the median of
+    those is reported beside the medians of the walls.
+    """
+    run_child(argvs["capeval-jsonl"])  # warm the page cache
+    run_child(argvs["capeval-v3"])
+    samples: dict[str, list[tuple[float, float, int]]] = {name: [] for name in argvs}
+    ratios: dict[str, list[float]] = {name: [] for name in argvs}
+    for round_no in range(runs):
+        fast = run_child(argvs["capeval-jsonl"])
+        samples["capeval-jsonl"].append(fast)
+        samples["capeval-v3"].append(run_child(argvs["capeval-v3"]))
+        if round_no >= slow_runs:
+            continue
+        for name, argv in argvs.items():
+            if name.startswith("capeval-"):
+                continue
+            sample = run_child(argv)
+            samples[name].append(sample)
+            ratios[name].append(sample[0] / fast[0])
     return {
-        "wallMedianS": statistics.median(s[0] for s in samples),
-        "wallMinS": min(s[0] for s in samples),
-        "peakMiB": max(s[1] for s in samples),
-        "exitCode": samples[0][2],
-        "runs": runs,
+        name: {
+            "wallMedianS": round(statistics.median(s[0] for s in got), 3),
+            "wallMinS": round(min(s[0] for s in got), 3),
+            "wallMaxS": round(max(s[0] for s in got), 3),
+            "peakMiB": round(max(s[1] for s in got)),
+            "exitCodes": sorted({s[2] for s in got}),
+            "runs": len(got),
+            **(
+                {"timesCapevalJsonl": round(statistics.median(ratios[name]), 1)}
+                if ratios[name]
+                else {}
+            ),
+        }
+        for name, got in samples.items()
     }
 
 
-def time_python(mode: str, base: Path, cand: Path, runs: int) -> dict[str, Any]:
-    """A pure-Python gate in a fresh process, like `capeval gate`, so start-up counts alike."""
-    argv = [sys.executable, __file__, f"--{mode}", str(base), str(cand)]
-    samples = [run_child(argv) for _ in range(runs)]
+def machine() -> dict[str, Any]:
+    import platform
+
+    import duckdb
+
+    cpu = "unknown"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
     return {
-        "wallMedianS": statistics.median(s[0] for s in samples),
-        "peakMiB": max(s[1] for s in samples),
-        "exitCode": samples[0][2],
-        "runs": runs,
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "memGiB": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30),
+        "python": platform.python_version(),
+        "duckdb": duckdb.__version__,
+        "loadAverage": [round(x, 2) for x in os.getloadavg()],
     }
+
+
+MODES = {"--straightforward": "straightforward_gate", "--streaming": "streaming_gate",
+         "--reference": "reference_gate"}  # fmt: skip
+
+TARGETS = {
+    "capeval-jsonl": "target <= 0.6 s, <= 400 MiB",
+    "capeval-v3": "target <= 2.5 s",
+    "python-straightforward": "target >= 20x",
+    "node-straightforward": "the issue quotes ~2.1 s, 890 MiB for the TypeScript harness",
+}
 
 
 def main() -> None:
-    if len(sys.argv) == 4 and sys.argv[1] in ("--pure-python", "--reference"):
-        gate = pure_python_gate if sys.argv[1] == "--pure-python" else reference_gate
+    if len(sys.argv) == 4 and sys.argv[1] in MODES:
+        gate = globals()[MODES[sys.argv[1]]]
         sys.exit(gate(Path(sys.argv[2]), Path(sys.argv[3])))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--python-runs", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=7, help="rounds timing capeval")
+    parser.add_argument("--slow-runs", type=int, default=3, help="rounds also timing the others")
     parser.add_argument("--data", type=Path, default=None, help="keep generated files here")
+    parser.add_argument("--no-node", action="store_true", help="skip the Node comparison")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -262,50 +370,36 @@ def main() -> None:
         t0 = time.perf_counter()
         files = generate(data)
         generated_s = time.perf_counter() - t0
-        sizes = {name: p.stat().st_size / 2**20 for name, p in files.items()}
-
-        jsonl = time_gate(files["base.jsonl"], files["cand.jsonl"], args.runs)
-        v3 = time_gate(files["base.json"], files["cand.json"], max(3, args.runs // 2))
-        py = time_python("pure-python", files["base.jsonl"], files["cand.jsonl"], args.python_runs)
-        ref = time_python("reference", files["base.jsonl"], files["cand.jsonl"], args.python_runs)
+        sizes = {name: round(p.stat().st_size / 2**20, 1) for name, p in files.items()}
+        node = None if args.no_node else shutil.which("node")
+        before = machine()
+        timings = measure(contenders(files, node), args.runs, args.slow_runs)
 
     result = {
         "rowsPerFile": VARIANTS * CASES * REPEATS,
-        "fileMiB": {k: round(v, 1) for k, v in sizes.items()},
+        "fileMiB": sizes,
         "generateS": round(generated_s, 1),
-        "jsonl": jsonl,
-        "v3": v3,
-        "purePython": py,
-        "referencePath": ref,
-        "speedup": py["wallMedianS"] / jsonl["wallMedianS"],
-        "speedupVsReference": ref["wallMedianS"] / jsonl["wallMedianS"],
-        "loadAverage": os.getloadavg(),
-        "cpus": os.cpu_count(),
+        "machine": before,
+        "loadAverageAfter": [round(x, 2) for x in os.getloadavg()],
+        "timings": timings,
     }
     if args.json:
         print(json.dumps(result, indent=2))
         return
-    print(f"rows per file: {result['rowsPerFile']:,}; file sizes MiB: {result['fileMiB']}")
+    m = before
+    print(f"rows per file: {result['rowsPerFile']:,}; file sizes MiB: {sizes}")
     print(
-        f"capeval gate, JSONL: median {jsonl['wallMedianS']:.3f} s (min {jsonl['wallMinS']:.3f}), "
-        f"peak {jsonl['peakMiB']:.0f} MiB, exit {jsonl['exitCode']}  [target <= 0.6 s, <= 400 MiB]"
+        f"machine: {m['cpu']}, {m['cpus']} CPUs, {m['memGiB']} GiB; Python {m['python']}, "
+        f"DuckDB {m['duckdb']}; load average {m['loadAverage']} -> {result['loadAverageAfter']}"
     )
-    print(
-        f"capeval gate, v3 JSON: median {v3['wallMedianS']:.3f} s, peak {v3['peakMiB']:.0f} MiB, "
-        f"exit {v3['exitCode']}  [target <= 2.5 s]"
-    )
-    print(
-        f"pure Python, streaming (json + dicts), JSONL: median {py['wallMedianS']:.2f} s, "
-        f"peak {py['peakMiB']:.0f} MiB, exit {py['exitCode']}; speedup {result['speedup']:.1f}x"
-    )
-    print(
-        f"pure Python, all rows as dicts (capeval's reference reader), JSONL: median "
-        f"{ref['wallMedianS']:.2f} s, peak {ref['peakMiB']:.0f} MiB, exit {ref['exitCode']}; "
-        f"speedup {result['speedupVsReference']:.1f}x  [target >= 20x]"
-    )
-    print(
-        f"load average {result['loadAverage']}, {result['cpus']} CPUs (the machine may be shared)"
-    )
+    for name, t in timings.items():
+        ratio = f"; {t['timesCapevalJsonl']}x capeval-jsonl" if "timesCapevalJsonl" in t else ""
+        target = f"  [{TARGETS[name]}]" if name in TARGETS else ""
+        print(
+            f"{name:24} median {t['wallMedianS']:.3f} s (min {t['wallMinS']:.3f}, "
+            f"max {t['wallMaxS']:.3f}, {t['runs']} runs), peak {t['peakMiB']} MiB, "
+            f"exit {t['exitCodes']}{ratio}{target}"
+        )
 
 
 if __name__ == "__main__":
