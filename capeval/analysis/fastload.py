@@ -271,7 +271,8 @@ def _query(
     columns = _columns_sql(headline, legacy)
     selects = [
         f"SELECT {side} AS side, * FROM read_json([{', '.join(_sql_str(f) for f in files)}], "
-        f"columns={columns}, format='{fmt}', records=true, maximum_object_size=16777216)"
+        f"columns={columns}, format='{fmt}', records=true, auto_detect=false, "
+        "maximum_object_size=16777216)"
         for side, files, fmt in scans
     ]
     projected = ", ".join(f"{_metric_expr(m, legacy)} AS m{i}" for i, m in enumerate(METRIC_NAMES))
@@ -314,7 +315,8 @@ def _pairs_query(scans: Sequence[tuple[int, Sequence[str], str]], keys: Sequence
     columns = "{'resultKey': 'VARCHAR', 'provider': 'VARCHAR', 'model': 'VARCHAR'}"
     selects = [
         f"SELECT {side} AS side, * FROM read_json([{', '.join(_sql_str(f) for f in files)}], "
-        f"columns={columns}, format='{fmt}', records=true, maximum_object_size=16777216)"
+        f"columns={columns}, format='{fmt}', records=true, auto_detect=false, "
+        "maximum_object_size=16777216)"
         for side, files, fmt in scans
     ]
     wanted = ", ".join(_sql_str(k) for k in keys)
