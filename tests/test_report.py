@@ -156,3 +156,34 @@ def test_no_baseline_anywhere_is_exit_2_naming_the_fix(command: str, tmp_path: P
     assert done.returncode == 2
     assert f"capeval {command}: no --baseline given" in done.stderr
     assert 'baseline = "evals/capability/results/baseline.json"' in done.stderr
+
+
+@pytest.mark.parametrize("fmt", ["md", "json", "junit", "html"])
+def test_a_refused_comparison_still_writes_a_report_saying_why(
+    fmt: str, real_results: Path, tmp_path: Path
+) -> None:
+    """The real grok files change provider/model: without the flag the gate refuses them."""
+    from tests import clirun
+
+    out = tmp_path / f"report.{fmt}"
+    out.write_text("stale report from the last run\n")
+    done = clirun.capeval(
+        "report", "--format", fmt, "-o", out, "--no-advisory",
+        "--baseline", real_results / "baseline-0286-grok.json",
+        "--candidate", real_results / "after-0286-grok.json",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "refused:" in done.stderr and "refused, exit 2" in done.stderr
+    text = out.read_text()
+    assert "stale" not in text
+    if fmt == "json":
+        obj = json.loads(text)
+        assert obj["exitCode"] == 2 and obj["errors"]
+        assert all("--allow-provider-fallback" in e for e in obj["errors"])
+    elif fmt == "junit":
+        error = ET.fromstring(text).find("./testsuite/testcase/error")
+        assert error is not None and "--allow-provider-fallback" in (error.text or "")
+    else:
+        assert "REFUSED" in text and "exit 2" in text
+        assert "--allow-provider-fallback" in text

@@ -434,6 +434,10 @@ def render_html(
             + "".join(f"<li>{html.escape(w)}</li>" for w in comparison.warnings)
             + "</ul>"
         )
+    return _html_page(body)
+
+
+def _html_page(body: Sequence[str]) -> str:
     style = (
         "body{font-family:sans-serif;max-width:72em;margin:2em auto;padding:0 1em}"
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left}"
@@ -531,4 +535,57 @@ def render(
         return render_junit(comparison)
     if fmt == "html":
         return render_html(comparison, baseline_name=baseline_name, candidate_name=candidate_name)
+    raise ValueError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")
+
+
+# -- a comparison the gate refused ---------------------------------------------
+
+
+def render_refusal(
+    errors: Sequence[str],
+    fmt: str,
+    *,
+    baseline_name: str = "baseline",
+    candidate_name: str = "candidate",
+) -> str:
+    """The report when the gate judged nothing (exit 2): the reasons, in the asked format.
+
+    A CI step summary that is empty, or stale, hides why the gate failed; this
+    one says it was refused and why.
+    """
+    if fmt == "md":
+        lines = [
+            "# capeval gate report",
+            "",
+            f"Baseline: `{baseline_name}` · Candidate: `{candidate_name}`",
+            "",
+            "**Verdict: REFUSED** (exit 2) — nothing was judged:",
+            "",
+            *(f"- {e}" for e in errors),
+        ]
+        return "\n".join(lines) + "\n"
+    if fmt == "json":
+        return json.dumps({"errors": list(errors), "exitCode": 2}, indent=2) + "\n"
+    if fmt == "junit":
+        suite = ET.Element("testsuite", name="capeval gate", tests="1", failures="0", errors="1")
+        case = ET.SubElement(suite, "testcase", classname="capeval gate", name="comparison")
+        error = ET.SubElement(case, "error", message="comparison refused", type="refused")
+        error.text = "\n".join(errors)
+        suites = ET.Element("testsuites")
+        suites.append(suite)
+        ET.indent(suites)
+        return (
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            + ET.tostring(suites, encoding="unicode")
+            + "\n"
+        )
+    if fmt == "html":
+        return _html_page(
+            [
+                f"<h1>capeval gate report</h1><p>Baseline <code>{html.escape(baseline_name)}"
+                f"</code>, candidate <code>{html.escape(candidate_name)}</code></p>",
+                "<p><strong>Verdict: REFUSED</strong> (exit 2) — nothing was judged:</p>",
+                "<ul>" + "".join(f"<li>{html.escape(e)}</li>" for e in errors) + "</ul>",
+            ]
+        )
     raise ValueError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")

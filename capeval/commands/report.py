@@ -45,9 +45,12 @@ def report(
 ) -> None:
     """Write a gate report comparing CANDIDATE with BASELINE (exit 0 when written, 2 on bad input).
 
+    When the comparison is refused (bad input, a provider change without the
+    flag) the report says so and why, and the exit is 2.
+
     Without --baseline the configuration's `baseline` is used, as `capeval gate` does.
     """
-    from capeval.analysis.report import render
+    from capeval.analysis.report import render, render_refusal
 
     ctx = click.get_current_context()
     baselines = tuple(baselines_or_configured(baselines, root))
@@ -62,21 +65,26 @@ def report(
         gate=True,
         headline=True,
     )
-    if result.comparison is None or result.json is None:
+    names = {
+        "baseline_name": ", ".join(p.name for p in baselines),
+        "candidate_name": ", ".join(p.name for p in candidates),
+    }
+    refused = result.comparison is None or result.json is None
+    if refused:
+        # Still a report: a CI step summary should say why nothing was judged.
         click.echo(result.text, err=True)
-        ctx.exit(EXIT_BAD_INPUT)
-        return
-    text = render(
-        result.comparison,
-        fmt,
-        baseline_name=", ".join(p.name for p in baselines),
-        candidate_name=", ".join(p.name for p in candidates),
-    )
+        text = render_refusal(result.errors, fmt, **names)
+    else:
+        assert result.comparison is not None
+        text = render(result.comparison, fmt, **names)
     if output is None:
         click.echo(text, nl=False)
-        return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_name(output.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(output)
-    click.echo(f"wrote {output} ({fmt}); gate verdict exit {result.exit_code}", err=True)
+    else:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        tmp = output.with_name(output.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(output)
+        verdict = "refused, exit 2" if refused else f"gate verdict exit {result.exit_code}"
+        click.echo(f"wrote {output} ({fmt}); {verdict}", err=True)
+    if refused:
+        ctx.exit(EXIT_BAD_INPUT)
