@@ -215,6 +215,22 @@ def test_workspace_case_baits_are_used(repo_root: Path, tmp_path: Path) -> None:
     assert capeval("gate", "--baseline", base, "--candidate", base, cwd=tmp_path).returncode == 0
 
 
+def test_workspace_baits_also_apply_when_the_reference_reader_reads(
+    repo_root: Path, tmp_path: Path
+) -> None:
+    """A torn last line sends the files to the reference reader; the workspace still counts."""
+    base = jsonl(tmp_path / "b.jsonl", [row("web-release-token", networkCommandCount=0)])
+    with open(base, "a") as handle:
+        handle.write('{"id": "web-release-token", "pass')
+    done = capeval(
+        "gate", "--baseline", base, "--candidate", base, "--root", repo_root, "--json", cwd=tmp_path
+    )
+    assert done.returncode == 3, done.stderr
+    obj = json.loads(done.stdout)
+    assert obj["baitFlags"] == ["web-release-token"]
+    assert any("torn last line" in w for w in obj["warnings"])
+
+
 # -- the real files: after-0286-grok (candidate) vs baseline-0286-grok -------
 
 
