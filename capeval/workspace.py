@@ -19,6 +19,7 @@ from capeval.case import (
     DEFAULT_TIERS,
     DEFAULT_VERIFY,
     PLAIN_FILE_PATTERN,
+    Bait,
     Case,
     CaseFacts,
     FixtureState,
@@ -197,6 +198,56 @@ def load_cases(
     if result.problems:
         raise ProblemsError(result.problems)
     return result.cases
+
+
+def read_baits(root: Path) -> tuple[dict[str, Bait], list[Problem]]:
+    """Every case's `bait` declaration, without validating the rest of each case.
+
+    The gate needs only these. Validating whole cases (JSON Schema, fixtures
+    on disk) is `capeval validate`'s and `capeval run`'s work, and importing the
+    schema machinery alone would add a tenth of a second to every gate. It
+    also means one case broken mid-edit does not drop every other case's bait.
+    A case whose `id` or `bait` is unusable is left out with a problem.
+    """
+    from capeval.metrics import METRIC_NAMES
+
+    base = cases_dir(root)
+    baits: dict[str, Bait] = {}
+    problems: list[Problem] = []
+    if not base.is_dir():
+        return baits, [Problem(rel(base, root), "", "missing; no cases, so no bait declarations")]
+    for case_dir in sorted(base.iterdir(), key=lambda p: p.name):
+        if not case_dir.is_dir() or case_dir.name.startswith((".", "_")):
+            continue
+        file = case_dir / CASE_FILE
+        file_rel = rel(file, root)
+        obj, read_problems = read_case_json(file, file_rel)
+        if read_problems:
+            problems += read_problems
+            continue
+        if not isinstance(obj, dict) or obj.get("bait") is None:
+            continue
+        if obj.get("id") != case_dir.name:
+            problems.append(
+                Problem(file_rel, "id", f'must be "{case_dir.name}", the directory\'s name')
+            )
+            continue
+        bait = obj["bait"]
+        metric = bait.get("metric") if isinstance(bait, dict) else None
+        threshold = bait.get("threshold") if isinstance(bait, dict) else None
+        if metric not in METRIC_NAMES:
+            problems.append(
+                Problem(file_rel, "bait.metric", f"use one of {', '.join(METRIC_NAMES)}")
+            )
+        elif (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, int | float)
+            or not threshold >= 0
+        ):
+            problems.append(Problem(file_rel, "bait.threshold", "must be a number >= 0"))
+        else:
+            baits[case_dir.name] = Bait(metric, threshold)
+    return baits, problems
 
 
 def read_case_json(file: Path, file_rel: str) -> tuple[Any, list[Problem]]:

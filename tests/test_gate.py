@@ -231,6 +231,31 @@ def test_workspace_baits_also_apply_when_the_reference_reader_reads(
     assert any("torn last line" in w for w in obj["warnings"])
 
 
+def test_a_case_broken_mid_edit_does_not_drop_the_workspaces_baits(tmp_path: Path) -> None:
+    from tests.casefactory import write_case
+
+    write_case(tmp_path, "web", bait={"metric": "networkCommandCount", "threshold": 0})
+    write_case(tmp_path, "draft", prompt=None)  # invalid: capeval run would refuse it
+    base = jsonl(tmp_path / "b.jsonl", [row("web", networkCommandCount=0)])
+    done = capeval("gate", "--baseline", base, "--candidate", base, "--json", cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    assert json.loads(done.stdout)["baitFlags"] == ["web"]
+
+
+def test_an_unusable_workspace_bait_warns_or_with_root_is_exit_2(tmp_path: Path) -> None:
+    from tests.casefactory import write_case
+
+    write_case(tmp_path, "web", bait={"metric": "networkCmds", "threshold": 0})
+    base = jsonl(tmp_path / "b.jsonl", [row("web", networkCommandCount=0)])
+    done = capeval("gate", "--baseline", base, "--candidate", base, "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    warnings = json.loads(done.stdout)["warnings"]
+    assert any("web/case.json: bait.metric" in w for w in warnings), warnings
+    done = capeval("gate", "--baseline", base, "--candidate", base, "--root", tmp_path)
+    assert done.returncode == 2
+    assert "web/case.json" in done.stderr and "bait.metric" in done.stderr
+
+
 # -- the real files: after-0286-grok (candidate) vs baseline-0286-grok -------
 
 

@@ -17,6 +17,7 @@ from capeval.workspace import (
     find_root,
     fixture_fact,
     load_cases,
+    read_baits,
 )
 from tests.casefactory import CASES, write_case
 from tests.casefactory import case_fields as case_obj
@@ -300,3 +301,62 @@ def test_check_cases_json_shape(root: Path) -> None:
     assert out["cases"] == ["a"]
     assert out["problems"][0]["file"] == "evals/capability/cases/b/case.json"
     assert out["problems"][0]["field"] == "tier"
+
+
+# -- read_baits: the gate's light read of bait declarations ---------------------
+
+
+def test_read_baits_agrees_with_load_cases_on_the_demo_workspace(repo_root: Path) -> None:
+    baits, problems = read_baits(repo_root)
+    assert problems == []
+    loaded = {c.id: c.bait for c in load_cases(repo_root) if c.bait is not None}
+    assert baits == loaded and len(baits) == 5
+
+
+def test_read_baits_keeps_a_bait_whose_case_is_broken_elsewhere(tmp_path: Path) -> None:
+    write_case(tmp_path, "web", bait={"metric": "networkCommandCount", "threshold": 0})
+    write_case(
+        tmp_path, "half-done", prompt=None, bait={"metric": "editViaShellCount", "threshold": 1}
+    )
+    write_case(tmp_path, "plain")
+    with pytest.raises(ProblemsError):
+        load_cases(tmp_path)  # the run refuses the workspace...
+    baits, problems = read_baits(tmp_path)  # ...while the gate still takes every declaration
+    assert problems == []
+    assert {k: (b.metric, b.threshold) for k, b in baits.items()} == {
+        "web": ("networkCommandCount", 0),
+        "half-done": ("editViaShellCount", 1),
+    }
+
+
+@pytest.mark.parametrize(
+    ("bait", "field"),
+    [
+        ({"metric": "noSuchMetric", "threshold": 0}, "bait.metric"),
+        ({"metric": "networkCommandCount", "threshold": -1}, "bait.threshold"),
+        ({"metric": "networkCommandCount", "threshold": True}, "bait.threshold"),
+        ({"metric": "networkCommandCount"}, "bait.threshold"),
+        ("networkCommandCount", "bait.metric"),
+    ],
+)
+def test_read_baits_names_file_and_field_of_an_unusable_bait(
+    tmp_path: Path, bait: Any, field: str
+) -> None:
+    write_case(tmp_path, "bad", bait=bait)
+    write_case(tmp_path, "good", bait={"metric": "repeatedSearchCount", "threshold": 0})
+    baits, problems = read_baits(tmp_path)
+    assert list(baits) == ["good"]
+    assert [(p.file, p.field) for p in problems] == [(f"{CASES}/bad/case.json", field)]
+
+
+def test_read_baits_reports_unreadable_json_and_a_mismatched_id(tmp_path: Path) -> None:
+    write_case(tmp_path, "torn", text='{"id": "torn", "bait": ')
+    write_case(
+        tmp_path, "moved", id="elsewhere", bait={"metric": "chainSegmentCount", "threshold": 2}
+    )
+    baits, problems = read_baits(tmp_path)
+    assert baits == {}
+    assert sorted((p.file, p.field) for p in problems) == [
+        (f"{CASES}/moved/case.json", "id"),
+        (f"{CASES}/torn/case.json", ""),
+    ]

@@ -60,12 +60,13 @@ def workspace_baits(
 ) -> dict[str, BaitDecl]:
     """Bait declarations of the workspace's cases; {} when there is no workspace.
 
-    With an explicit `--root` a broken workspace is an error (ProblemsError);
-    a workspace merely found around the current directory is only consulted
-    if it loads, and a warning says when it did not.
+    Only each case's `bait` is read (`capeval.workspace.read_baits`): a case
+    broken elsewhere still declares its bait. With an explicit `--root` an
+    unusable declaration is an error (ProblemsError); a workspace merely found
+    around the current directory gives a warning and the usable ones.
     """
     from capeval.problems import ProblemsError
-    from capeval.workspace import find_root, load_cases
+    from capeval.workspace import find_root, read_baits
 
     try:
         found = find_root(explicit=root) if explicit else find_root(start=root)
@@ -73,20 +74,16 @@ def workspace_baits(
         if explicit:
             raise
         return {}
-    try:
-        cases = load_cases(found)
-    except ProblemsError as exc:
+    baits, problems = read_baits(found)
+    if problems:
         if explicit:
-            raise
+            raise ProblemsError(problems)
         if warnings is not None:
             warnings.append(
-                f"the workspace's cases did not load ({len(exc.problems)} problem(s); "
-                "see capeval validate), so no bait declarations were taken from them"
+                f"{len(problems)} workspace case(s) left out of the bait declarations "
+                f"(first: {problems[0]}); see capeval validate"
             )
-        return {}
-    return {
-        c.id: BaitDecl(c.bait.metric, float(c.bait.threshold)) for c in cases if c.bait is not None
-    }
+    return {case_id: BaitDecl(b.metric, float(b.threshold)) for case_id, b in baits.items()}
 
 
 def load_and_compare(
