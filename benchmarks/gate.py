@@ -365,6 +365,14 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
+    # Bytecode for capeval, as `pip install` of a wheel writes it: an editable
+    # install under PYTHONDONTWRITEBYTECODE would otherwise compile every run.
+    import compileall
+
+    import capeval
+
+    compileall.compile_dir(Path(capeval.__file__).parent, quiet=1)
+
     with tempfile.TemporaryDirectory(prefix="capeval-bench-") as tmp:
         data = args.data or Path(tmp)
         t0 = time.perf_counter()
