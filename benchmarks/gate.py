@@ -250,8 +250,17 @@ def reference_gate(base_path: Path, cand_path: Path) -> int:
 # -- timing ---------------------------------------------------------------------
 
 
+SETTLE_S = 2.0
+
+
 def run_child(argv: list[str]) -> tuple[float, float, int]:
-    """(wall seconds, peak RSS MiB, exit code) of one child process."""
+    """(wall seconds, peak RSS MiB, exit code) of one child process.
+
+    Each run starts after a pause: right after a gate that held 1.9 GiB exits,
+    the kernel is still reclaiming its memory, and the next process (whichever
+    it is) would be timed against that.
+    """
+    time.sleep(SETTLE_S)
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -285,7 +294,8 @@ def measure(argvs: dict[str, list[str]], runs: int, slow_runs: int) -> dict[str,
 
     Each round times capeval first and then, in the first `slow_runs` rounds,
     every other contender; a ratio is taken within a round and the median of
-    those is reported beside the medians of the walls.
+    those is reported beside the medians of the walls. Every run is preceded
+    by the same pause (`SETTLE_S`).
     """
     run_child(argvs["capeval-jsonl"])  # warm the page cache
     run_child(argvs["capeval-v3"])
