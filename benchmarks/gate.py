@@ -301,7 +301,9 @@ def measure(argvs: dict[str, list[str]], runs: int, slow_runs: int) -> dict[str,
     run_child(argvs["capeval-v3"])
     samples: dict[str, list[tuple[float, float, int]]] = {name: [] for name in argvs}
     ratios: dict[str, list[float]] = {name: [] for name in argvs}
+    probes: list[tuple[float, float]] = []
     for round_no in range(runs):
+        probes.append(cpu_probe())
         fast = run_child(argvs["capeval-jsonl"])
         samples["capeval-jsonl"].append(fast)
         samples["capeval-v3"].append(run_child(argvs["capeval-v3"]))
@@ -313,7 +315,7 @@ def measure(argvs: dict[str, list[str]], runs: int, slow_runs: int) -> dict[str,
             sample = run_child(argv)
             samples[name].append(sample)
             ratios[name].append(sample[0] / fast[0])
-    return {
+    timings: dict[str, Any] = {
         name: {
             "wallMedianS": round(statistics.median(s[0] for s in got), 3),
             "wallMinS": round(min(s[0] for s in got), 3),
@@ -328,7 +330,36 @@ def measure(argvs: dict[str, list[str]], runs: int, slow_runs: int) -> dict[str,
             ),
         }
         for name, got in samples.items()
+        if got
     }
+    speedups = [one / two for one, two in probes]
+    timings["cpuProbe"] = {
+        "oneThreadMedianS": round(statistics.median(p[0] for p in probes), 3),
+        "twoThreadSpeedupMedian": round(statistics.median(speedups), 2),
+        "twoThreadSpeedupMin": round(min(speedups), 2),
+        "twoThreadSpeedupMax": round(max(speedups), 2),
+    }
+    return timings
+
+
+def cpu_probe() -> tuple[float, float]:
+    """Seconds for a fixed DuckDB query on one thread, then on two: the machine right now.
+
+    On a shared VM the second core comes and goes: at times two threads ran
+    this query 1.7x faster than one, at others slower than one. The gate
+    scans on both cores, so its timings follow; the spread is printed beside.
+    """
+    import duckdb
+
+    con = duckdb.connect()
+    times = []
+    for threads in (1, 2):
+        con.execute(f"SET threads = {threads}")
+        start = time.perf_counter()
+        con.execute("SELECT sum(hash(i)) FROM range(40000000) t(i)").fetchall()
+        times.append(time.perf_counter() - start)
+    con.close()
+    return times[0], times[1]
 
 
 def machine() -> dict[str, Any]:
@@ -409,6 +440,13 @@ def main() -> None:
     print(
         f"machine: {m['cpu']}, {m['cpus']} CPUs, {m['memGiB']} GiB; Python {m['python']}, "
         f"DuckDB {m['duckdb']}; load average {m['loadAverage']} -> {result['loadAverageAfter']}"
+    )
+    probe = timings.pop("cpuProbe")
+    print(
+        f"cpu probe before each capeval run (a fixed DuckDB query): one thread median "
+        f"{probe['oneThreadMedianS']:.3f} s; two threads {probe['twoThreadSpeedupMedian']}x "
+        f"faster (min {probe['twoThreadSpeedupMin']}x, max {probe['twoThreadSpeedupMax']}x; "
+        "2.0 = both cores free)"
     )
     for name, t in timings.items():
         ratio = f"; {t['timesCapevalJsonl']}x capeval-jsonl" if "timesCapevalJsonl" in t else ""
