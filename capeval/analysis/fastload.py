@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -435,6 +434,8 @@ def _plain(value: float | None) -> float | int | None:
 
 def _slice_cases(source: _Source, temps: list[str]) -> str:
     """Copy a v3 file's `cases` array (and whatever trails it) to a temp file DuckDB can stream."""
+    import tempfile  # v3 files only: not on the JSONL gate's start-up
+
     fd, name = tempfile.mkstemp(prefix="capeval-cases-", suffix=".json")
     temps.append(name)
     try:

@@ -15,7 +15,6 @@ import io
 import json
 from collections.abc import Sequence
 from typing import Any
-from xml.etree import ElementTree as ET
 
 from capeval.analysis.cells import Cell, format_number
 from capeval.analysis.compare import STATUS_ORDER, CellComparison, Comparison
@@ -329,6 +328,8 @@ def render_json(comparison: Comparison) -> str:
 
 def render_junit(comparison: Comparison) -> str:
     """One testcase per cell; a regression (or a bait flag) is a failure CI systems show."""
+    from xml.etree import ElementTree as ET  # only JUnit needs it: not on the gate's start-up
+
     suite = ET.Element(
         "testsuite",
         name="capeval gate",
@@ -350,6 +351,12 @@ def render_junit(comparison: Comparison) -> str:
             if b.verdict != "neutral"
         ]
         ET.SubElement(case, "system-out").text = "\n".join(out)
+    return _junit_document(suite)
+
+
+def _junit_document(suite: Any) -> str:
+    from xml.etree import ElementTree as ET
+
     suites = ET.Element("testsuites")
     suites.append(suite)
     ET.indent(suites)
@@ -567,18 +574,13 @@ def render_refusal(
     if fmt == "json":
         return json.dumps({"errors": list(errors), "exitCode": 2}, indent=2) + "\n"
     if fmt == "junit":
+        from xml.etree import ElementTree as ET
+
         suite = ET.Element("testsuite", name="capeval gate", tests="1", failures="0", errors="1")
         case = ET.SubElement(suite, "testcase", classname="capeval gate", name="comparison")
         error = ET.SubElement(case, "error", message="comparison refused", type="refused")
         error.text = "\n".join(errors)
-        suites = ET.Element("testsuites")
-        suites.append(suite)
-        ET.indent(suites)
-        return (
-            '<?xml version="1.0" encoding="UTF-8"?>\n'
-            + ET.tostring(suites, encoding="unicode")
-            + "\n"
-        )
+        return _junit_document(suite)
     if fmt == "html":
         return _html_page(
             [
