@@ -253,8 +253,8 @@ def reference_gate(base_path: Path, cand_path: Path) -> int:
 SETTLE_S = 2.0
 
 
-def run_child(argv: list[str]) -> tuple[float, float, int]:
-    """(wall seconds, peak RSS MiB, exit code) of one child process.
+def run_child(argv: list[str]) -> tuple[float, float, int, float]:
+    """(wall seconds, peak RSS MiB, exit code, CPU seconds) of one child process.
 
     Each run starts after a pause: right after a gate that held 1.9 GiB exits,
     the kernel is still reclaiming its memory, and the next process (whichever
@@ -265,7 +265,8 @@ def run_child(argv: list[str]) -> tuple[float, float, int]:
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
-    return wall, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+    cpu = usage.ru_utime + usage.ru_stime
+    return wall, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status), cpu
 
 
 def contenders(files: dict[str, Path], node: str | None) -> dict[str, list[str]]:
@@ -299,7 +300,7 @@ def measure(argvs: dict[str, list[str]], runs: int, slow_runs: int) -> dict[str,
     """
     run_child(argvs["capeval-jsonl"])  # warm the page cache
     run_child(argvs["capeval-v3"])
-    samples: dict[str, list[tuple[float, float, int]]] = {name: [] for name in argvs}
+    samples: dict[str, list[tuple[float, float, int, float]]] = {name: [] for name in argvs}
     ratios: dict[str, list[float]] = {name: [] for name in argvs}
     probes: list[tuple[float, float]] = []
     for round_no in range(runs):
@@ -320,6 +321,7 @@ def measure(argvs: dict[str, list[str]], runs: int, slow_runs: int) -> dict[str,
             "wallMedianS": round(statistics.median(s[0] for s in got), 3),
             "wallMinS": round(min(s[0] for s in got), 3),
             "wallMaxS": round(max(s[0] for s in got), 3),
+            "cpuMedianS": round(statistics.median(s[3] for s in got), 3),
             "peakMiB": round(max(s[1] for s in got)),
             "exitCodes": sorted({s[2] for s in got}),
             "runs": len(got),
@@ -453,7 +455,7 @@ def main() -> None:
         target = f"  [{TARGETS[name]}]" if name in TARGETS else ""
         print(
             f"{name:24} median {t['wallMedianS']:.3f} s (min {t['wallMinS']:.3f}, "
-            f"max {t['wallMaxS']:.3f}, {t['runs']} runs), peak {t['peakMiB']} MiB, "
+            f"max {t['wallMaxS']:.3f}, {t['runs']} runs), CPU {t['cpuMedianS']:.2f} s, peak {t['peakMiB']} MiB, "
             f"exit {t['exitCodes']}{ratio}{target}"
         )
 
