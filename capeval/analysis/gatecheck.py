@@ -10,8 +10,7 @@ regressed but bait flags make the comparison unclean, 2 bad input or usage
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,10 +101,6 @@ def load_and_compare(
     """Read both sides and compare them; read warnings come back separately."""
     from capeval.analysis.fastload import load_sides
 
-    # The workspace's cases load (TOML and schema checks, pure Python) while
-    # DuckDB reads the files with the GIL released; they are used only if
-    # some cell's bait is declared nowhere else.
-    workspace = _Background(workspace_baits, root, explicit_root, [])
     (base_cells, cand_cells), read_warnings = load_sides(
         [baseline, candidates],
         with_values=advisory if with_values is None else with_values,
@@ -114,8 +109,7 @@ def load_and_compare(
     overrides = dict(bait_overrides or {})
     ws: dict[str, BaitDecl] = {}
     if _needs_workspace(base_cells, cand_cells, overrides):
-        ws = workspace.result()
-        read_warnings.extend(workspace.args[2])
+        ws = workspace_baits(root, explicit_root, read_warnings)
     comparison = compare_cells(
         base_cells,
         cand_cells,
@@ -127,29 +121,6 @@ def load_and_compare(
     )
     comparison.warnings[:0] = read_warnings
     return comparison, read_warnings
-
-
-class _Background:
-    """A call running on a thread; `result()` joins it and re-raises what it raised."""
-
-    def __init__(self, func: Callable[..., Any], *args: Any) -> None:
-        self.args = args
-        self._value: Any = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(func,), daemon=True)
-        self._thread.start()
-
-    def _run(self, func: Callable[..., Any]) -> None:
-        try:
-            self._value = func(*self.args)
-        except BaseException as exc:  # handed to the caller by result()
-            self._error = exc
-
-    def result(self) -> Any:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
 
 
 def _needs_workspace(
