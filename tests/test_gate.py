@@ -390,18 +390,24 @@ def test_compare_advisory_on_the_real_files_is_deterministic(
 
 
 def test_gate_start_up_imports_no_polars_scipy_or_matplotlib(
-    files: dict[str, Path], tmp_path: Path
+    files: dict[str, Path], repo_root: Path, tmp_path: Path
 ) -> None:
-    """The gate runs in CI on every change: its path stays on DuckDB alone."""
+    """The gate runs in CI on every change: its path stays on DuckDB alone.
+
+    Nor does it import the case schema machinery or the behavior scanner,
+    even when it reads the demo workspace's bait declarations.
+    """
     script = (
         "import sys\n"
         "from capeval.cli import main\n"
         "try:\n"
-        f"    main(['gate', '--baseline', {str(files['base'])!r}, '--candidate', {str(files['clean'])!r}])\n"
+        f"    main(['gate', '--baseline', {str(files['base'])!r}, '--candidate', "
+        f"{str(files['clean'])!r}, '--root', {str(repo_root)!r}])\n"
         "except SystemExit as exc:\n"
         "    code = exc.code\n"
-        "heavy = sorted(m for m in ('polars', 'scipy', 'matplotlib', 'numpy') if m in sys.modules)\n"
-        "print(code, heavy, 'duckdb' in sys.modules)\n"
+        "unwanted = ('polars', 'scipy', 'matplotlib', 'numpy', 'jsonschema', 'capeval.behaviors')\n"
+        "loaded = sorted(m for m in unwanted if m in sys.modules)\n"
+        "print(code, loaded, 'duckdb' in sys.modules)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60

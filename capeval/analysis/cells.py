@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from capeval.aggregate import backfill_behaviors, median, row_result_key
 from capeval.metrics import METRIC_NAMES
 
 if TYPE_CHECKING:
@@ -136,6 +135,10 @@ def cells_from_rows(
     Rows must already be validated (`passed` a bool, `id` and `variantId`
     strings, `behaviors` a mapping or None) and backfilled; the loaders do that.
     """
+    # The reference path only: the gate's DuckDB path never needs the row
+    # helpers, nor the behavior scanner they import.
+    from capeval.aggregate import row_result_key
+
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
         groups.setdefault(row_result_key(row), []).append(row)
@@ -143,6 +146,8 @@ def cells_from_rows(
 
 
 def _cell(key: str, rows: Sequence[Mapping[str, Any]], keep_values: bool) -> Cell:
+    from capeval.aggregate import backfill_behaviors, median
+
     first = rows[0]
     values: dict[str, list[float]] = {m: [] for m in METRIC_NAMES}
     for row in rows:
