@@ -348,10 +348,18 @@ def cpu_probe() -> tuple[float, float]:
     """Seconds for a fixed DuckDB scan on one thread, then on two: the machine right now.
 
     The gate scans on both cores, so its timings follow what the shared VM
-    gives; the probe's spread is printed beside them. (The table is built
-    first: DuckDB's `range()` source is single-threaded and would not show
-    whether the second core is there.)
+    gives; the probe's spread is printed beside them. It runs in a child
+    process: Linux carries a parent's peak RSS into the children it forks,
+    and a probe held here would inflate every peak measured after it. (The
+    table is built first: DuckDB's `range()` source is single-threaded.)
     """
+    out = subprocess.run(
+        [sys.executable, __file__, "--probe"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    return float(out[0]), float(out[1])
+
+
+def probe_main() -> None:
     import duckdb
 
     con = duckdb.connect()
@@ -362,8 +370,7 @@ def cpu_probe() -> tuple[float, float]:
         start = time.perf_counter()
         con.execute("SELECT sum(hash(i)) FROM probe").fetchall()
         times.append(time.perf_counter() - start)
-    con.close()
-    return times[0], times[1]
+    print(times[0], times[1])
 
 
 def machine() -> dict[str, Any]:
@@ -399,6 +406,9 @@ TARGETS = {
 
 
 def main() -> None:
+    if sys.argv[1:] == ["--probe"]:
+        probe_main()
+        return
     if len(sys.argv) == 4 and sys.argv[1] in MODES:
         gate = globals()[MODES[sys.argv[1]]]
         sys.exit(gate(Path(sys.argv[2]), Path(sys.argv[3])))
