@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from gate import CASES, REPEATS, VARIANTS, make_row
+from machine import cpu_model
 
 
 def generate(data: Path) -> dict[str, Path]:
@@ -59,16 +60,6 @@ def timed(call: Callable[[], Any], runs: int) -> tuple[list[float], Any]:
         result = call()
         times.append(time.perf_counter() - start)
     return times, result
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def main() -> None:

@@ -28,7 +28,6 @@ straightforward pure-Python gate; v3 JSON of the same size <= 2.5 s.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import random
@@ -377,15 +376,10 @@ def machine() -> dict[str, Any]:
     import platform
 
     import duckdb
+    from machine import cpu_model
 
-    cpu = "unknown"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
     return {
-        "cpu": cpu,
+        "cpu": cpu_model(),
         "cpus": os.cpu_count(),
         "memGiB": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30),
         "python": platform.python_version(),

@@ -111,15 +111,10 @@ def timed(action: Callable[[], object], times: int) -> list[float]:
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     import duckdb
+    from machine import cpu_model
+
+    cpu = cpu_model()
 
     return (
         f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, "

@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine import cpu_model
+
 from capeval.runner.run import RunOptions, execute
 
 
@@ -47,16 +49,6 @@ def make_case(root: Path, case_id: str, turns: list[dict]) -> None:
     )
     (case_dir / "verify.sh").write_text("exit 0\n")
     (case_dir / "trajectories" / "oracle.json").write_text(json.dumps({"turns": turns}))
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def run(root: Path, case: str, repeats: int, concurrency: int) -> tuple[float, list[dict]]:
