@@ -136,6 +136,20 @@ def same_frame(paths: list[Path], *, fast: bool = True) -> tuple[pl.DataFrame, l
     return quick, got_warnings
 
 
+def falls_back_alike(path: Path, error: type[Exception]) -> None:
+    """The fast path declines the file; load_frame then gives the reference's
+    frame, or raises the reference's `error` with the same message."""
+    assert frame_module._read_fast([path]) == {}
+    try:
+        expected = load_frame([path], fast=False)
+    except error as exc:
+        with pytest.raises(error) as raised:
+            load_frame([path])
+        assert str(raised.value) == str(exc)
+    else:
+        assert_frame_equal(load_frame([path]), expected)
+
+
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     return path
@@ -285,15 +299,7 @@ def test_odd_types_fall_back_with_the_reference_error(
     tmp_path: Path, field: str, value: Any
 ) -> None:
     path = write_jsonl(tmp_path / "odd.jsonl", [make_row("a"), make_row("b", **{field: value})])
-    assert frame_module._read_fast([path]) == {}
-    try:
-        expected = load_frame([path], fast=False)
-    except FrameError as exc:
-        with pytest.raises(FrameError) as raised:
-            load_frame([path])
-        assert str(raised.value) == str(exc)
-    else:
-        assert_frame_equal(load_frame([path]), expected)
+    falls_back_alike(path, FrameError)
 
 
 def test_integral_float_in_integer_column_matches(tmp_path: Path) -> None:
@@ -315,15 +321,7 @@ def test_integral_float_in_integer_column_matches(tmp_path: Path) -> None:
 def test_rows_the_reference_rejects_are_rejected_alike(tmp_path: Path, text: str) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text('{"id": "ok", "variantId": "v", "passed": true}\n' + text)
-    assert frame_module._read_fast([path]) == {}
-    try:
-        expected = load_frame([path], fast=False)
-    except ResultFileError as exc:
-        with pytest.raises(ResultFileError) as raised:
-            load_frame([path])
-        assert str(raised.value) == str(exc)
-    else:
-        assert_frame_equal(load_frame([path]), expected)
+    falls_back_alike(path, ResultFileError)
 
 
 def test_extra_fields_unify_across_files_like_the_reference(tmp_path: Path) -> None:
