@@ -134,10 +134,7 @@ def check_cases(
             Problem(rel(base, root), "", "missing; a workspace keeps its cases in this directory")
         )
         return out
-    dirs = sorted(
-        (p for p in base.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))),
-        key=lambda p: p.name,
-    )
+    dirs = _case_dirs(base)
     if ids:
         wanted = list(dict.fromkeys(ids))
         present = {p.name for p in dirs}
@@ -186,6 +183,14 @@ def check_cases(
     return out
 
 
+def _case_dirs(base: Path) -> list[Path]:
+    """Every case directory under `base`, by name; `.x` and `_x` are not cases."""
+    return sorted(
+        (p for p in base.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))),
+        key=lambda p: p.name,
+    )
+
+
 def load_cases(
     root: Path, config: Config | None = None, ids: Sequence[str] | None = None
 ) -> list[Case]:
@@ -216,9 +221,7 @@ def read_baits(root: Path) -> tuple[dict[str, Bait], list[Problem]]:
     problems: list[Problem] = []
     if not base.is_dir():
         return baits, [Problem(rel(base, root), "", "missing; no cases, so no bait declarations")]
-    for case_dir in sorted(base.iterdir(), key=lambda p: p.name):
-        if not case_dir.is_dir() or case_dir.name.startswith((".", "_")):
-            continue
+    for case_dir in _case_dirs(base):
         file = case_dir / CASE_FILE
         file_rel = rel(file, root)
         obj, read_problems = read_case_json(file, file_rel)
