@@ -174,16 +174,29 @@ def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]
     return out
 
 
+def _md_title(baseline_name: str, candidate_name: str) -> list[str]:
+    return [
+        "# capeval gate report",
+        "",
+        f"Baseline: `{baseline_name}` · Candidate: `{candidate_name}`",
+        "",
+    ]
+
+
+def _html_title(baseline_name: str, candidate_name: str) -> str:
+    return (
+        f"<h1>capeval gate report</h1><p>Baseline <code>{html.escape(baseline_name)}</code>, "
+        f"candidate <code>{html.escape(candidate_name)}</code></p>"
+    )
+
+
 def render_markdown(
     comparison: Comparison, *, baseline_name: str = "baseline", candidate_name: str = "candidate"
 ) -> str:
     """The gate report: headline, verdict, per-cell table, behavior changes, baits, intervals."""
     code = comparison.exit_code
     lines = [
-        "# capeval gate report",
-        "",
-        f"Baseline: `{baseline_name}` · Candidate: `{candidate_name}`",
-        "",
+        *_md_title(baseline_name, candidate_name),
         f"**Verdict: {VERDICT_WORDS[code]}** (exit {code}) — {summary_line(comparison)}",
         "",
         *_md_table(["", "baseline", "candidate"], _headline(comparison)),
@@ -380,10 +393,7 @@ def render_html(
     comparison: Comparison, *, baseline_name: str = "baseline", candidate_name: str = "candidate"
 ) -> str:
     """One self-contained file: the Markdown report's content plus embedded PNG plots."""
-    body = [
-        f"<h1>capeval gate report</h1><p>Baseline <code>{html.escape(baseline_name)}</code>, "
-        f"candidate <code>{html.escape(candidate_name)}</code></p>"
-    ]
+    body = [_html_title(baseline_name, candidate_name)]
     code = comparison.exit_code
     body.append(
         f"<p><strong>Verdict: {VERDICT_WORDS[code]}</strong> (exit {code}) — {html.escape(summary_line(comparison))}</p>"
@@ -562,10 +572,7 @@ def render_refusal(
     """
     if fmt == "md":
         lines = [
-            "# capeval gate report",
-            "",
-            f"Baseline: `{baseline_name}` · Candidate: `{candidate_name}`",
-            "",
+            *_md_title(baseline_name, candidate_name),
             "**Verdict: REFUSED** (exit 2) — nothing was judged:",
             "",
             *(f"- {e}" for e in errors),
@@ -584,8 +591,7 @@ def render_refusal(
     if fmt == "html":
         return _html_page(
             [
-                f"<h1>capeval gate report</h1><p>Baseline <code>{html.escape(baseline_name)}"
-                f"</code>, candidate <code>{html.escape(candidate_name)}</code></p>",
+                _html_title(baseline_name, candidate_name),
                 "<p><strong>Verdict: REFUSED</strong> (exit 2) — nothing was judged:</p>",
                 "<ul>" + "".join(f"<li>{html.escape(e)}</li>" for e in errors) + "</ul>",
             ]
