@@ -192,6 +192,38 @@ def test_responses_function_and_custom_tool_calls() -> None:
         assert [i["type"] for i in done] == ["message"] and done[0]["content"][0]["text"] == "done"
 
 
+def test_responses_tool_search_and_namespaced_calls() -> None:
+    """Codex defers MCP tools: search first (a client-side item), then call in the namespace."""
+    script = Script.from_json(
+        [
+            {"calls": [{"name": "tool_search", "input": {"query": "report progress"}}]},
+            {"calls": [{"name": "report_progress", "namespace": "mcp__paperclip", "input": {}}]},
+        ]
+    )
+    with ModelServer(script) as srv:
+        base = {"model": "gpt-5.5", "stream": True, "tools": [{"type": "tool_search"}]}
+        user = {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "go"}],
+        }
+        _, raw = post(f"{srv.url}/v1/responses", {**base, "input": [user]})
+        (search,) = [d["item"] for k, d in sse(raw) if k == "response.output_item.done"]
+        assert search["type"] == "tool_search_call" and search["execution"] == "client"
+        assert search["arguments"] == {"query": "report progress"}  # an object, not a string
+
+        found = {"type": "tool_search_output", "call_id": search["call_id"], "tools": []}
+        _, raw = post(f"{srv.url}/v1/responses", {**base, "input": [user, search, found]})
+        (call,) = [d["item"] for k, d in sse(raw) if k == "response.output_item.done"]
+        assert (call["type"], call["name"], call["namespace"]) == (
+            "function_call",
+            "report_progress",
+            "mcp__paperclip",
+        )
+    with pytest.raises(ValueError, match="namespace"):
+        Script.from_json([{"calls": [{"name": "x", "namespace": 3}]}])
+
+
 def test_script_from_json_rejects_bad_steps() -> None:
     with pytest.raises(ValueError, match="step 0 call 0"):
         Script.from_json([{"calls": [{"input": {}}]}])

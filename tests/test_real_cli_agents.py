@@ -23,6 +23,7 @@ from agent_clis import find_cli, missing_reason
 
 from capeval.agents.base import AgentConfig, AgentRequest
 from capeval.agents.check import CHECK_KEY_VAR
+from capeval.agents.codex import provider_args
 from capeval.agents.modelserver import INPUT_TOKENS, OUTPUT_TOKENS, ModelServer, Script
 from capeval.agents.registry import make_adapter
 from capeval.runner.httpfixture import HttpFixture
@@ -99,17 +100,7 @@ def endpoint_env_args(name: str, url: str) -> tuple[dict[str, str], tuple[str, .
     """What aims a CLI at the scripted server (Claude: env; Codex: a custom provider)."""
     if name == "claude-code":
         return {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "test-key"}, ()
-    provider = MODELS["codex"][0]
-    args = (
-        "-c",
-        f'model_providers.{provider}.name="{provider}"',
-        "-c",
-        f'model_providers.{provider}.base_url="{url}/v1"',
-        "-c",
-        f'model_providers.{provider}.wire_api="responses"',
-        "-c",
-        f'model_providers.{provider}.env_key="{CHECK_KEY_VAR}"',
-    )
+    args = tuple(provider_args(MODELS["codex"][0], f"{url}/v1", CHECK_KEY_VAR))
     return {CHECK_KEY_VAR: "test-key"}, args
 
 

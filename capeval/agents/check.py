@@ -93,18 +93,9 @@ class _ClaudeEndpoint(Endpoint):
 
 class _CodexEndpoint(Endpoint):
     def configure(self, config: AgentConfig, url: str) -> AgentConfig:
-        p = self.provider
-        args = (
-            *config.args,
-            "-c",
-            f'model_providers.{p}.name="{p}"',
-            "-c",
-            f'model_providers.{p}.base_url="{url}/v1"',
-            "-c",
-            f'model_providers.{p}.wire_api="responses"',
-            "-c",
-            f'model_providers.{p}.env_key="{CHECK_KEY_VAR}"',
-        )
+        from capeval.agents.codex import provider_args
+
+        args = (*config.args, *provider_args(self.provider, f"{url}/v1", CHECK_KEY_VAR))
         env = {**config.env, CHECK_KEY_VAR: "capeval-check"}
         return dataclasses.replace(config, args=args, env=env)
 

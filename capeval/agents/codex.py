@@ -167,6 +167,19 @@ def parse_codex_stream(lines: Iterable[str]) -> ParsedStream:
     )
 
 
+def provider_args(provider: str, base_url: str, env_key: str) -> list[str]:
+    """`-c` overrides that define a Responses API provider (e.g. the scripted model server).
+
+    Codex has no flag for a base URL; a custom `model_providers` entry, chosen
+    with `model_provider`, is how a run is pointed somewhere else.
+    """
+    keys = {"name": provider, "base_url": base_url, "wire_api": "responses", "env_key": env_key}
+    args: list[str] = []
+    for key, value in keys.items():
+        args += ["-c", f'model_providers.{provider}.{key}="{value}"']
+    return args
+
+
 class CodexAdapter(CliAdapter):
     type = "codex"
     default_binary = "codex"

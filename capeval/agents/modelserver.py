@@ -13,6 +13,10 @@ the CLI's own tool vocabulary (`Bash`/`Write`/`Edit` for Claude,
 `exec_command`/`apply_patch` for Codex). Past the last step the model answers
 `done` and stops.
 
+Codex defers MCP tools behind its client-side `tool_search`: a scripted call
+named `tool_search` is sent as a `tool_search_call` item, and a call with a
+`namespace` (`mcp__<server>`) names a tool that search exposed.
+
 Placeholders in step text and tool inputs are filled from the request:
 `{{CWD}}` (the working directory the CLI told the model) and `{{URL}}` (the
 first loopback http URL in the user's messages other than the server's own,
@@ -54,6 +58,7 @@ class ScriptedCall:
 
     name: str
     input: Any
+    namespace: str | None = None  # Responses API: the namespace a deferred tool was found in
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,7 @@ class Script:
 
     @classmethod
     def from_json(cls, obj: Sequence[Mapping[str, Any]]) -> Script:
-        """`[{"text"?: str, "calls"?: [{"name": str, "input": object | str}]}, ...]`."""
+        """`[{"text"?: str, "calls"?: [{"name": str, "input": object | str, "namespace"?: str}]}]`."""
         steps = []
         for i, raw in enumerate(obj):
             if not isinstance(raw, Mapping):
@@ -78,7 +83,10 @@ class Script:
             for j, call in enumerate(raw.get("calls") or ()):
                 if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
                     raise ValueError(f"script step {i} call {j}: needs a string `name`")
-                calls.append(ScriptedCall(call["name"], call.get("input", {})))
+                namespace = call.get("namespace")
+                if namespace is not None and not isinstance(namespace, str):
+                    raise ValueError(f"script step {i} call {j}: `namespace` must be a string")
+                calls.append(ScriptedCall(call["name"], call.get("input", {}), namespace))
             steps.append(ScriptStep(raw.get("text"), tuple(calls)))
         return cls(tuple(steps))
 
@@ -172,7 +180,8 @@ def responses_tool_results(body: Mapping[str, Any]) -> int:
         1
         for item in items
         if isinstance(item, Mapping)
-        and item.get("type") in ("function_call_output", "custom_tool_call_output")
+        and item.get("type")
+        in ("function_call_output", "custom_tool_call_output", "tool_search_output")
     )
 
 
@@ -334,7 +343,18 @@ def responses_events(step: ScriptStep, model: str) -> list[bytes]:
         )
     for call in step.calls:
         call_id = f"call_{uuid.uuid4().hex[:24]}"
-        if isinstance(call.input, str):
+        if call.name == "tool_search" and call.namespace is None:
+            items.append(
+                {
+                    "id": f"tsc_{uuid.uuid4().hex[:24]}",
+                    "type": "tool_search_call",
+                    "status": "completed",
+                    "call_id": call_id,
+                    "execution": "client",
+                    "arguments": call.input,
+                }
+            )
+        elif isinstance(call.input, str):
             items.append(
                 {
                     "id": f"ctc_{uuid.uuid4().hex[:24]}",
@@ -354,6 +374,7 @@ def responses_events(step: ScriptStep, model: str) -> list[bytes]:
                     "call_id": call_id,
                     "name": call.name,
                     "arguments": json.dumps(call.input),
+                    **({"namespace": call.namespace} if call.namespace else {}),
                 }
             )
     seq = iter(range(1_000_000))
@@ -511,7 +532,7 @@ class _Handler(BaseHTTPRequestHandler):
             facts = {"CWD": _find_cwd(body), "URL": _find_url(user_texts, self.server.url)}
             step = ScriptStep(
                 _fill(step.text, facts),
-                tuple(ScriptedCall(c.name, _fill(c.input, facts)) for c in step.calls),
+                tuple(ScriptedCall(c.name, _fill(c.input, facts), c.namespace) for c in step.calls),
             )
         self.server.record(RequestLog("POST", self.path, index, model, tools))
         return step, model, index

@@ -1,4 +1,4 @@
-"""`capeval paperclip validate|run|report`: the offline Paperclip conformance suite.
+"""`capeval paperclip validate|run|report|live`: the Paperclip conformance suite and its live matrix.
 
 Thin wrappers: `capeval.paperclip.derivative.load_derivative`,
 `capeval.paperclip.suite.run_suite` and `capeval.paperclip.report.write_report`
@@ -42,6 +42,14 @@ def _load(file: Path | None) -> tuple[Path, list]:
     except ProblemsError as exc:
         _echo_problems(exc.problems, "; fix the derivative and run again.")
         raise SystemExit(2) from exc
+
+
+def _shown(path: Path) -> Path:
+    """A written path as the user would type it: relative when it is under the working directory."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
 
 
 def _suite_line(result: SuiteResult) -> str:
@@ -158,7 +166,112 @@ def report(file: Path | None, out: Path | None, as_json: bool) -> None:
             )
         )
     else:
-        click.echo(f"wrote {json_path}\nwrote {md_path}\nwrote {rows_path}")
+        click.echo(f"wrote {_shown(json_path)}\nwrote {_shown(md_path)}\nwrote {_shown(rows_path)}")
         click.echo(_suite_line(result))
     if result.failures:
+        raise SystemExit(1)
+
+
+@paperclip.command()
+@_FILE
+@click.option("--codex", default=None, help="Codex binary (default: `codex` on PATH).")
+@click.option("-m", "--model", default=None, help="Model for Codex (default: its configured one).")
+@click.option(
+    "-c",
+    "--config",
+    "config",
+    multiple=True,
+    help="A Codex `-c key=value` override, passed through (repeatable).",
+)
+@click.option("--group", "groups", multiple=True, help="Only this group (repeatable).")
+@click.option(
+    "--scripted",
+    is_flag=True,
+    help="Answer for the model with the scripted model server: the fake agent's plan, "
+    "replayed through the real Codex offline (a wiring check, not a model evaluation).",
+)
+@click.option(
+    "--timeout", type=float, default=300.0, show_default=True, help="Seconds allowed per turn."
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory for live-rows.jsonl (default .capeval/evidence/paperclip/live/).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def live(
+    file: Path | None,
+    codex: str | None,
+    model: str | None,
+    config: tuple[str, ...],
+    groups: tuple[str, ...],
+    scripted: bool,
+    timeout: float,
+    out: Path | None,
+    as_json: bool,
+) -> None:
+    """One real Codex turn per group against the mock control plane (opt-in).
+
+    Skipped, with the reason, when Codex is not installed or not configured.
+    Exit 0 when every turn passes (or the matrix is skipped), 1 on a failure.
+    """
+    import os
+
+    from capeval.paperclip.live import (
+        LiveSettings,
+        LiveSkipped,
+        check_configured,
+        find_codex,
+        run_matrix,
+    )
+    from capeval.paperclip.livejudge import live_cases
+    from capeval.paperclip.report import DEFAULT_OUT
+
+    path, rows = _load(file)
+    try:
+        cases = live_cases(rows, groups)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--group") from exc
+    try:
+        binary = find_codex(codex)
+        if not scripted:
+            check_configured(os.environ, config)
+    except LiveSkipped as exc:
+        click.echo(json.dumps({"skipped": str(exc)}) if as_json else str(exc), err=not as_json)
+        return
+    settings = LiveSettings(
+        binary, path.resolve(), model, config, scripted=scripted, timeout_s=timeout
+    )
+    rows_path = (out or (path.resolve().parents[2] / DEFAULT_OUT / "live")) / "live-rows.jsonl"
+
+    def show(row: dict[str, Any]) -> None:
+        if as_json:
+            return
+        mark = "PASS" if row["passed"] else "FAIL"
+        calls = ", ".join(row["operations"]) or "no calls"
+        click.echo(
+            f"{mark} {row['group']} {row['caseId']} ({row['operation']}): {calls} "
+            f"[{row['durationMs'] / 1000:.1f} s]"
+        )
+        for f in row["failures"]:
+            click.echo(f"     {f['assertionClass']}: {f['operation'] or '-'}: {f['message']}")
+
+    results = run_matrix(settings, cases, rows_path, progress=show)
+    failed = sum(not r["passed"] for r in results)
+    summary = {
+        "turns": len(results),
+        "passed": len(results) - failed,
+        "failed": failed,
+        "scripted": scripted,
+        "rows": str(rows_path),
+    }
+    if as_json:
+        click.echo(json.dumps({**summary, "results": results}, indent=2, sort_keys=True))
+    else:
+        click.echo(
+            f"{len(results)} turns: {summary['passed']} passed, {failed} failed"
+            f"{' (scripted model)' if scripted else ''}; rows: {_shown(rows_path)}"
+        )
+    if failed:
         raise SystemExit(1)

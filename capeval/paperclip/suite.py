@@ -185,7 +185,7 @@ def run_configuration(
             for e in human_expectations(step.operation, target, task):
                 folded[(e.entity, e.id, e.field)] = e
             continue
-        args = _resolve(step.args, cp, memory, calls, look=step.kind == CALL)
+        args = resolve_args(step.args, cp, memory, calls, look=step.kind == CALL)
         before = copy.deepcopy(cp.state)
         res = cp.call(step.operation, args)
         calls.append((step, res))
@@ -224,7 +224,7 @@ def run_configuration(
         if not res.ok:
             fail(cls, step.operation, decision, f"call failed: {res.error}", step_diff)
             continue
-        _remember(step.operation, args, res, memory)
+        remember_result(step.operation, args, res, memory)
         if op is None or not op.mutates or res.replayed:
             if step_diff:
                 fail(cls, step.operation, decision, "a read or a replay changed state", step_diff)
@@ -258,7 +258,7 @@ def _class_for(row: Row, step: Step, grants: str) -> str:
     return row.assertionClasses[0]
 
 
-def _resolve(
+def resolve_args(
     args: dict[str, Any],
     cp: ControlPlane,
     memory: dict[str, Any],
@@ -266,6 +266,12 @@ def _resolve(
     *,
     look: bool = True,
 ) -> dict[str, Any]:
+    """A plan step's arguments with its placeholders (`$latest`, `$known`, ...) filled in.
+
+    Plans are derived from rows alone, before a run has revisions or created
+    ids; the run so far (state, remembered results) supplies them. Shared by
+    the suite and the live matrix's scripted turns, so both send the same calls.
+    """
     out = dict(args)
     if out.get("baseRevisionId") == "$latest" and not look:
         out["baseRevisionId"] = None  # a call expected to be refused: no point looking first
@@ -290,7 +296,8 @@ def _resolve(
     return out
 
 
-def _remember(op: str, args: dict[str, Any], res: CallResult, memory: dict[str, Any]) -> None:
+def remember_result(op: str, args: dict[str, Any], res: CallResult, memory: dict[str, Any]) -> None:
+    """Keep what later placeholders refer to (created ids, idempotency keys)."""
     if "idempotencyKey" in args:
         memory["last_key"] = args["idempotencyKey"]
     if op == "create_task":
@@ -451,7 +458,7 @@ def codex_sample(rows: Iterable[Row], codex_ops: list[str]) -> list[dict[str, An
     """One representative row per sampled group: its headline operation, and whether Codex has it."""
     sample = []
     for code in CODEX_SAMPLE_GROUPS:
-        row, operation = _representative([r for r in rows if r.group == code])
+        row, operation = representative([r for r in rows if r.group == code])
         sample.append(
             {
                 "caseId": row.id,
@@ -464,7 +471,7 @@ def codex_sample(rows: Iterable[Row], codex_ops: list[str]) -> list[dict[str, An
     return sample
 
 
-def _representative(rows: list[Row]) -> tuple[Row, str]:
+def representative(rows: list[Row]) -> tuple[Row, str]:
     """The group's first row (by id) whose plan makes a surface write, preferring a write its
     grant unlocks; control-plane groups are represented by the operation they own."""
     rows = sorted(rows, key=lambda r: r.id)

@@ -1,0 +1,277 @@
+"""The live matrix's pure parts (cases, scripts, verdicts) and its MCP control-plane server."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from capeval.paperclip.bindings import codex_binding
+from capeval.paperclip.derivative import Row, load_derivative
+from capeval.paperclip.live import LiveSkipped, check_configured, find_codex
+from capeval.paperclip.livejudge import (
+    LIVE_TURN,
+    NAMESPACE,
+    LiveCase,
+    judge,
+    live_cases,
+    live_row,
+    prompt,
+    scripted_turn,
+)
+from capeval.paperclip.mcpserver import ControlPlaneServer, serve
+from capeval.paperclip.policy import CODEX_SAMPLE_GROUPS, RESTRAINT_NO_CALL
+from capeval.paperclip.suite import CONTROL_PLANE_NAMES, codex_sample
+
+REPO = Path(__file__).resolve().parents[1]
+DERIVATIVE = REPO / "evals" / "paperclip" / "eval-traceability.yaml"
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[Row]:
+    return load_derivative(DERIVATIVE)
+
+
+@pytest.fixture(scope="module")
+def cases(rows: list[Row]) -> dict[str, LiveCase]:
+    return {c.group: c for c in live_cases(rows)}
+
+
+# -- cases and scripts -----------------------------------------------------------------
+
+
+def test_one_case_per_group_the_codex_samples_pick(
+    rows: list[Row], cases: dict[str, LiveCase]
+) -> None:
+    assert sorted(cases) == sorted({r.group for r in rows}) and len(cases) == 16
+    sample = {s["group"]: (s["caseId"], s["operation"]) for s in codex_sample(rows, [])}
+    for group in CODEX_SAMPLE_GROUPS:
+        assert (cases[group].row.id, cases[group].operation) == sample[group]
+    assert [c.group for c in live_cases(rows, ["wk", "ap"])] == ["ap", "wk"]
+    with pytest.raises(ValueError, match=r"unknown group.*zz"):
+        live_cases(rows, ["zz"])
+
+
+def test_prompt_states_the_case_and_the_rules(cases: dict[str, LiveCase]) -> None:
+    case = cases["dp"]
+    text = prompt(case)
+    assert case.row.id in text and case.row.scenario in text and "paperclip" in text
+
+
+def _calls(script: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [c for step in script for c in step["calls"]]
+
+
+def test_scripted_turn_searches_before_each_new_tool(cases: dict[str, LiveCase]) -> None:
+    for case in cases.values():
+        seen: set[str] = set()
+        for call in _calls(scripted_turn(case)):
+            if call["name"] == "tool_search":
+                seen.add(call["input"]["query"].split()[0])
+            else:
+                assert call["namespace"] == NAMESPACE and call["name"] in seen, case.row.id
+
+
+def test_scripted_turn_goes_past_an_expected_failure_to_the_headline(
+    cases: dict[str, LiveCase],
+) -> None:
+    # dp's first write is stale on purpose (a revision conflict); the turn reads and writes again.
+    names = [c["name"] for c in _calls(scripted_turn(cases["dp"])) if c["name"] != "tool_search"]
+    assert names == ["write_document", "read_document", "list_documents", "write_document"]
+    writes = [c for c in _calls(scripted_turn(cases["dp"])) if c["name"] == "write_document"]
+    assert writes[0]["input"]["baseRevisionId"] != writes[1]["input"]["baseRevisionId"]
+    assert scripted_turn(cases["rs"]) == []  # restraint: the plan withholds every call
+
+
+# -- verdicts ---------------------------------------------------------------------------
+
+
+def surface(*names: str) -> dict[str, Any]:
+    return {"kind": "surface", "operations": list(names)}
+
+
+def call(op: str, decision: str = "allowed", ok: bool = True, diff: int = 0) -> dict[str, Any]:
+    changes = [
+        {"entity": "tasks", "id": "i-0101", "field": f"f{i}", "before": None, "after": 1}
+        for i in range(diff)
+    ]
+    return {
+        "kind": "call",
+        "operation": op,
+        "decision": decision,
+        "ok": ok,
+        "error": None if ok else "boom",
+        "stateDiff": changes,
+    }
+
+
+def classes(failures: list[Any]) -> list[str]:
+    return [f.assertion_class for f in failures]
+
+
+def test_a_turn_that_completes_its_operation_passes(cases: dict[str, LiveCase]) -> None:
+    case = cases["cm"]  # report_progress
+    journal = [surface("get_task_context", "report_progress"), call("report_progress", diff=3)]
+    assert judge(case, journal, exit_code=0) == []
+    row = live_row(case, journal, [], exit_code=0, duration_ms=700, model="m")
+    assert row["passed"] and row["operations"] == ["report_progress"] and row["stateDiffSize"] == 3
+
+
+def test_the_headline_must_be_completed(cases: dict[str, LiveCase]) -> None:
+    case = cases["cm"]
+    (never,) = judge(case, [surface("report_progress")], exit_code=0)
+    assert "never called" in never.message and never.operation == "report_progress"
+    (failed,) = judge(
+        case, [surface("report_progress"), call("report_progress", ok=False)], exit_code=0
+    )
+    assert "boom" in failed.message
+    refused = [surface("report_progress"), call("report_progress", decision="denied", ok=False)]
+    assert judge(case, refused, exit_code=0)[0].decision == "denied"
+
+
+def test_control_plane_operations_stay_out_of_reach(cases: dict[str, LiveCase]) -> None:
+    case = cases["hb"]  # headline checkout_task: it must not even be offered
+    assert judge(case, [surface("get_task_context")], exit_code=0) == []
+    leaked = judge(case, [surface("get_task_context", "checkout_task")], exit_code=0)
+    assert classes(leaked) == ["control_plane_invariant"]
+    performed = judge(case, [surface(), call("release_task", diff=1)], exit_code=0)
+    assert "performed a control-plane action" in performed[0].message
+    assert "release_task" in CONTROL_PLANE_NAMES
+
+
+def test_a_refused_call_must_change_nothing(cases: dict[str, LiveCase]) -> None:
+    bad = judge(
+        cases["cm"],
+        [
+            surface("report_progress"),
+            call("create_task", "denied", ok=False, diff=1),
+            call("report_progress"),
+        ],
+        exit_code=0,
+    )
+    assert classes(bad) == ["authorization_policy"] and bad[0].state_diff
+
+
+def test_restraint_cases_change_nothing(cases: dict[str, LiveCase]) -> None:
+    case = cases["rs"]
+    assert case.row.has(RESTRAINT_NO_CALL)
+    assert judge(case, [surface("get_task_context"), call("get_task_context")], exit_code=0) == []
+    bad = judge(case, [surface("report_progress"), call("report_progress", diff=2)], exit_code=0)
+    assert classes(bad) == [RESTRAINT_NO_CALL] and len(bad[0].state_diff) == 2
+
+
+def test_a_turn_that_did_not_run_fails(cases: dict[str, LiveCase]) -> None:
+    case = cases["rs"]
+    assert classes(judge(case, [surface()], exit_code=1)) == [LIVE_TURN]
+    (timeout,) = judge(case, [surface()], exit_code=None, error="codex did not finish within 5 s")
+    assert "did not finish" in timeout.message
+    unreached = judge(case, [], exit_code=0)
+    assert "never listed the paperclip tools" in unreached[0].message
+
+
+# -- the MCP server -----------------------------------------------------------------------
+
+
+def rpc(server: ControlPlaneServer, *messages: dict[str, Any]) -> list[dict[str, Any]]:
+    out = io.StringIO()
+    serve(server, [json.dumps(m) + "\n" for m in messages], out)
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_mcp_server_lists_the_codex_binding_and_runs_calls_on_the_control_plane(
+    cases: dict[str, LiveCase],
+) -> None:
+    journal = io.StringIO()
+    server = ControlPlaneServer(cases["cm"].row, journal)
+    init, listed = rpc(
+        server,
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18"},
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+    )
+    assert init["result"]["protocolVersion"] == "2025-06-18"
+    tools = listed["result"]["tools"]
+    assert [t["name"] for t in tools] == [t["name"] for t in codex_binding(ctx=server.ctx)]
+    assert not {t["name"] for t in tools} & set(CONTROL_PLANE_NAMES)
+    assert all(t["inputSchema"]["type"] == "object" for t in tools)
+
+    args = {"task": "i-0103", "body": "status", "idempotencyKey": "k-1", "_meta": {"callId": "c"}}
+    done, refused, unknown = rpc(
+        server,
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "report_progress", "arguments": args}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "checkout_task", "arguments": {"task": "i-0103"}}},
+        {"jsonrpc": "2.0", "id": 4, "method": "resources/list"},
+    )  # fmt: skip
+    body = json.loads(done["result"]["content"][0]["text"])
+    assert done["result"]["isError"] is False and body["decision"] == "allowed"
+    assert refused["result"]["isError"] is True
+    assert json.loads(refused["result"]["content"][0]["text"])["decision"] == "absent"
+    assert unknown["error"]["code"] == -32601
+
+    records = [json.loads(line) for line in journal.getvalue().splitlines()]
+    assert [r["kind"] for r in records] == ["open", "surface", "call", "call"]
+    wrote, probe = records[2], records[3]
+    assert wrote["arguments"] == {k: v for k, v in args.items() if k != "_meta"}
+    assert wrote["decision"] == "allowed" and wrote["stateDiff"]
+    assert probe["decision"] == "absent" and probe["stateDiff"] == [] and not probe["onSurface"]
+    assert judge(cases["cm"], records, exit_code=0) == []
+
+
+def test_mcp_server_runs_as_a_process_on_stdio(tmp_path: Path, cases: dict[str, LiveCase]) -> None:
+    journal = tmp_path / "journal.jsonl"
+    lines = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}},
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-m", "capeval.paperclip.mcpserver", "--case", cases["wk"].row.id,
+         "--journal", str(journal), "--derivative", str(DERIVATIVE)],
+        input="".join(json.dumps(m) + "\n" for m in lines) + "not json\n",
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    out = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [o.get("id") for o in out] == [0, 1, 2, None]
+    assert out[3]["error"]["code"] == -32700
+    # Ask mode: the write operations are not offered at all.
+    offered = {t["name"] for t in out[2]["result"]["tools"]}
+    assert "report_progress" in offered and "finish_task" not in offered
+    assert json.loads(journal.read_text().splitlines()[0])["caseId"] == cases["wk"].row.id
+
+
+def test_mcp_server_rejects_an_unknown_case(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "capeval.paperclip.mcpserver", "--case", "nope-01",
+         "--journal", str(tmp_path / "j"), "--derivative", str(DERIVATIVE)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "unknown case 'nope-01'" in proc.stderr
+
+
+# -- skipping -----------------------------------------------------------------------------
+
+
+def test_missing_codex_is_a_skip_that_says_how_to_install(tmp_path: Path) -> None:
+    with pytest.raises(LiveSkipped, match=r"not an executable.*--codex PATH"):
+        find_codex(str(tmp_path / "codex"))
+
+
+def test_unconfigured_codex_is_a_skip_naming_the_ways_to_configure(tmp_path: Path) -> None:
+    home = tmp_path / "codex-home"
+    with pytest.raises(LiveSkipped, match=r"OPENAI_API_KEY.*codex login"):
+        check_configured({"CODEX_HOME": str(home)}, [])
+    check_configured({"CODEX_HOME": str(home), "OPENAI_API_KEY": "sk-x"}, [])
+    check_configured({"CODEX_HOME": str(home)}, ["model_provider=mine"])
+    home.mkdir()
+    (home / "auth.json").write_text("{}")
+    check_configured({"CODEX_HOME": str(home)}, [])
