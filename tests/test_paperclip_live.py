@@ -52,7 +52,7 @@ def test_one_case_per_group_the_codex_samples_pick(
     sample = {s["group"]: (s["caseId"], s["operation"]) for s in codex_sample(rows, [])}
     for group in CODEX_SAMPLE_GROUPS:
         assert (cases[group].row.id, cases[group].operation) == sample[group]
-    assert [c.group for c in live_cases(rows, ["wk", "ap"])] == ["ap", "wk"]
+    assert [c.group for c in live_cases(rows, ["wk", "ap", "wk"])] == ["ap", "wk"]
     with pytest.raises(ValueError, match=r"unknown group.*zz"):
         live_cases(rows, ["zz"])
 

@@ -64,7 +64,7 @@ def live_cases(rows: Iterable[Row], groups: Sequence[str] = ()) -> list[LiveCase
         raise ValueError(
             f"unknown group(s): {', '.join(unknown)}; known: {', '.join(sorted(by_group))}"
         )
-    chosen = sorted(groups or by_group)
+    chosen = sorted(set(groups) or by_group)
     return [LiveCase(*representative(by_group[g])) for g in chosen]
 
 
