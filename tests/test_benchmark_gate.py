@@ -67,3 +67,23 @@ def test_pure_python_gates_agree_on_a_candidate_equal_to_its_baseline(
     assert expected in (0, 3)
     assert bench.straightforward_gate(base, base) == expected
     assert bench.streaming_gate(base, base) == expected
+
+
+def test_measure_reports_every_contender_and_the_quiet_rounds(small: dict[str, Path]) -> None:
+    """The timing loop itself, on small files (no settle pause): shapes, not speeds."""
+    bench = _bench()
+    bench.SETTLE_S = 0.0
+    timings = bench.measure(bench.contenders(small, None), runs=2, slow_runs=1)
+    probe = timings.pop("cpuProbe")
+    assert timings["capeval-jsonl"]["runs"] == 2 and timings["python-streaming"]["runs"] == 1
+    assert {t["exitCodes"][0] for t in timings.values()} == {
+        timings["capeval-jsonl"]["exitCodes"][0]
+    }
+    assert "timesCapevalJsonl" in timings["python-straightforward"]
+    assert 0 <= probe["quietRounds"] <= 2
+    quiet = probe["capevalJsonlQuietMedianS"]
+    assert (quiet is None) == (probe["quietRounds"] == 0)
+    assert (
+        quiet is None
+        or timings["capeval-jsonl"]["wallMinS"] <= quiet <= timings["capeval-jsonl"]["wallMaxS"]
+    )
