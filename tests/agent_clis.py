@@ -23,9 +23,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 # name -> (npm package, pinned version, binary name). The versions are the
 # ones that printed the golden streams; bump them together with those.
+# (opencode has no golden stream in ../shared; its real-CLI tests pin it.)
 PINNED: dict[str, tuple[str, str, str]] = {
     "claude-code": ("@anthropic-ai/claude-code", "2.1.332", "claude"),
     "codex": ("@openai/codex", "0.171.0", "codex"),
+    "opencode": ("opencode-ai", "1.18.33", "opencode"),
 }
 
 INSTALL_TIMEOUT_S = 600

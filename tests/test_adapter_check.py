@@ -104,12 +104,12 @@ def test_check_outside_a_workspace_uses_the_builtin_agents(
 
 
 def test_python_api_matches_the_command(stand_in: Path) -> None:
-    report = check_agent(AgentConfig(name="o", type="opencode", command=str(stand_in)))
+    report = check_agent(AgentConfig(name="g", type="gemini", command=str(stand_in)))
     assert report.ok and [s.name for s in report.steps] == ["binary", "version", "headless run"]
-    (row,) = list_agents({"o": AgentConfig(name="o", type="opencode", command=str(stand_in))})
+    (row,) = list_agents({"g": AgentConfig(name="g", type="gemini", command=str(stand_in))})
     assert row == {
-        "name": "o",
-        "type": "opencode",
+        "name": "g",
+        "type": "gemini",
         "binary": str(stand_in),
         "path": str(stand_in),
         "found": True,

@@ -247,6 +247,20 @@ def test_opencode_flags_and_exit_code_verdict(tmp_path: Path, fake_cli: Path) ->
     assert failed.status == "failed" and "fake stderr line" in (failed.error or "")
 
 
+def test_a_binary_found_relative_to_here_runs_in_the_workdir(
+    tmp_path: Path, fake_cli: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`PATH=.cache/...:$PATH` or `command = "./bin/x"`: found from here, run from the workdir."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PWD", str(tmp_path))
+    cfg = AgentConfig(name="o", type="opencode", command=os.path.join(".", "bin", "fake-cli"))
+    result = OpencodeAdapter(cfg).run(request(tmp_path, DATA / "opencode-stream.jsonl"))
+    assert result.status == "done", result.error
+    seen = recorded(tmp_path)
+    assert seen["cwd"] == str(tmp_path / "work")
+    assert seen["env"]["PWD"] == str(tmp_path / "work")  # not where capeval was started
+
+
 def test_timeout_kills_and_reports(tmp_path: Path, fake_cli: Path, agent_streams: Path) -> None:
     cfg = AgentConfig(name="cc", type="claude-code", command=str(fake_cli))
     req = request(

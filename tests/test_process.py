@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -70,6 +71,14 @@ def test_env_and_cwd_are_used(tmp_path: Path) -> None:
         ["bash", "-c", 'echo "$X $PWD"'], cwd=tmp_path, env={"X": "1", "PATH": os.environ["PATH"]}
     )
     assert r.stdout.decode().strip() == f"1 {tmp_path}"
+
+
+def test_pwd_names_the_workdir_for_children_that_read_it(tmp_path: Path) -> None:
+    """opencode takes its directory from $PWD: an inherited one would point at capeval's cwd."""
+    read_pwd = [sys.executable, "-c", "import os; print(os.environ['PWD'])"]
+    stale = {"PWD": "/somewhere/else", "PATH": os.environ["PATH"]}
+    assert run_process(read_pwd, cwd=tmp_path, env=stale).stdout.decode().strip() == str(tmp_path)
+    assert run_process(read_pwd, cwd=tmp_path).stdout.decode().strip() == str(tmp_path)
 
 
 def test_timeout_kills_the_whole_group_on_time(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The real Claude Code and Codex binaries, end to end, offline.
+"""The real Claude Code, Codex and opencode binaries, end to end, offline.
 
 The pinned CLIs come from the npm registry (`python3 tests/agent_clis.py
 install`, which `.ci/run` does); capeval's scripted model server on loopback
@@ -25,6 +25,7 @@ from capeval.agents.base import AgentConfig, AgentRequest
 from capeval.agents.check import CHECK_KEY_VAR
 from capeval.agents.codex import provider_args
 from capeval.agents.modelserver import INPUT_TOKENS, OUTPUT_TOKENS, ModelServer, Script
+from capeval.agents.opencode import scripted_env
 from capeval.agents.registry import make_adapter
 from capeval.runner.httpfixture import HttpFixture
 
@@ -74,10 +75,38 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
         },
         {"calls": [{"name": "exec_command", "input": {"cmd": FETCH}}]},
     ],
+    # opencode speaks the Anthropic Messages API here (its `anthropic` provider, re-aimed).
+    "opencode": [
+        {"text": "Setting up.", "calls": [{"name": "bash", "input": {"command": SETUP}}]},
+        {"calls": [{"name": "bash", "input": {"command": SED}}]},
+        {
+            "calls": [
+                {"name": "write", "input": {"filePath": "{{CWD}}/answer.txt", "content": "hello\n"}}
+            ]
+        },
+        {
+            "calls": [
+                {
+                    "name": "edit",
+                    "input": {
+                        "filePath": "{{CWD}}/answer.txt",
+                        "oldString": "hello",
+                        "newString": "world",
+                    },
+                }
+            ]
+        },
+        {"calls": [{"name": "bash", "input": {"command": FETCH}}]},
+    ],
 }
+CLIS = list(SCRIPTS)
 # Model responses: the scripted steps plus the final "done".
 TURNS = {name: len(steps) + 1 for name, steps in SCRIPTS.items()}
-MODELS = {"claude-code": ("anthropic", "claude-sonnet-4-5"), "codex": ("capeval", "gpt-5.5")}
+MODELS = {
+    "claude-code": ("anthropic", "claude-sonnet-4-5"),
+    "codex": ("capeval", "gpt-5.5"),
+    "opencode": ("anthropic", "claude-sonnet-4-5"),
+}
 
 VERIFY = textwrap.dedent(
     """\
@@ -96,10 +125,12 @@ def cli_path(name: str) -> Path:
     return path
 
 
-def endpoint_env_args(name: str, url: str) -> tuple[dict[str, str], tuple[str, ...]]:
-    """What aims a CLI at the scripted server (Claude: env; Codex: a custom provider)."""
+def endpoint_env_args(name: str, url: str, scratch: Path) -> tuple[dict[str, str], tuple[str, ...]]:
+    """What aims a CLI at the scripted server (Claude, opencode: env; Codex: a custom provider)."""
     if name == "claude-code":
         return {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "test-key"}, ()
+    if name == "opencode":
+        return scripted_env(url, scratch / "opencode-home", "test-key"), ()
     args = tuple(provider_args(MODELS["codex"][0], f"{url}/v1", CHECK_KEY_VAR))
     return {CHECK_KEY_VAR: "test-key"}, args
 
@@ -113,20 +144,24 @@ def assert_behaviors(b: dict[str, Any], name: str) -> None:
     assert b["envAssignmentCommandCount"] == 0
     assert b["webFetchToolCallCount"] == 0 and b["taskToolCallCount"] == 0
     by_name = b["toolCallsByName"]
-    if name == "claude-code":
-        assert by_name == {"Bash": 3, "Write": 1, "Edit": 1}
-    else:
-        assert by_name == {"command_execution": 3, "apply_patch": 1}
+    assert (
+        by_name
+        == {
+            "claude-code": {"Bash": 3, "Write": 1, "Edit": 1},
+            "codex": {"command_execution": 3, "apply_patch": 1},
+            "opencode": {"bash": 3, "write": 1, "edit": 1},
+        }[name]
+    )
 
 
-@pytest.mark.parametrize("name", ["claude-code", "codex"])
+@pytest.mark.parametrize("name", CLIS)
 def test_adapter_runs_the_real_cli(name: str, tmp_path: Path) -> None:
     binary = cli_path(name)
     provider, model = MODELS[name]
     workdir = tmp_path / "work"
     workdir.mkdir()
     with ModelServer(Script.from_json(SCRIPTS[name])) as server, HttpFixture() as page:
-        env, args = endpoint_env_args(name, server.url)
+        env, args = endpoint_env_args(name, server.url, tmp_path)
         config = AgentConfig(name=name, type=name, command=str(binary), env=env, args=args)
         request = AgentRequest(
             workdir=workdir,
@@ -178,7 +213,7 @@ def make_workspace(root: Path, name: str, url: str, binary: Path) -> None:
         )
     )
     (case / "verify.sh").write_text(VERIFY)
-    env, args = endpoint_env_args(name, url)
+    env, args = endpoint_env_args(name, url, root.parent)
     lines = [
         f"[agents.{name}]",
         f'type = "{name}"',
@@ -189,7 +224,7 @@ def make_workspace(root: Path, name: str, url: str, binary: Path) -> None:
     (root / "capeval.toml").write_text("\n".join(lines) + "\n")
 
 
-@pytest.mark.parametrize("name", ["claude-code", "codex"])
+@pytest.mark.parametrize("name", CLIS)
 def test_capeval_run_with_the_real_cli(name: str, tmp_path: Path) -> None:
     binary = cli_path(name)
     provider, model = MODELS[name]
@@ -225,12 +260,12 @@ def test_capeval_run_with_the_real_cli(name: str, tmp_path: Path) -> None:
     assert row["sessionId"]
     assert row["tokenUsage"]["input"] == INPUT_TOKENS * TURNS[name]
     assert row["tokenUsage"]["output"] == OUTPUT_TOKENS * TURNS[name]
-    assert row["toolCallCount"] == (5 if name == "claude-code" else 4)
+    assert row["toolCallCount"] == (4 if name == "codex" else 5)
     assert row["model"] == model
     assert_behaviors(row["behaviors"], name)
 
 
-@pytest.mark.parametrize("name", ["claude-code", "codex"])
+@pytest.mark.parametrize("name", CLIS)
 def test_agents_check_against_the_real_cli(name: str, tmp_path: Path) -> None:
     binary = cli_path(name)
     root = tmp_path / "ws"
@@ -267,5 +302,5 @@ def test_agents_check_against_the_real_cli(name: str, tmp_path: Path) -> None:
     ]
     assert all(s["ok"] for s in report["steps"]), report
     version = next(s["detail"] for s in report["steps"] if s["name"] == "version")
-    assert version == {"claude-code": "2.1.332", "codex": "0.171.0"}[name]
+    assert version == {"claude-code": "2.1.332", "codex": "0.171.0", "opencode": "1.18.33"}[name]
     assert report["behaviors"]["chainSegmentCount"] == 2

@@ -2,7 +2,8 @@
 
 Each check walks the path a real repeat takes: the binary is found, it says
 its version, one headless run against capeval's scripted model server on
-loopback (for the CLIs that accept a custom endpoint: Claude Code and Codex)
+loopback (for the CLIs that accept a custom endpoint: Claude Code, Codex and
+opencode)
 really executes a chained shell command in a scratch workdir, the stream is
 parsed into turns, and behavior metrics are derived from them. A failing
 step names what to fix; CLIs with no custom endpoint get the first two steps
@@ -79,12 +80,13 @@ class Endpoint:
     provider: str
     model: str
 
-    def configure(self, config: AgentConfig, url: str) -> AgentConfig:
+    def configure(self, config: AgentConfig, url: str, scratch: Path) -> AgentConfig:
+        """The agent's config aimed at the server at `url`; `scratch` is the check's own directory."""
         raise NotImplementedError
 
 
 class _ClaudeEndpoint(Endpoint):
-    def configure(self, config: AgentConfig, url: str) -> AgentConfig:
+    def configure(self, config: AgentConfig, url: str, scratch: Path) -> AgentConfig:
         # Into config.env, which wins over everything else the adapter sets.
         env = {**config.env, "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "capeval-check"}
         env.pop("ANTHROPIC_AUTH_TOKEN", None)
@@ -92,12 +94,20 @@ class _ClaudeEndpoint(Endpoint):
 
 
 class _CodexEndpoint(Endpoint):
-    def configure(self, config: AgentConfig, url: str) -> AgentConfig:
+    def configure(self, config: AgentConfig, url: str, scratch: Path) -> AgentConfig:
         from capeval.agents.codex import provider_args
 
         args = (*config.args, *provider_args(self.provider, f"{url}/v1", CHECK_KEY_VAR))
         env = {**config.env, CHECK_KEY_VAR: "capeval-check"}
         return dataclasses.replace(config, args=args, env=env)
+
+
+class _OpencodeEndpoint(Endpoint):
+    def configure(self, config: AgentConfig, url: str, scratch: Path) -> AgentConfig:
+        from capeval.agents.opencode import scripted_env
+
+        env = {**config.env, **scripted_env(url, scratch / "opencode-home", "capeval-check")}
+        return dataclasses.replace(config, env=env)
 
 
 def _one_shell_step(tool: str, field_name: str, extra: Mapping[str, Any]) -> Script:
@@ -115,6 +125,11 @@ ENDPOINTS: dict[str, Endpoint] = {
         _one_shell_step("exec_command", "cmd", {}),
         provider="capeval-check",
         model="gpt-5.5",
+    ),
+    "opencode": _OpencodeEndpoint(
+        _one_shell_step("bash", "command", {}),
+        provider="anthropic",
+        model="claude-sonnet-4-5",
     ),
 }
 
@@ -198,7 +213,7 @@ def check_agent(config: AgentConfig, *, timeout_s: float = DEFAULT_TIMEOUT_S) ->
             capture_dir=capture,
             timeout_s=timeout_s,
         )
-        result = make_adapter(endpoint.configure(config, server.url)).run(request)
+        result = make_adapter(endpoint.configure(config, server.url, Path(tmp))).run(request)
         _judge_run(report, result, workdir, len(server.scripted_requests()))
     return report
 

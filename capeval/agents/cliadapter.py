@@ -80,6 +80,8 @@ def launch(
             ),
         )
     request.capture_dir.mkdir(parents=True, exist_ok=True)
+    # Found from here (a relative PATH entry or command), run from the workdir.
+    exe = os.path.abspath(exe)
     try:
         return run_process(
             [exe, *argv[1:]], cwd=request.workdir, env=env, timeout_s=request.timeout_s

@@ -9,7 +9,9 @@ the exit code unless an `error` event says otherwise.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from capeval.agents.base import AgentRequest
@@ -122,3 +124,26 @@ class OpencodeAdapter(CliAdapter):
         if request.skip_permissions:
             args.append("--dangerously-skip-permissions")
         return args
+
+
+def scripted_env(base_url: str, home: Path, api_key: str) -> dict[str, str]:
+    """Env that aims opencode's `anthropic` provider at `base_url` (e.g. the scripted model server).
+
+    opencode takes extra configuration as JSON in `OPENCODE_CONFIG_CONTENT`;
+    its config, data, cache and state directories go under `home`, so the
+    user's own opencode setup (providers, plugins, sessions) stays out of a
+    check, and the model catalogue is not fetched.
+    """
+    config = {
+        "provider": {"anthropic": {"options": {"baseURL": f"{base_url}/v1", "apiKey": api_key}}}
+    }
+    dirs = {
+        f"XDG_{kind}_HOME": str(home / kind.lower())
+        for kind in ("CONFIG", "DATA", "CACHE", "STATE")
+    }
+    return {
+        **dirs,
+        "OPENCODE_CONFIG_CONTENT": json.dumps(config),
+        "OPENCODE_DISABLE_MODELS_FETCH": "true",
+        "OPENCODE_DISABLE_AUTOUPDATE": "true",
+    }

@@ -162,6 +162,10 @@ def run_process(
     """
     scope = current_scope()
     start = time.monotonic()
+    # A child inherits our PWD, and some CLIs (opencode) take their working
+    # directory from it rather than from the real cwd: they must agree, or an
+    # agent edits wherever capeval was started instead of its workdir.
+    child_env = {**(os.environ if env is None else env), "PWD": os.path.abspath(os.fspath(cwd))}
     with _LOCK:
         reason = scope.cancelled or (_SHUTDOWN[0] if _SHUTDOWN else None)
         if reason is not None:
@@ -169,7 +173,7 @@ def run_process(
         proc = subprocess.Popen(
             [os.fspath(a) for a in argv],
             cwd=os.fspath(cwd),
-            env=dict(env) if env is not None else None,
+            env=child_env,
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
