@@ -31,8 +31,8 @@ test: install-dev
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: install-dev
-	$(BIN)/ruff check capeval tests benchmarks scripts
-	$(BIN)/ruff format --check capeval tests benchmarks scripts
+	$(BIN)/ruff check capeval tests benchmarks scripts notebooks
+	$(BIN)/ruff format --check capeval tests benchmarks scripts notebooks
 
 bench: install-dev
 	$(BIN)/python benchmarks/runner.py
