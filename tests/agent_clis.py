@@ -23,11 +23,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 # name -> (npm package, pinned version, binary name). The versions are the
 # ones that printed the golden streams; bump them together with those.
-# (opencode has no golden stream in ../shared; its real-CLI tests pin it.)
+# (opencode and Gemini CLI have no golden stream in ../shared; their
+# real-CLI tests pin them.)
 PINNED: dict[str, tuple[str, str, str]] = {
     "claude-code": ("@anthropic-ai/claude-code", "2.1.332", "claude"),
     "codex": ("@openai/codex", "0.171.0", "codex"),
     "opencode": ("opencode-ai", "1.18.33", "opencode"),
+    "gemini": ("@google/gemini-cli", "0.61.0", "gemini"),
 }
 
 INSTALL_TIMEOUT_S = 600

@@ -1,9 +1,10 @@
 """`capeval agents list` / `capeval agents check`, without the real CLIs.
 
-The real Claude Code and Codex are checked in tests/test_real_cli_agents.py;
-here stand-in binaries cover the paths that must not depend on npm: a
-missing binary, a CLI with no custom endpoint, a CLI whose run fails, the
-scripted agent, bad names and the JSON shape.
+The real Claude Code, Codex, opencode and Gemini CLI are checked in
+tests/test_real_cli_agents.py; here stand-in binaries cover the paths that
+must not depend on npm: a missing binary, an agent with no custom endpoint
+(a `command` agent), a CLI whose run fails, the scripted agent, bad names
+and the JSON shape.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def workspace(tmp_path: Path, stand_in: Path) -> Path:
     (root / "evals" / "capability" / "cases").mkdir(parents=True)
     (root / "capeval.toml").write_text(
         'agent = "gem"\n'
-        f'[agents.gem]\ntype = "gemini"\ncommand = "{stand_in}"\n'
+        f'[agents.gem]\ntype = "command"\ncommand = "{stand_in} {{prompt}}"\n'
         f'[agents.broken-claude]\ntype = "claude-code"\ncommand = "{stand_in}"\n'
         '[agents.gone]\ntype = "codex"\ncommand = "/nonexistent/codex"\n'
         '[agents.corbits]\ntype = "command"\ncommand = "no-such-corbits exec {prompt}"\n'
@@ -104,12 +105,13 @@ def test_check_outside_a_workspace_uses_the_builtin_agents(
 
 
 def test_python_api_matches_the_command(stand_in: Path) -> None:
-    report = check_agent(AgentConfig(name="g", type="gemini", command=str(stand_in)))
+    config = AgentConfig(name="g", type="command", command=f"{stand_in} {{prompt}}")
+    report = check_agent(config)
     assert report.ok and [s.name for s in report.steps] == ["binary", "version", "headless run"]
-    (row,) = list_agents({"g": AgentConfig(name="g", type="gemini", command=str(stand_in))})
+    (row,) = list_agents({"g": config})
     assert row == {
         "name": "g",
-        "type": "gemini",
+        "type": "command",
         "binary": str(stand_in),
         "path": str(stand_in),
         "found": True,

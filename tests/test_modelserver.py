@@ -224,6 +224,52 @@ def test_responses_tool_search_and_namespaced_calls() -> None:
         Script.from_json([{"calls": [{"name": "x", "namespace": 3}]}])
 
 
+def test_gemini_generate_content_steps_follow_function_responses() -> None:
+    script = Script.from_json(
+        [
+            {
+                "text": "Listing.",
+                "calls": [{"name": "run_shell_command", "input": {"command": "ls {{CWD}}"}}],
+            }
+        ]
+    )
+    context = "<session_context>\n- **Workspace Directories:**\n  - /tmp/gem-work\n"
+    user = {"role": "user", "parts": [{"text": context}, {"text": "go"}]}
+    tools = [{"functionDeclarations": [{"name": "run_shell_command"}, {"name": "write_file"}]}]
+    url = "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
+    with ModelServer(script) as srv:
+        content_type, raw = post(srv.url + url, {"contents": [user], "tools": tools})
+        assert content_type == "text/event-stream"
+        (chunk,) = [
+            json.loads(c.removeprefix("data: ")) for c in raw.decode().split("\r\n\r\n") if c
+        ]
+        parts = chunk["candidates"][0]["content"]["parts"]
+        assert parts[0] == {"text": "Listing."}
+        assert parts[1]["functionCall"] == {
+            "name": "run_shell_command",
+            "args": {"command": "ls /tmp/gem-work"},
+        }
+        assert chunk["usageMetadata"]["promptTokenCount"] == INPUT_TOKENS
+
+        answered = {
+            "role": "user",
+            "parts": [
+                {"functionResponse": {"name": "run_shell_command", "response": {"output": ""}}}
+            ],
+        }
+        model_turn = {"role": "model", "parts": parts}
+        body = {"contents": [user, model_turn, answered], "tools": tools}
+        _, raw = post(srv.url + "/v1beta/models/gemini-2.5-pro:generateContent", body)
+        done = json.loads(raw)["candidates"][0]["content"]["parts"]
+        assert done == [{"text": "done"}]
+        _, raw = post(srv.url + "/v1beta/models/gemini-2.5-pro:countTokens", {"contents": [user]})
+        assert json.loads(raw) == {"totalTokens": INPUT_TOKENS}
+        # A side request without tools (Gemini's next-speaker check) takes no step.
+        _, raw = post(srv.url + url, {"contents": [user]})
+        assert "ok" in raw.decode()
+        assert [r.step for r in srv.scripted_requests()] == [0, 1]
+
+
 def test_script_from_json_rejects_bad_steps() -> None:
     with pytest.raises(ValueError, match="step 0 call 0"):
         Script.from_json([{"calls": [{"input": {}}]}])

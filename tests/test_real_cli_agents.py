@@ -1,4 +1,4 @@
-"""The real Claude Code, Codex and opencode binaries, end to end, offline.
+"""The real Claude Code, Codex, opencode and Gemini CLI binaries, end to end, offline.
 
 The pinned CLIs come from the npm registry (`python3 tests/agent_clis.py
 install`, which `.ci/run` does); capeval's scripted model server on loopback
@@ -24,6 +24,7 @@ from agent_clis import find_cli, missing_reason
 from capeval.agents.base import AgentConfig, AgentRequest
 from capeval.agents.check import CHECK_KEY_VAR
 from capeval.agents.codex import provider_args
+from capeval.agents.gemini import scripted_home
 from capeval.agents.modelserver import INPUT_TOKENS, OUTPUT_TOKENS, ModelServer, Script
 from capeval.agents.opencode import scripted_env
 from capeval.agents.registry import make_adapter
@@ -98,6 +99,41 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
         },
         {"calls": [{"name": "bash", "input": {"command": FETCH}}]},
     ],
+    "gemini": [
+        {
+            "text": "Setting up.",
+            "calls": [
+                {"name": "run_shell_command", "input": {"command": SETUP, "description": "setup"}}
+            ],
+        },
+        {"calls": [{"name": "run_shell_command", "input": {"command": SED, "description": "sed"}}]},
+        {
+            "calls": [
+                {
+                    "name": "write_file",
+                    "input": {"file_path": "{{CWD}}/answer.txt", "content": "hello\n"},
+                }
+            ]
+        },
+        {
+            "calls": [
+                {
+                    "name": "replace",
+                    "input": {
+                        "file_path": "{{CWD}}/answer.txt",
+                        "instruction": "Say world instead of hello.",
+                        "old_string": "hello",
+                        "new_string": "world",
+                    },
+                }
+            ]
+        },
+        {
+            "calls": [
+                {"name": "run_shell_command", "input": {"command": FETCH, "description": "fetch"}}
+            ]
+        },
+    ],
 }
 CLIS = list(SCRIPTS)
 # Model responses: the scripted steps plus the final "done".
@@ -106,6 +142,7 @@ MODELS = {
     "claude-code": ("anthropic", "claude-sonnet-4-5"),
     "codex": ("capeval", "gpt-5.5"),
     "opencode": ("anthropic", "claude-sonnet-4-5"),
+    "gemini": ("google", "gemini-2.5-pro"),
 }
 
 VERIFY = textwrap.dedent(
@@ -131,6 +168,8 @@ def endpoint_env_args(name: str, url: str, scratch: Path) -> tuple[dict[str, str
         return {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "test-key"}, ()
     if name == "opencode":
         return scripted_env(url, scratch / "opencode-home", "test-key"), ()
+    if name == "gemini":
+        return scripted_home(url, scratch / "gemini-home", "test-key"), ()
     args = tuple(provider_args(MODELS["codex"][0], f"{url}/v1", CHECK_KEY_VAR))
     return {CHECK_KEY_VAR: "test-key"}, args
 
@@ -150,6 +189,7 @@ def assert_behaviors(b: dict[str, Any], name: str) -> None:
             "claude-code": {"Bash": 3, "Write": 1, "Edit": 1},
             "codex": {"command_execution": 3, "apply_patch": 1},
             "opencode": {"bash": 3, "write": 1, "edit": 1},
+            "gemini": {"run_shell_command": 3, "write_file": 1, "replace": 1},
         }[name]
     )
 
@@ -302,5 +342,13 @@ def test_agents_check_against_the_real_cli(name: str, tmp_path: Path) -> None:
     ]
     assert all(s["ok"] for s in report["steps"]), report
     version = next(s["detail"] for s in report["steps"] if s["name"] == "version")
-    assert version == {"claude-code": "2.1.332", "codex": "0.171.0", "opencode": "1.18.33"}[name]
+    assert (
+        version
+        == {
+            "claude-code": "2.1.332",
+            "codex": "0.171.0",
+            "opencode": "1.18.33",
+            "gemini": "0.61.0",
+        }[name]
+    )
     assert report["behaviors"]["chainSegmentCount"] == 2

@@ -2,12 +2,11 @@
 
 Each check walks the path a real repeat takes: the binary is found, it says
 its version, one headless run against capeval's scripted model server on
-loopback (for the CLIs that accept a custom endpoint: Claude Code, Codex and
-opencode)
-really executes a chained shell command in a scratch workdir, the stream is
-parsed into turns, and behavior metrics are derived from them. A failing
-step names what to fix; CLIs with no custom endpoint get the first two steps
-and say so instead of pretending.
+loopback (Claude Code, Codex, opencode and Gemini CLI all accept a custom
+endpoint) really executes a chained shell command in a scratch workdir, the
+stream is parsed into turns, and behavior metrics are derived from them. A
+failing step names what to fix; agents with no custom endpoint (command
+agents) get the first two steps and say so instead of pretending.
 """
 
 from __future__ import annotations
@@ -110,6 +109,14 @@ class _OpencodeEndpoint(Endpoint):
         return dataclasses.replace(config, env=env)
 
 
+class _GeminiEndpoint(Endpoint):
+    def configure(self, config: AgentConfig, url: str, scratch: Path) -> AgentConfig:
+        from capeval.agents.gemini import scripted_home
+
+        env = {**config.env, **scripted_home(url, scratch / "gemini-home", "capeval-check")}
+        return dataclasses.replace(config, env=env)
+
+
 def _one_shell_step(tool: str, field_name: str, extra: Mapping[str, Any]) -> Script:
     call = ScriptedCall(tool, {field_name: CHECK_COMMAND, **extra})
     return Script((ScriptStep("Checking the wiring.", (call,)),))
@@ -130,6 +137,11 @@ ENDPOINTS: dict[str, Endpoint] = {
         _one_shell_step("bash", "command", {}),
         provider="anthropic",
         model="claude-sonnet-4-5",
+    ),
+    "gemini": _GeminiEndpoint(
+        _one_shell_step("run_shell_command", "command", {"description": "capeval check"}),
+        provider="google",
+        model="gemini-2.5-pro",
     ),
 }
 

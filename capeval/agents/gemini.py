@@ -11,7 +11,9 @@ Results are joined to calls on `tool_id`. Assistant text arrives in chunks
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 from capeval.agents.base import AgentRequest
 from capeval.agents.cliadapter import CliAdapter
@@ -137,3 +139,21 @@ class GeminiAdapter(CliAdapter):
     def prompt_args(self, request: AgentRequest) -> list[str]:
         # `--prompt=<text>` keeps a prompt that starts with `-` a value.
         return [f"--prompt={request.prompt}"]
+
+
+def scripted_home(base_url: str, home: Path, api_key: str) -> dict[str, str]:
+    """Env that aims Gemini CLI at `base_url` (e.g. the scripted model server), from a scratch home.
+
+    The endpoint is `GOOGLE_GEMINI_BASE_URL`; the API-key auth method and
+    folder trust live in `~/.gemini/settings.json`, so `home` gets one saying
+    "API key" and "trust this folder" (without it a headless run exits 41 or
+    drops to the default approval mode). Writes that file.
+    """
+    settings = {
+        "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+        "telemetry": {"enabled": False},
+        "privacy": {"usageStatisticsEnabled": False},
+    }
+    (home / ".gemini").mkdir(parents=True, exist_ok=True)
+    (home / ".gemini" / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+    return {"HOME": str(home), "GEMINI_API_KEY": api_key, "GOOGLE_GEMINI_BASE_URL": base_url}

@@ -1,7 +1,8 @@
 """A scripted model server on loopback, so real agent CLIs run without a model.
 
-Claude Code speaks the Anthropic Messages API and Codex the OpenAI Responses
-API; both accept a custom base URL. Pointing them here lets `capeval agents
+Claude Code (and opencode's `anthropic` provider) speaks the Anthropic
+Messages API, Codex the OpenAI Responses API and Gemini CLI the Gemini API
+(`streamGenerateContent`); each accepts a custom base URL. Pointing them here lets `capeval agents
 check` and the real-CLI tests drive the genuine binaries through complete
 agent loops (the CLI really executes the scripted tool calls in the workdir)
 offline, in well under a second per run.
@@ -10,7 +11,8 @@ The server is stateless: the step it answers is the number of tool results
 already in the request, so concurrent or retried requests cannot desync it.
 A script is a list of steps; each step is optional text plus tool calls in
 the CLI's own tool vocabulary (`Bash`/`Write`/`Edit` for Claude,
-`exec_command`/`apply_patch` for Codex). Past the last step the model answers
+`exec_command`/`apply_patch` for Codex, `run_shell_command`/`write_file`/
+`replace` for Gemini). Past the last step the model answers
 `done` and stops.
 
 Codex defers MCP tools behind its client-side `tool_search`: a scripted call
@@ -48,6 +50,7 @@ _CWD_PATTERNS = (
     re.compile(r"Working directory:\s*(\S+)"),
     re.compile(r"<cwd>\s*(\S+?)\s*</cwd>"),
     re.compile(r"current working directory[^/\n]*?(/\S+)", re.IGNORECASE),
+    re.compile(r"\*\*Workspace Directories:\*\*\s*-\s*(\S+)"),  # Gemini CLI
 )
 _URL = re.compile(r"http://(?:127\.\d+\.\d+\.\d+|localhost|\[::1\])(?::\d+)?[^\s\"'<>)\]]*")
 
@@ -130,7 +133,13 @@ def _texts(value: Any) -> Iterator[str]:
 
 def _find_cwd(body: Mapping[str, Any]) -> str | None:
     for text in _texts(
-        [body.get("system"), body.get("instructions"), body.get("messages"), body.get("input")]
+        [
+            body.get("system"),
+            body.get("instructions"),
+            body.get("messages"),
+            body.get("input"),
+            body.get("contents"),
+        ]
     ):
         for pattern in _CWD_PATTERNS:
             m = pattern.search(text)
@@ -183,6 +192,22 @@ def responses_tool_results(body: Mapping[str, Any]) -> int:
         and item.get("type")
         in ("function_call_output", "custom_tool_call_output", "tool_search_output")
     )
+
+
+def gemini_tool_results(body: Mapping[str, Any]) -> int:
+    return sum(
+        1
+        for content in body.get("contents") or ()
+        if isinstance(content, Mapping)
+        for part in content.get("parts") or ()
+        if isinstance(part, Mapping) and "functionResponse" in part
+    )
+
+
+def _user_texts_gemini(body: Mapping[str, Any]) -> Iterator[str]:
+    for content in body.get("contents") or ():
+        if isinstance(content, Mapping) and content.get("role") == "user":
+            yield from _texts(content.get("parts"))
 
 
 def _user_texts_anthropic(body: Mapping[str, Any]) -> Iterator[str]:
@@ -446,6 +471,32 @@ def responses_events(step: ScriptStep, model: str) -> list[bytes]:
     return out
 
 
+def gemini_response(step: ScriptStep, model: str) -> dict[str, Any]:
+    """One Gemini `GenerateContentResponse`: the step's text and function calls as parts."""
+    parts: list[dict[str, Any]] = []
+    if step.text:
+        parts.append({"text": step.text})
+    for call in step.calls:
+        args = call.input if isinstance(call.input, Mapping) else {"input": call.input}
+        parts.append({"functionCall": {"name": call.name, "args": dict(args)}})
+    return {
+        "candidates": [
+            {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": {
+            "promptTokenCount": INPUT_TOKENS,
+            "candidatesTokenCount": OUTPUT_TOKENS,
+            "totalTokenCount": INPUT_TOKENS + OUTPUT_TOKENS,
+        },
+        "modelVersion": model,
+    }
+
+
+def gemini_events(step: ScriptStep, model: str) -> list[bytes]:
+    """`streamGenerateContent?alt=sse`: data-only SSE, here one chunk holding the whole answer."""
+    return [f"data: {json.dumps(gemini_response(step, model))}\r\n\r\n".encode()]
+
+
 # ---------------------------------------------------------------- the server
 
 
@@ -503,6 +554,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._anthropic(body)
         elif path.endswith("/responses"):
             self._responses(body)
+        elif path.endswith(":countTokens"):
+            self.server.record(RequestLog("POST", self.path))
+            self._send(200, json.dumps({"totalTokens": INPUT_TOKENS}).encode())
+        elif path.endswith((":streamGenerateContent", ":generateContent")):
+            self._gemini(body, model=path.rsplit("/", 1)[-1].split(":", 1)[0], path=path)
         else:
             self.server.record(RequestLog("POST", self.path))
             self._send(404, b'{"error": "not found"}')
@@ -511,6 +567,14 @@ class _Handler(BaseHTTPRequestHandler):
         names = []
         for tool in body.get("tools") or ():
             if isinstance(tool, Mapping):
+                declarations = tool.get("functionDeclarations")  # Gemini: many per tool
+                if isinstance(declarations, list):
+                    names += [
+                        d["name"]
+                        for d in declarations
+                        if isinstance(d, Mapping) and isinstance(d.get("name"), str)
+                    ]
+                    continue
                 name = (
                     tool.get("name") or (tool.get("function") or {}).get("name") or tool.get("type")
                 )
@@ -545,6 +609,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream(anthropic_events(step, model))
         else:
             self._send(200, json.dumps(anthropic_message(step, model)).encode())
+
+    def _gemini(self, body: Mapping[str, Any], *, model: str, path: str) -> None:
+        step, _, _ = self._answer(
+            {**body, "model": model}, gemini_tool_results(body), _user_texts_gemini(body)
+        )
+        if path.endswith(":streamGenerateContent"):
+            self._stream(gemini_events(step, model))
+        else:
+            self._send(200, json.dumps(gemini_response(step, model)).encode())
 
     def _responses(self, body: Mapping[str, Any]) -> None:
         step, model, _ = self._answer(
