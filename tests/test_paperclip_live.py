@@ -13,7 +13,7 @@ import pytest
 
 from capeval.paperclip.bindings import codex_binding
 from capeval.paperclip.derivative import Row, load_derivative
-from capeval.paperclip.live import LiveSkipped, check_configured, find_codex
+from capeval.paperclip.live import LiveSkipped, check_configured, find_codex, read_journal
 from capeval.paperclip.livejudge import (
     LIVE_TURN,
     NAMESPACE,
@@ -275,3 +275,10 @@ def test_unconfigured_codex_is_a_skip_naming_the_ways_to_configure(tmp_path: Pat
     home.mkdir()
     (home / "auth.json").write_text("{}")
     check_configured({"CODEX_HOME": str(home)}, [])
+
+
+def test_a_torn_journal_keeps_the_records_before_the_tear(tmp_path: Path) -> None:
+    journal = tmp_path / "journal.jsonl"
+    assert read_journal(journal) == []  # the server never started
+    journal.write_text('{"kind": "open"}\n{"kind": "surface", "operations": []}\n{"kind": "ca')
+    assert [r["kind"] for r in read_journal(journal)] == ["open", "surface"]

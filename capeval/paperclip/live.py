@@ -122,10 +122,23 @@ def model_of(settings: LiveSettings) -> str | None:
 
 
 def read_journal(path: Path) -> list[dict[str, Any]]:
+    """The control plane's records; a line torn by a killed server ends the reading.
+
+    What was recorded before it still counts (a call that completed is
+    evidence); the judge then sees a turn without the rest.
+    """
     if not path.exists():
         return []
+    records: list[dict[str, Any]] = []
     with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+        for line in handle:
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                break
+    return records
 
 
 def run_turn(settings: LiveSettings, case: LiveCase) -> dict[str, Any]:
