@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-TREES = ["capeval", "tests", "benchmarks", "scripts"]
+TREES = ["capeval", "tests", "benchmarks", "scripts", "notebooks"]
 
 
 def _ruff() -> list[str]:
