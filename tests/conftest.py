@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from capeval.paperclip.derivative import DERIVATIVE_PATH, Row, load_derivative
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CAPEVAL_SHARED", REPO.parent / "shared"))
 
@@ -31,3 +33,14 @@ def real_results(shared_dir: Path) -> Path:
 @pytest.fixture(scope="session")
 def agent_streams(shared_dir: Path) -> Path:
     return shared_dir / "agent-streams"
+
+
+@pytest.fixture(scope="session")
+def paperclip_derivative() -> Path:
+    """The committed Paperclip derivative (106 rows, 16 groups)."""
+    return REPO / DERIVATIVE_PATH
+
+
+@pytest.fixture(scope="session")
+def paperclip_rows(paperclip_derivative: Path) -> list[Row]:
+    return load_derivative(paperclip_derivative)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from capeval.paperclip.bindings import codex_binding
-from capeval.paperclip.derivative import Row, load_derivative
+from capeval.paperclip.derivative import Row
 from capeval.paperclip.live import LiveSkipped, check_configured, find_codex, read_journal
 from capeval.paperclip.livejudge import (
     LIVE_TURN,
@@ -28,18 +28,15 @@ from capeval.paperclip.mcpserver import ControlPlaneServer, serve
 from capeval.paperclip.policy import CODEX_SAMPLE_GROUPS, RESTRAINT_NO_CALL
 from capeval.paperclip.suite import CONTROL_PLANE_NAMES, codex_sample
 
-REPO = Path(__file__).resolve().parents[1]
-DERIVATIVE = REPO / "evals" / "paperclip" / "eval-traceability.yaml"
+
+@pytest.fixture(scope="module")
+def rows(paperclip_rows: list[Row]) -> list[Row]:
+    return paperclip_rows
 
 
 @pytest.fixture(scope="module")
-def rows() -> list[Row]:
-    return load_derivative(DERIVATIVE)
-
-
-@pytest.fixture(scope="module")
-def cases(rows: list[Row]) -> dict[str, LiveCase]:
-    return {c.group: c for c in live_cases(rows)}
+def cases(paperclip_rows: list[Row]) -> dict[str, LiveCase]:
+    return {c.group: c for c in live_cases(paperclip_rows)}
 
 
 # -- cases and scripts -----------------------------------------------------------------
@@ -227,7 +224,9 @@ def test_mcp_server_lists_the_codex_binding_and_runs_calls_on_the_control_plane(
     assert judge(cases["cm"], records, exit_code=0) == []
 
 
-def test_mcp_server_runs_as_a_process_on_stdio(tmp_path: Path, cases: dict[str, LiveCase]) -> None:
+def test_mcp_server_runs_as_a_process_on_stdio(
+    tmp_path: Path, cases: dict[str, LiveCase], paperclip_derivative: Path
+) -> None:
     journal = tmp_path / "journal.jsonl"
     lines = [
         {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}},
@@ -236,7 +235,7 @@ def test_mcp_server_runs_as_a_process_on_stdio(tmp_path: Path, cases: dict[str, 
     ]
     proc = subprocess.run(
         [sys.executable, "-m", "capeval.paperclip.mcpserver", "--case", cases["wk"].row.id,
-         "--journal", str(journal), "--derivative", str(DERIVATIVE)],
+         "--journal", str(journal), "--derivative", str(paperclip_derivative)],
         input="".join(json.dumps(m) + "\n" for m in lines) + "not json\n",
         capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
@@ -249,10 +248,10 @@ def test_mcp_server_runs_as_a_process_on_stdio(tmp_path: Path, cases: dict[str, 
     assert json.loads(journal.read_text().splitlines()[0])["caseId"] == cases["wk"].row.id
 
 
-def test_mcp_server_rejects_an_unknown_case(tmp_path: Path) -> None:
+def test_mcp_server_rejects_an_unknown_case(tmp_path: Path, paperclip_derivative: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "capeval.paperclip.mcpserver", "--case", "nope-01",
-         "--journal", str(tmp_path / "j"), "--derivative", str(DERIVATIVE)],
+         "--journal", str(tmp_path / "j"), "--derivative", str(paperclip_derivative)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert proc.returncode == 2 and "unknown case 'nope-01'" in proc.stderr

@@ -21,15 +21,12 @@ from click.testing import CliRunner
 
 from capeval.analysis.paperclip_counts import group_counts
 from capeval.cli import main
-from capeval.paperclip.derivative import Row, load_derivative
+from capeval.paperclip.derivative import Row
 from capeval.paperclip.fakeagent import derive_plan
 from capeval.paperclip.live import LiveSettings, run_matrix, run_turn
 from capeval.paperclip.livejudge import NAMESPACE, LiveCase, live_cases
 from capeval.paperclip.policy import RESTRAINT_NO_CALL
 from capeval.paperclip.suite import CONTROL_PLANE_NAMES
-
-REPO = Path(__file__).resolve().parents[1]
-DERIVATIVE = REPO / "evals" / "paperclip" / "eval-traceability.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -41,15 +38,16 @@ def codex() -> str:
 
 
 @pytest.fixture(scope="module")
-def cases() -> dict[str, LiveCase]:
-    rows: list[Row] = load_derivative(DERIVATIVE)
-    return {c.group: c for c in live_cases(rows)}
+def cases(paperclip_rows: list[Row]) -> dict[str, LiveCase]:
+    return {c.group: c for c in live_cases(paperclip_rows)}
 
 
-def test_every_group_passes_one_scripted_turn_through_codex(codex: str, tmp_path: Path) -> None:
+def test_every_group_passes_one_scripted_turn_through_codex(
+    codex: str, tmp_path: Path, paperclip_derivative: Path
+) -> None:
     result = CliRunner().invoke(
         main,
-        ["paperclip", "live", "--file", str(DERIVATIVE), "--codex", codex, "--scripted",
+        ["paperclip", "live", "--file", str(paperclip_derivative), "--codex", codex, "--scripted",
          "--timeout", "120", "--out", str(tmp_path), "--json"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -88,13 +86,13 @@ def _misbehaving(operation: str, args: dict[str, Any]) -> Any:
 
 
 def test_a_turn_that_breaks_restraint_fails(
-    codex: str, cases: dict[str, LiveCase], tmp_path: Path
+    codex: str, cases: dict[str, LiveCase], tmp_path: Path, paperclip_derivative: Path
 ) -> None:
     case = cases["rs"]  # restraint: the run must change nothing
     task = derive_plan(case.row).run_task or "i-0101"
     args = {"task": task, "body": "Working on it.", "idempotencyKey": "live-k1"}
     settings = LiveSettings(
-        codex, DERIVATIVE, scripted=True, timeout_s=120,
+        codex, paperclip_derivative, scripted=True, timeout_s=120,
         script=_misbehaving("report_progress", args),
     )  # fmt: skip
     row = run_turn(settings, case)
@@ -105,9 +103,11 @@ def test_a_turn_that_breaks_restraint_fails(
 
 
 def test_a_turn_that_skips_its_operation_fails_and_the_row_is_kept(
-    codex: str, cases: dict[str, LiveCase], tmp_path: Path
+    codex: str, cases: dict[str, LiveCase], tmp_path: Path, paperclip_derivative: Path
 ) -> None:
-    settings = LiveSettings(codex, DERIVATIVE, scripted=True, timeout_s=120, script=lambda case: [])
+    settings = LiveSettings(
+        codex, paperclip_derivative, scripted=True, timeout_s=120, script=lambda case: []
+    )
     rows_path = tmp_path / "live-rows.jsonl"
     (row,) = run_matrix(settings, [cases["cm"]], rows_path)
     assert not row["passed"] and "never called" in row["failures"][0]["message"]
@@ -115,12 +115,12 @@ def test_a_turn_that_skips_its_operation_fails_and_the_row_is_kept(
 
 
 def test_a_codex_that_cannot_reach_its_model_fails_the_turn(
-    codex: str, cases: dict[str, LiveCase]
+    codex: str, cases: dict[str, LiveCase], paperclip_derivative: Path
 ) -> None:
     # Not scripted, and aimed at a closed loopback port: Codex itself fails.
     settings = LiveSettings(
         codex,
-        DERIVATIVE,
+        paperclip_derivative,
         model="gpt-5.5",
         config=(
             'model_providers.nowhere.name="nowhere"',

@@ -14,7 +14,7 @@ import pytest
 from capeval.analysis.paperclip_counts import group_counts
 from capeval.paperclip import controlplane
 from capeval.paperclip.catalog import CATALOG
-from capeval.paperclip.derivative import Row, load_derivative
+from capeval.paperclip.derivative import Row
 from capeval.paperclip.fakeagent import CALL, PROBE, WITHHELD, derive_plan
 from capeval.paperclip.policy import ALWAYS, GROUP_COUNTS
 from capeval.paperclip.report import REPORT_JSON, REPORT_MD, ROWS_JSONL, write_report
@@ -28,12 +28,11 @@ from capeval.paperclip.suite import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-DERIVATIVE = REPO / "evals" / "paperclip" / "eval-traceability.yaml"
 
 
 @pytest.fixture(scope="module")
-def rows() -> list[Row]:
-    return load_derivative(DERIVATIVE)
+def rows(paperclip_rows: list[Row]) -> list[Row]:
+    return paperclip_rows
 
 
 @pytest.fixture(scope="module")

@@ -22,11 +22,8 @@ import pytest
 from agent_clis import find_cli, missing_reason
 
 from capeval.agents.base import AgentConfig, AgentRequest
-from capeval.agents.check import CHECK_KEY_VAR
-from capeval.agents.codex import provider_args
-from capeval.agents.gemini import scripted_home
+from capeval.agents.check import ENDPOINTS
 from capeval.agents.modelserver import INPUT_TOKENS, OUTPUT_TOKENS, ModelServer, Script
-from capeval.agents.opencode import scripted_env
 from capeval.agents.registry import make_adapter
 from capeval.runner.httpfixture import HttpFixture
 
@@ -138,12 +135,9 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
 CLIS = list(SCRIPTS)
 # Model responses: the scripted steps plus the final "done".
 TURNS = {name: len(steps) + 1 for name, steps in SCRIPTS.items()}
-MODELS = {
-    "claude-code": ("anthropic", "claude-sonnet-4-5"),
-    "codex": ("capeval", "gpt-5.5"),
-    "opencode": ("anthropic", "claude-sonnet-4-5"),
-    "gemini": ("google", "gemini-2.5-pro"),
-}
+# The provider/model each CLI is asked for: the ones `capeval agents check` aims at its
+# scripted server, so tests and the check share one way of wiring each CLI.
+MODELS = {name: (ENDPOINTS[name].provider, ENDPOINTS[name].model) for name in SCRIPTS}
 
 VERIFY = textwrap.dedent(
     """\
@@ -163,15 +157,9 @@ def cli_path(name: str) -> Path:
 
 
 def endpoint_env_args(name: str, url: str, scratch: Path) -> tuple[dict[str, str], tuple[str, ...]]:
-    """What aims a CLI at the scripted server (Claude, opencode: env; Codex: a custom provider)."""
-    if name == "claude-code":
-        return {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "test-key"}, ()
-    if name == "opencode":
-        return scripted_env(url, scratch / "opencode-home", "test-key"), ()
-    if name == "gemini":
-        return scripted_home(url, scratch / "gemini-home", "test-key"), ()
-    args = tuple(provider_args(MODELS["codex"][0], f"{url}/v1", CHECK_KEY_VAR))
-    return {CHECK_KEY_VAR: "test-key"}, args
+    """What aims a CLI at the scripted server: the env and args `agents check` would add."""
+    aimed = ENDPOINTS[name].configure(AgentConfig(name=name, type=name), url, scratch)
+    return dict(aimed.env), tuple(aimed.args)
 
 
 def assert_behaviors(b: dict[str, Any], name: str) -> None:

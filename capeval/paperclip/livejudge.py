@@ -127,6 +127,14 @@ def scripted_turn(case: LiveCase) -> list[dict[str, Any]]:
     return script
 
 
+def _read(
+    journal: Sequence[Mapping[str, Any]],
+) -> tuple[list[str] | None, list[Mapping[str, Any]]]:
+    """The surface last shown to Codex (None: never listed) and the call records, in order."""
+    surfaces = [r["operations"] for r in journal if r.get("kind") == "surface"]
+    return (surfaces[-1] if surfaces else None), [r for r in journal if r.get("kind") == "call"]
+
+
 def judge(
     case: LiveCase,
     journal: Sequence[Mapping[str, Any]],
@@ -145,11 +153,10 @@ def judge(
 
     if error is not None or exit_code != 0:
         fail(LIVE_TURN, "", "", error or f"codex exited with {exit_code}")
-    surfaces = [r["operations"] for r in journal if r.get("kind") == "surface"]
-    calls = [r for r in journal if r.get("kind") == "call"]
-    if not surfaces:
+    shown, calls = _read(journal)
+    if shown is None:
         fail(LIVE_TURN, "", "", "Codex never listed the paperclip tools (MCP server not reached)")
-    surface = set(surfaces[-1]) if surfaces else set()
+    surface = set(shown or ())
     for name in sorted(surface & set(CONTROL_PLANE_NAMES)):
         fail(
             "control_plane_invariant", name, "", "a control-plane-owned operation is on the surface"
@@ -200,15 +207,14 @@ def live_row(
     model: str | None,
 ) -> dict[str, Any]:
     """The JSON Lines row of one live turn (same keys as the suite's rows where they mean the same)."""
-    surfaces = [r["operations"] for r in journal if r.get("kind") == "surface"]
-    calls = [r for r in journal if r.get("kind") == "call"]
+    shown, calls = _read(journal)
     return {
         "caseId": case.row.id,
         "group": case.group,
         "assertionClasses": list(case.row.assertionClasses),
         "grants": "granted",
         "operation": case.operation,
-        "surface": surfaces[-1] if surfaces else [],
+        "surface": shown or [],
         "operations": [c["operation"] for c in calls],
         "decisions": [c["decision"] for c in calls],
         "stateDiffSize": sum(len(c.get("stateDiff") or ()) for c in calls),
