@@ -186,8 +186,9 @@ def assert_behaviors(b: dict[str, Any], name: str) -> None:
 def test_adapter_runs_the_real_cli(name: str, tmp_path: Path) -> None:
     binary = cli_path(name)
     provider, model = MODELS[name]
-    workdir = tmp_path / "work"
+    workdir, scratch_tmp = tmp_path / "work", tmp_path / "tmp"
     workdir.mkdir()
+    scratch_tmp.mkdir()  # as the runner does: the CLI's temp files stay out of /tmp
     with ModelServer(Script.from_json(SCRIPTS[name])) as server, HttpFixture() as page:
         env, args = endpoint_env_args(name, server.url, tmp_path)
         config = AgentConfig(name=name, type=name, command=str(binary), env=env, args=args)
@@ -199,6 +200,7 @@ def test_adapter_runs_the_real_cli(name: str, tmp_path: Path) -> None:
             case_dir=tmp_path,
             capture_dir=tmp_path / "capture",
             timeout_s=120,
+            env={"TMPDIR": str(scratch_tmp)},
         )
         result = make_adapter(config).run(request)
         steps = [r.step for r in server.scripted_requests()]
@@ -301,6 +303,8 @@ def test_agents_check_against_the_real_cli(name: str, tmp_path: Path) -> None:
     (root / "capeval.toml").write_text(
         f'[agents.mine]\ntype = "{name}"\ncommand = {json.dumps(str(binary))}\n'
     )
+    system_tmp = tmp_path / "system-tmp"
+    system_tmp.mkdir()
     proc = subprocess.run(
         [
             sys.executable,
@@ -316,9 +320,15 @@ def test_agents_check_against_the_real_cli(name: str, tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         timeout=180,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+        env={
+            **os.environ,
+            "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+            "TMPDIR": str(system_tmp),
+        },
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    # The CLI's temp files (opencode unpacks a library on every run) went with the check.
+    assert [p for p in system_tmp.rglob("*") if p.is_file()] == []
     report = json.loads(proc.stdout)
     assert report["ok"] is True
     assert [s["name"] for s in report["steps"]] == [

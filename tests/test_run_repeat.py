@@ -15,6 +15,7 @@ import pytest
 from test_run_helpers import write_case
 
 from capeval.agents.base import AgentConfig, AgentRequest, AgentResult
+from capeval.agents.registry import make_adapter
 from capeval.row import ROW_FIELDS
 from capeval.runner.matrix import Variant
 from capeval.runner.repeat import RepeatJob, RepeatSettings, run_repeat
@@ -114,3 +115,45 @@ def test_unsafe_fixture_gives_a_failed_row_not_a_crash(tmp_path: Path) -> None:
     row = run_repeat(job, adapter, RepeatSettings(root=tmp_path))
     assert row["passed"] is False and "symlink target '/etc/passwd' is absolute" in row["error"]
     assert adapter.seen == []
+
+
+def test_agent_and_grader_get_private_temp_dirs_deleted_with_the_repeat(tmp_path: Path) -> None:
+    # A real command agent and a real grader, each leaving a file in $TMPDIR
+    # and noting where, as opencode leaves its unpacked library there.
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    agent = AgentConfig(
+        name="leaky",
+        type="command",
+        command=(
+            f"bash -c 'f=$(mktemp) && echo \"$f\" >> {seen}/agent && echo ok > done.txt' {{prompt}}"
+        ),
+    )
+    grader = (
+        f'f=$(mktemp) && echo "$f" >> {seen}/grader\n'
+        # The agent's temp files are not in the grader's temp dir.
+        'test -z "$(ls -A "$TMPDIR" | grep -v "^$(basename "$f")$")"\n'
+        'test "$(cat done.txt)" = ok\n'
+    )
+    write_case(tmp_path, "alpha", verify=grader)
+    (case,) = load_cases(tmp_path)
+    parent = tmp_path / "repeats"
+    parent.mkdir()
+    settings = RepeatSettings(root=tmp_path, tmp_parent=parent)
+    rows = [
+        run_repeat(
+            RepeatJob(case, Variant("v", None, None), n, agent), make_adapter(agent), settings
+        )
+        for n in range(2)
+    ]
+    assert [r["passed"] for r in rows] == [True, True], [r["error"] for r in rows]
+    agent_files = [Path(p) for p in (seen / "agent").read_text().split()]
+    grader_files = [Path(p) for p in (seen / "grader").read_text().split()]
+    for agent_file, grader_file in zip(agent_files, grader_files, strict=True):
+        # Inside the repeat's own directory, one per process, gone with the repeat.
+        assert agent_file.parent.name == "agent-tmp" and grader_file.parent.name == "verify-tmp"
+        assert agent_file.parent.parent == grader_file.parent.parent
+        assert agent_file.parent.parent.parent == parent
+        assert not agent_file.exists() and not grader_file.exists()
+    assert agent_files[0].parent != agent_files[1].parent  # repeats never share one
+    assert list(parent.iterdir()) == []

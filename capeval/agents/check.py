@@ -214,8 +214,9 @@ def check_agent(config: AgentConfig, *, timeout_s: float = DEFAULT_TIMEOUT_S) ->
         ModelServer(endpoint.script) as server,
         tempfile.TemporaryDirectory(prefix="capeval-check-") as tmp,
     ):
-        workdir, capture = Path(tmp) / "work", Path(tmp) / "capture"
+        workdir, capture, scratch_tmp = (Path(tmp) / d for d in ("work", "capture", "tmp"))
         workdir.mkdir()
+        scratch_tmp.mkdir()  # the CLI's temp files go with the check, as in a run
         request = AgentRequest(
             workdir=workdir,
             prompt="capeval agents check: run the scripted command.",
@@ -224,6 +225,7 @@ def check_agent(config: AgentConfig, *, timeout_s: float = DEFAULT_TIMEOUT_S) ->
             case_dir=workdir,
             capture_dir=capture,
             timeout_s=timeout_s,
+            env={"TMPDIR": str(scratch_tmp)},
         )
         result = make_adapter(endpoint.configure(config, server.url, Path(tmp))).run(request)
         _judge_run(report, result, workdir, len(server.scripted_requests()))

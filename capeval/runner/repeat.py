@@ -2,7 +2,11 @@
 
 Every repeat gets its own temp directory holding the workdir and, beside it,
 the capture directory, so nothing the agent or grader can see leaks into the
-measurement and nothing one repeat does can touch another. Whatever happens
+measurement and nothing one repeat does can touch another. The agent and the
+grader each get a `$TMPDIR` inside it too: temp files one repeat's agent
+leaves behind cannot be read by the next repeat or by the grader, and are
+deleted with the repeat (opencode, for one, unpacks a 5 MiB library into
+`$TMPDIR` on every run and never removes it). Whatever happens
 (timeouts, an adapter that raises, Ctrl-C), the HTTP fixture is stopped, the
 repeat's process groups are killed and the temp directory is removed. Before
 that, when the run keeps artifacts, the repeat's evidence (capture files,
@@ -89,6 +93,12 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _private_dir(base: Path, name: str) -> Path:
+    path = base / name
+    path.mkdir(mode=0o700)
+    return path
+
+
 def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Row:
     """Run one repeat and return its row (redacted). Raises RepeatCancelled on shutdown."""
     started_at = now_iso()
@@ -109,8 +119,8 @@ def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Ro
                     raise RepeatCancelled from exc
                 return _setup_failed_row(job, settings, started_at, t0, str(exc))
 
-            agent_env: dict[str, str] = {}
-            grader_env = dict(os.environ)
+            agent_env = {"TMPDIR": str(_private_dir(base, "agent-tmp"))}
+            grader_env = {**os.environ, "TMPDIR": str(_private_dir(base, "verify-tmp"))}
             if case.httpFixture:
                 fixture = HttpFixture().start()
                 agent_env["EVAL_HTTP_URL"] = fixture.url
