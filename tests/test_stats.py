@@ -20,6 +20,20 @@ def test_wilson_interval_known_values() -> None:
     assert stats.wilson(0, 0) is None
 
 
+def test_wilson_interval_is_scipys() -> None:
+    from scipy.stats import binomtest
+
+    for repeats in [*range(1, 41), 199, 1000, 12345]:
+        for passes in sorted({0, 1, repeats // 3, repeats // 2, repeats - 1, repeats}):
+            for confidence in (0.9, 0.95, 0.99):
+                want = binomtest(passes, repeats).proportion_ci(confidence, method="wilson")
+                got = stats.wilson(passes, repeats, confidence)
+                assert got == (
+                    pytest.approx(want.low, abs=1e-12),
+                    pytest.approx(want.high, abs=1e-12),
+                ), (passes, repeats, confidence)
+
+
 def test_difference_interval_contains_the_difference_and_stays_in_range() -> None:
     low, high = stats.difference_interval((1, 3), (3, 3))  # type: ignore[misc]
     assert -1 <= low < 2 / 3 < high <= 1
@@ -107,6 +121,24 @@ def test_large_cells_use_exact_order_statistic_intervals() -> None:
     assert diff is not None and diff[0] <= -3 <= diff[1]
     # Small cells keep the bootstrap.
     assert stats.median_interval(base[:5], seed=2) == stats.bootstrap_median(base[:5], seed=2)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8, 9, 17, 200, 201, 1000, 1001])
+def test_order_statistic_interval_is_scipys_quantile_test_interval(n: int) -> None:
+    # The interval is computed once per n on ranks; it must be the one scipy
+    # gives on the sample itself, ties and all.
+    import numpy as np
+    from scipy.stats import quantile_test
+
+    rng = np.random.default_rng(n)
+    for high in (3, 1000):
+        data = rng.integers(0, high, size=n).astype(float)
+        want = quantile_test(data, q=float(np.median(data)), p=0.5).confidence_interval(0.95)
+        got = stats.order_statistic_median(list(data))
+        if math.isnan(want.low) or math.isnan(want.high):
+            assert got is None
+        else:
+            assert got == (want.low, want.high)
 
 
 def statistics_median(values: list[float]) -> float:
