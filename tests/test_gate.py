@@ -118,6 +118,32 @@ def test_exit_2_for_an_unreadable_file(files: dict[str, Path], tmp_path: Path) -
     assert "nope.jsonl" in done.stderr and "cannot read" in done.stderr
 
 
+@pytest.mark.parametrize("command", ["gate", "compare", "report"])
+@pytest.mark.parametrize("side", ["baseline", "candidate"])
+def test_exit_2_when_a_side_holds_no_rows(
+    files: dict[str, Path], tmp_path: Path, command: str, side: str
+) -> None:
+    # An empty run would otherwise gate clean: every cell `missing`, none regressed.
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    paths = {"baseline": files["base"], "candidate": files["clean"], side: empty}
+    done = capeval(
+        command, "--baseline", paths["baseline"], "--candidate", paths["candidate"], cwd=tmp_path
+    )
+    assert done.returncode == 2, done.stdout
+    assert f"empty.jsonl: the {side} holds no result rows" in done.stderr + done.stdout
+
+
+def test_an_empty_file_pooled_with_rows_is_fine(files: dict[str, Path], tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    done = capeval(
+        "gate", "--baseline", files["base"], "--candidate", files["clean"], "--candidate", empty,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
 def test_exit_2_for_a_bad_row_naming_file_and_line(files: dict[str, Path], tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(row("a")) + "\n{oops\n" + json.dumps(row("b")) + "\n")

@@ -17,6 +17,7 @@ from typing import Any
 
 from capeval.analysis.cells import BaitDecl, Cell
 from capeval.analysis.compare import Comparison, compare_cells, parse_bait_override
+from capeval.results.errors import ResultFileError
 
 EXIT_CLEAN = 0
 EXIT_REGRESSED = 1
@@ -106,6 +107,18 @@ def load_and_compare(
         with_values=advisory if with_values is None else with_values,
         headline=headline,
     )
+    for role, paths, cells in (
+        ("baseline", baseline, base_cells),
+        ("candidate", candidates, cand_cells),
+    ):
+        if not cells:
+            # Every cell would be `missing` or `new`: nothing regressed, so an
+            # empty run (a crash before the first row, a wrong path) would gate clean.
+            raise ResultFileError(
+                ", ".join(str(p) for p in paths),
+                f"the {role} holds no result rows, and a comparison with an empty run proves "
+                "nothing; check the path (capeval run prints where its rows go)",
+            )
     overrides = dict(bait_overrides or {})
     ws: dict[str, BaitDecl] = {}
     if _needs_workspace(base_cells, cand_cells, overrides):
