@@ -127,6 +127,36 @@ def test_no_case_id_fallback_when_the_baseline_has_two_variants() -> None:
     assert sorted(c.status for c in result.cells) == ["missing", "missing", "new"]
 
 
+def test_no_cell_compared_warns_and_the_gate_refuses() -> None:
+    # Nothing can regress when no cell is on both sides: a wrong baseline
+    # must not gate clean. compare only warns; the gate refuses.
+    result = compare([row("a", variant="x"), row("a", variant="y")], [row("b", variant="z")])
+    assert not result.matched_on_case_id
+    message = result.nothing_compared
+    assert message is not None and message.startswith(
+        "no candidate cell matches a baseline cell (1 new, e.g. z::b; 2 missing, e.g. x::a)"
+    )
+    assert message in result.warnings and result.refusals(gate=False) == []
+    assert result.refusals(gate=True) == [message]
+    assert result.refusals(gate=True) == compare(
+        [row("a", variant="x"), row("a", variant="y")],
+        [row("b", variant="z")],
+        allow_provider_fallback=True,
+    ).refusals(gate=True)  # not a provider question: the flag does not lift it
+
+
+def test_a_case_id_fallback_that_matches_nothing_says_so() -> None:
+    result = compare([row("a", variant="default:default")], [row("b", variant="scripted:oracle")])
+    assert not result.matched_on_case_id
+    assert not any("matched on case id" in w for w in result.warnings)
+    assert result.nothing_compared is not None
+
+
+def test_one_matching_cell_is_enough_to_judge() -> None:
+    result = compare([row("a"), row("b")], [row("a"), row("c")])
+    assert result.nothing_compared is None and result.refusals(gate=True) == []
+
+
 def test_bait_flag_wording_and_number_format() -> None:
     bait = {"metric": "maxTurnDurationMs", "threshold": 15000.0}
     base = [row("slow", repeat=r, bait=bait, maxTurnDurationMs=v) for r, v in enumerate([100, 200])]

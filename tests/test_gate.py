@@ -144,6 +144,15 @@ def test_an_empty_file_pooled_with_rows_is_fine(files: dict[str, Path], tmp_path
     assert done.returncode == 0, done.stderr
 
 
+def test_exit_2_when_no_cell_matches_the_baseline(files: dict[str, Path], tmp_path: Path) -> None:
+    other = jsonl(tmp_path / "other.jsonl", [row("zz", True), row("yy", True)])
+    done = capeval("gate", "--baseline", files["base"], "--candidate", other, cwd=tmp_path)
+    assert done.returncode == 2
+    assert "refused: no candidate cell matches a baseline cell (2 new" in done.stderr
+    shown = capeval("compare", "--baseline", files["base"], "--candidate", other, cwd=tmp_path)
+    assert shown.returncode == 0 and "nothing was compared" in shown.stdout
+
+
 def test_exit_2_for_a_bad_row_naming_file_and_line(files: dict[str, Path], tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(row("a")) + "\n{oops\n" + json.dumps(row("b")) + "\n")

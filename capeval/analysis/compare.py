@@ -150,12 +150,36 @@ class Comparison:
     def clean(self) -> bool:
         return self.count("regressed") == 0 and not self.bait_flag_cells
 
+    @property
+    def nothing_compared(self) -> str | None:
+        """Why no cell was judged on both sides, or None when some cell was.
+
+        With every cell `new` or `missing` nothing can regress, so a wrong
+        baseline (other cases, other variant ids) would otherwise gate clean.
+        """
+        if not self.cells or any(c.status not in ("new", "missing") for c in self.cells):
+            return None
+        counts = []
+        for status in ("new", "missing"):
+            keys = [c.resultKey for c in self.cells if c.status == status]
+            counts.append(f"{len(keys)} {status}" + (f", e.g. {keys[0]}" if keys else ""))
+        return (
+            f"no candidate cell matches a baseline cell ({'; '.join(counts)}): nothing was "
+            "compared; is the baseline a run of the same cases and variants?"
+        )
+
     def refusals(self, *, gate: bool) -> list[str]:
-        """Reasons the comparison may not be judged; the gate also refuses mixed cells."""
-        if self.allow_provider_fallback:
-            return []
-        hint = "; pass --allow-provider-fallback to judge anyway"
-        return [m + hint for m in self.provider_changes + (self.mixed_cells if gate else [])]
+        """Reasons the comparison may not be judged.
+
+        The gate also refuses mixed cells and a comparison that judged no cell.
+        """
+        out: list[str] = []
+        if not self.allow_provider_fallback:
+            hint = "; pass --allow-provider-fallback to judge anyway"
+            out += [m + hint for m in self.provider_changes + (self.mixed_cells if gate else [])]
+        if gate and self.nothing_compared:
+            out.append(self.nothing_compared)
+        return out
 
     @property
     def exit_code(self) -> int:
@@ -250,7 +274,7 @@ def compare_cells(
     warnings.extend(mixed)
     if allow_provider_fallback:
         warnings.extend(f"{c}; judged anyway (--allow-provider-fallback)" for c in changes)
-    if matched_on_case_id:
+    if matched_on_case_id and used:
         warnings.append(
             "no cell matched on variantId::caseId; matched on case id alone "
             f"(the baseline has one variant: {next(iter(baseline.values())).variantId})"
@@ -271,8 +295,10 @@ def compare_cells(
         provider_changes=changes,
         mixed_cells=mixed,
         allow_provider_fallback=allow_provider_fallback,
-        matched_on_case_id=matched_on_case_id,
+        matched_on_case_id=matched_on_case_id and bool(used),
     )
+    if comparison.nothing_compared:
+        warnings.append(comparison.nothing_compared)
     if advisory:
         from capeval.analysis import stats
 
