@@ -157,6 +157,15 @@ def test_one_matching_cell_is_enough_to_judge() -> None:
     assert result.nothing_compared is None and result.refusals(gate=True) == []
 
 
+def test_a_bait_override_for_an_absent_case_warns() -> None:
+    decl = BaitDecl("networkCommandCount", 0.0)
+    result = compare([row("a")], [row("a")], bait_overrides={"a": decl, "a-typo": decl})
+    assert [w for w in result.warnings if w.startswith("--bait")] == [
+        "--bait a-typo=...: no cell of that case on either side, so the declaration "
+        "judged nothing (a typo in the case id?)"
+    ]
+
+
 def test_bait_flag_wording_and_number_format() -> None:
     bait = {"metric": "maxTurnDurationMs", "threshold": 15000.0}
     base = [row("slow", repeat=r, bait=bait, maxTurnDurationMs=v) for r, v in enumerate([100, 200])]

@@ -279,6 +279,12 @@ def compare_cells(
             "no cell matched on variantId::caseId; matched on case id alone "
             f"(the baseline has one variant: {next(iter(baseline.values())).variantId})"
         )
+    case_ids = {c.caseId for c in (*baseline.values(), *candidate.values())}
+    for case_id in sorted(set(bait_overrides or {}) - case_ids):
+        warnings.append(
+            f"--bait {case_id}=...: no cell of that case on either side, so the declaration "
+            "judged nothing (a typo in the case id?)"
+        )
     missing = [key for key, _, cand in pairs if cand is None]
     if missing:
         warnings.append(
