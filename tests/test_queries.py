@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from capeval.aggregate import median
-from capeval.analysis.history import connect
+from capeval.analysis.history import VIEWS, connect
 from capeval.analysis.queries import (
     QueryNotFound,
     find_query,
@@ -249,13 +249,24 @@ def test_query_command_named_and_raw(con: duckdb.DuckDBPyConnection, tmp_path: P
     assert json.loads(stored.stdout) == json.loads(named.stdout)
 
 
+def test_the_listed_views_are_the_views(con: duckdb.DuckDBPyConnection) -> None:
+    views = con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
+    made = {r[0] for r in views}
+    assert set(VIEWS) <= made and made - set(VIEWS) == {"result_rows"}
+
+
 def test_query_command_errors_exit_2() -> None:
     unknown = capeval("query", "flakey", "--from", str(SAMPLES))
     assert unknown.returncode == 2
     assert "no named query 'flakey'" in unknown.stderr and "flaky_cells" in unknown.stderr
     bad = capeval("query", "SELECT nope FROM runs", "--from", str(SAMPLES))
     assert bad.returncode == 2
-    assert "nope" in bad.stderr
+    assert "nope" in bad.stderr and "the views are" not in bad.stderr
+    no_table = capeval("query", "SELECT * FROM repeat", "--from", str(SAMPLES))
+    assert no_table.returncode == 2
+    assert "(the views are repeats, cells, cell_metrics, runs, metric_directions;" in (
+        no_table.stderr
+    )
     listing = capeval("query", "--list")
     assert listing.returncode == 0
     assert {line.split()[0] for line in listing.stdout.splitlines()} >= REQUIRED

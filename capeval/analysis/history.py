@@ -223,6 +223,9 @@ FROM repeats
 GROUP BY runId, resultKey, variantId, id"""
 
 
+# What `connect` gives SQL to read, as the README lists it.
+VIEWS = ("repeats", "cells", "cell_metrics", "runs", "metric_directions")
+
 REPEATS_VIEW_SQL = """
 CREATE OR REPLACE VIEW repeats AS
 SELECT * FROM result_rows

@@ -80,7 +80,13 @@ def query(
 
         if not isinstance(exc, duckdb.Error):
             raise
-        fail("query", f"{query_text if sql is not query_text else 'SQL'}: {exc}")
+        hint = ""
+        if isinstance(exc, duckdb.CatalogException):
+            # DuckDB's own suggestion may name its internal tables instead.
+            from capeval.analysis.history import VIEWS
+
+            hint = f"\n(the views are {', '.join(VIEWS)}; capeval query --list names the queries)"
+        fail("query", f"{query_text if sql is not query_text else 'SQL'}: {exc}{hint}")
     if as_json:
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
     else:
