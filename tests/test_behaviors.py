@@ -355,6 +355,49 @@ def test_cli_bad_file_exits_2_naming_file_and_field(tmp_path: Path) -> None:
     assert f"{missing}: (file): cannot read" in out.stderr
 
 
+def test_cli_measures_saved_agent_streams_as_a_run_would(agent_streams: Path) -> None:
+    from capeval.agents.claude_code import parse_claude_stream
+    from capeval.agents.codex import parse_codex_stream
+
+    for kind, name, parse in (
+        ("claude-code", "claude-script-stream.jsonl", parse_claude_stream),
+        ("codex", "codex-script-stream.jsonl", parse_codex_stream),
+    ):
+        path = agent_streams / name
+        out = run_cli("--stream", kind, "--json", str(path))
+        assert out.returncode == 0, out.stderr
+        with path.open() as handle:
+            expected = derive_behaviors(parse(handle).summary)
+        assert json.loads(out.stdout) == expected
+    claude = json.loads(
+        run_cli(
+            "--stream", "claude-code", "--json", str(agent_streams / "claude-stream.jsonl")
+        ).stdout
+    )
+    assert (claude["shellCommandCount"], claude["chainSegmentCount"]) == (1, 2)
+    assert claude[TOOL_CALLS_BY_NAME] == {"Bash": 1}
+
+
+def test_cli_a_stream_read_as_a_summary_or_as_another_cli_says_which_it_is(
+    agent_streams: Path,
+) -> None:
+    stream = str(agent_streams / "claude-stream.jsonl")
+    plain = run_cli(stream)
+    assert plain.returncode == 2 and plain.stdout == ""
+    assert "not valid JSON" in plain.stderr and "pass --stream claude-code" in plain.stderr
+    # Another CLI's parser finds no turns: an error, never all-zero metrics.
+    wrong = run_cli("--stream", "codex", stream)
+    assert wrong.returncode == 2 and wrong.stdout == ""
+    assert "no codex turns in this stream; it reads as a claude-code stream" in wrong.stderr
+    assert "is not JSON" not in wrong.stderr and "unknown event" not in wrong.stderr
+
+
+def test_stream_types_are_the_adapters_that_parse_streams() -> None:
+    from capeval.agents.registry import ADAPTERS, STREAM_TYPES, adapter_class
+
+    assert set(STREAM_TYPES) == {t for t in ADAPTERS if hasattr(adapter_class(t), "parse")}
+
+
 def test_cli_without_files_is_a_usage_error() -> None:
     assert run_cli("--json").returncode == 2
 

@@ -8,8 +8,13 @@ CLI start-up stays light.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from capeval.agents.base import Adapter, AgentConfig
+
+if TYPE_CHECKING:
+    from capeval.agents.streams import ParsedStream
 
 # agent type -> "module:Class". One line per adapter.
 ADAPTERS: dict[str, str] = {
@@ -20,6 +25,10 @@ ADAPTERS: dict[str, str] = {
     "gemini": "capeval.agents.gemini:GeminiAdapter",
     "opencode": "capeval.agents.opencode:OpencodeAdapter",
 }
+
+# Agent types whose adapter parses the stream its CLI prints (`.parse`), so
+# that a saved stream can be measured: `capeval behaviors --stream TYPE`.
+STREAM_TYPES: tuple[str, ...] = ("claude-code", "codex", "gemini", "opencode")
 
 # Agents usable by name without any [agents.NAME] table: name -> type.
 BUILTIN_AGENTS: dict[str, str] = {
@@ -59,3 +68,14 @@ def adapter_class(agent_type: str) -> type:
 def make_adapter(config: AgentConfig) -> Adapter:
     """The adapter instance that runs `config`."""
     return adapter_class(config.type)(config)
+
+
+def stream_parser(agent_type: str) -> Callable[[Iterable[str]], ParsedStream]:
+    """The function that turns `agent_type`'s printed stream into a run summary."""
+    if agent_type not in STREAM_TYPES:
+        raise UnknownAgentError(
+            f"agent type {agent_type!r} prints no stream capeval parses "
+            f"(stream types: {', '.join(STREAM_TYPES)})"
+        )
+    parse: Callable[[Iterable[str]], ParsedStream] = adapter_class(agent_type).parse
+    return parse

@@ -1,35 +1,91 @@
-"""`capeval behaviors FILE...`: behavior metrics of run-summary files.
+"""`capeval behaviors FILE...`: behavior metrics of run-summary files or saved agent streams.
 
-A thin wrapper over `capeval.runsummary.read_summary` and
-`capeval.behaviors.derive_behaviors`; a notebook calls those two directly.
-Every file is read before anything is printed, so a bad file never leaves a
-half-written JSON Lines stream behind: it is reported (file, field, what is
-wrong) and the command exits 2.
+A thin wrapper over `capeval.runsummary.read_summary` (or, with `--stream
+TYPE`, the adapter's own stream parser, so a transcript saved from `claude -p
+--output-format stream-json` or `codex exec --json` is measured exactly as a
+run would measure it) and `capeval.behaviors.derive_behaviors`; a notebook
+calls those directly. Every file is read before anything is printed, so a bad
+file never leaves a half-written JSON Lines stream behind: it is reported
+(file, field, what is wrong) and the command exits 2.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 import click
 
+from capeval.agents.registry import STREAM_TYPES, stream_parser
 from capeval.behaviors import derive_behaviors
 from capeval.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME
-from capeval.runsummary import RunSummaryError, read_summary
+from capeval.runsummary import RunSummary, RunSummaryError, read_summary
 
 
-def behaviors_of_files(paths: list[Path]) -> tuple[list[dict[str, Any]], list[RunSummaryError]]:
+def behaviors_of_files(
+    paths: list[Path], stream: str | None = None
+) -> tuple[list[dict[str, Any]], list[RunSummaryError]]:
     """Behaviors of each file in order, and the errors of those that could not be read."""
     results: list[dict[str, Any]] = []
     errors: list[RunSummaryError] = []
     for path in paths:
         try:
-            results.append(derive_behaviors(read_summary(path)))
+            summary = read_stream(path, stream) if stream else _read_summary(path)
+            results.append(derive_behaviors(summary))
         except RunSummaryError as exc:
             errors.append(exc)
     return results, errors
+
+
+def _read_summary(path: Path) -> RunSummary:
+    try:
+        return read_summary(path)
+    except RunSummaryError as exc:
+        if exc.field != "(file)" or not exc.message.startswith("not valid JSON"):
+            raise
+        guesses = _parsing_types(_lines(path))
+        if not guesses:
+            raise
+        raise RunSummaryError(
+            exc.file,
+            exc.field,
+            f"{exc.message}; it reads as a {' or '.join(guesses)} stream: pass "
+            f"--stream {guesses[0]}",
+        ) from exc
+
+
+def read_stream(path: Path, agent_type: str) -> RunSummary:
+    """The run summary in a saved agent stream, parsed as a run of `agent_type` would be."""
+    summary = stream_parser(agent_type)(_lines(path)).summary
+    if not summary.turns:
+        # Another CLI's stream parses to zero turns, and zero turns would
+        # print all-zero metrics as if measured.
+        others = [t for t in _parsing_types(_lines(path)) if t != agent_type]
+        hint = f"; it reads as a {' or '.join(others)} stream" if others else ""
+        raise RunSummaryError(str(path), "(stream)", f"no {agent_type} turns in this stream{hint}")
+    return summary
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise RunSummaryError(str(path), "(file)", f"cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise RunSummaryError(str(path), "(file)", f"not UTF-8 text: {exc.reason}") from exc
+
+
+def _parsing_types(lines: list[str]) -> list[str]:
+    """The stream types whose parser finds turns in these lines (quietly)."""
+    log = logging.getLogger("capeval.agents.streams")
+    level = log.level
+    log.setLevel(logging.ERROR)  # every other CLI's events are "unknown" to a parser
+    try:
+        return [t for t in STREAM_TYPES if stream_parser(t)(lines).summary.turns]
+    finally:
+        log.setLevel(level)
 
 
 def format_table(paths: list[Path], results: list[dict[str, Any]]) -> str:
@@ -64,18 +120,26 @@ def format_table(paths: list[Path], results: list[dict[str, Any]]) -> str:
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
+    "--stream",
+    type=click.Choice(STREAM_TYPES),
+    default=None,
+    help="Each FILE is the stream this agent CLI printed (JSON Lines), not a run summary.",
+)
+@click.option(
     "--json", "as_json", is_flag=True, help="One JSON object per file (JSON Lines, in file order)."
 )
-def behaviors(files: tuple[Path, ...], as_json: bool) -> None:
+def behaviors(files: tuple[Path, ...], stream: str | None, as_json: bool) -> None:
     """Behavior metrics (spec section 6) of run-summary JSON files.
 
     Each FILE is a run summary as the corbits post-run hook writes it:
-    {status, ..., turns: [{turnIndex, assistantTurn, toolCalls, durationMs}]}.
-    Prints the eleven numeric metrics and toolCallsByName per file. Exits 2
-    when any file cannot be read, naming the file and the field.
+    {status, ..., turns: [{turnIndex, assistantTurn, toolCalls, durationMs}]},
+    or with --stream TYPE a saved agent stream (`claude -p --output-format
+    stream-json`, `codex exec --json`, ...), parsed as `capeval run` parses
+    it. Prints the eleven numeric metrics and toolCallsByName per file. Exits
+    2 when any file cannot be read, naming the file and the field.
     """
     paths = list(files)
-    results, errors = behaviors_of_files(paths)
+    results, errors = behaviors_of_files(paths, stream)
     if errors:
         for error in errors:
             click.echo(f"capeval behaviors: error: {error}", err=True)
