@@ -139,6 +139,30 @@ def test_dry_run_runs_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "evals/capability/results").exists()
 
 
+def test_provider_and_model_flags_beat_the_configured_matrix(tmp_path: Path) -> None:
+    write_case(tmp_path, "alpha")
+    (tmp_path / "capeval.toml").write_text('matrix = ["scripted:oracle", "scripted:sloppy"]\n')
+
+    def variants(*args: str) -> list[str]:
+        proc = capeval(tmp_path, "--dry-run", "--json", *args)
+        assert proc.returncode == 0, proc.stderr
+        return [v["id"] for v in json.loads(proc.stdout)["variants"]]
+
+    assert variants() == ["scripted:oracle", "scripted:sloppy"]
+    # Both flags: the one cell asked for, not the configured matrix.
+    assert variants("--provider", "scripted", "--model", "dev") == ["scripted:dev"]
+    # One flag that no cell takes is an error, never a run of something else.
+    for args in (("--provider", "anthropic"), ("--model", "x", "--matrix", "a:b")):
+        proc = capeval(tmp_path, "--dry-run", *args)
+        assert proc.returncode == 2
+        assert f"{args[0]} {args[1]} is used by no cell" in proc.stderr
+    # A flag that fills the side bare cells leave out still works.
+    assert variants("--provider", "scripted", "--matrix", "oracle,sloppy") == [
+        "scripted:oracle",
+        "scripted:sloppy",
+    ]
+
+
 def test_secrets_never_reach_a_row(tmp_path: Path) -> None:
     secret = "sk-test-0123456789"
     write_case(

@@ -297,6 +297,8 @@ def _variants(
     provider = options.provider or config.provider
     model = options.model or config.model
     cells: Sequence[str] = options.matrix or config.matrix
+    if not options.matrix and options.provider and options.model:
+        cells = ()  # both flags name one cell, whatever capeval.toml's matrix says
     if not cells and not (provider and model):
         agent = agents.get(default_agent)
         if agent is not None and agent.type == "scripted":
@@ -309,9 +311,23 @@ def _variants(
                 "--provider and --model, or set matrix in capeval.toml"
             )
     try:
-        return parse_matrix(cells, provider=provider, model=model, default_agent=None)
+        variants = parse_matrix(cells, provider=provider, model=model, default_agent=None)
     except ValueError as exc:
         raise RunError(str(exc)) from None
+    # A flag that no cell took would be ignored in silence, and the run would
+    # measure some other provider/model than the one asked for.
+    source = "--matrix" if options.matrix else "the matrix in capeval.toml"
+    for flag, value, side in (
+        ("--provider", options.provider, "provider"),
+        ("--model", options.model, "model"),
+    ):
+        if cells and value and all(getattr(v, side) != value for v in variants):
+            raise RunError(
+                f"{flag} {value} is used by no cell: every cell of {source} names its own "
+                f"{side} ({', '.join(v.id for v in variants)}); pass --provider and --model "
+                "together for that one cell, or name it in --matrix"
+            )
+    return variants
 
 
 def _resume(options: RunOptions) -> tuple[RunOptions, list[Row], str, str]:
