@@ -92,6 +92,36 @@ def test_claude_usage_falls_back_to_messages_counted_once(agent_streams: Path) -
     assert p.status == "failed" and "without a `result`" in (p.error or "")
 
 
+def test_claude_error_flagged_on_a_success_subtype_reads_as_an_error() -> None:
+    # What claude -p prints with no login: subtype "success", is_error true.
+    # Claude Code also writes the notice as an assistant message of model
+    # "<synthetic>": not a model response, so not a turn and not the model.
+    stream = [
+        '{"type":"system","subtype":"init","session_id":"s1","model":"claude-sonnet-4-5"}',
+        '{"type":"assistant","message":{"id":"x1","model":"<synthetic>","role":"assistant","content":[{"type":"text","text":"Not logged in · Please run /login"}],"usage":{"input_tokens":0,"output_tokens":0}},"session_id":"s1"}',
+        '{"type":"result","subtype":"success","is_error":true,"result":"Not logged in · Please run /login","session_id":"s1"}',
+    ]
+    p = parse_claude_stream(stream)
+    assert p.status == "failed"
+    assert p.error == "claude-code error: Not logged in · Please run /login"
+    assert not p.summary.turns
+    assert p.model == "claude-sonnet-4-5"
+    assert dict(p.skipped) == {"assistant(synthetic)": 1}
+
+
+def test_claude_api_error_notice_mid_run_is_not_a_turn_or_the_model() -> None:
+    stream = [
+        '{"type":"system","subtype":"init","session_id":"s1","model":"claude-sonnet-4-5"}',
+        '{"type":"assistant","message":{"id":"m1","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]},"session_id":"s1"}',
+        '{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"a"}]},"session_id":"s1"}',
+        '{"type":"assistant","message":{"id":"x1","model":"<synthetic>","content":[{"type":"text","text":"API Error: 529 overloaded"}]},"session_id":"s1"}',
+        '{"type":"result","subtype":"success","is_error":true,"result":"API Error: 529 overloaded","session_id":"s1"}',
+    ]
+    p = parse_claude_stream(stream)
+    assert p.summary.turnsUsed == 1 and p.model == "claude-sonnet-4-5"
+    assert p.status == "failed" and p.error == "claude-code error: API Error: 529 overloaded"
+
+
 def test_claude_error_result_fails_even_when_it_looks_complete() -> None:
     stream = [
         '{"type":"system","subtype":"init","session_id":"s1","model":"claude-opus-4-1"}',

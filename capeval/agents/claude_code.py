@@ -48,6 +48,10 @@ def _usage(raw: Any) -> TokenUsage | None:
     )
 
 
+# The model name Claude Code gives the assistant messages it writes itself.
+SYNTHETIC_MODEL = "<synthetic>"
+
+
 def parse_claude_stream(lines: Iterable[str]) -> ParsedStream:
     """Claude Code stream-json lines -> turns, usage, verdict, session and model."""
     skipped = Skipped("claude-code")
@@ -80,6 +84,11 @@ def parse_claude_stream(lines: Iterable[str]) -> ParsedStream:
                 # A sub-agent's response: its work shows up as the parent's
                 # Agent/Task call; counting it as our turn would double count.
                 skipped.add("assistant(sub-agent)")
+                continue
+            if message.get("model") == SYNTHETIC_MODEL:
+                # Claude Code's own notice (no login, an API error), not a model
+                # response: no turn, and not the model the run resolved to.
+                skipped.add("assistant(synthetic)")
                 continue
             message_id = str(message.get("id") or f"anon-{uuid.uuid4().hex}")
             if message_id not in turns:
@@ -126,9 +135,9 @@ def parse_claude_stream(lines: Iterable[str]) -> ParsedStream:
     else:
         status = "failed"
         detail = result.get("result") or result.get("errors") or ""
-        error = f"claude-code {result.get('subtype') or 'error'}: {text_of(detail)[:300]}".rstrip(
-            ": "
-        )
+        # A failed login reports subtype "success" with is_error set.
+        kind = result.get("subtype") if result.get("subtype") != "success" else None
+        error = f"claude-code {kind or 'error'}: {text_of(detail)[:300]}".rstrip(": ")
         denials = result.get("permission_denials")
         if denials:
             error += f" ({len(denials)} permission denial(s))"
