@@ -38,6 +38,8 @@ FAKE_CLI = textwrap.dedent(
     stream = os.environ.get("FAKE_STREAM")
     if stream:
         sys.stdout.write(open(stream).read())
+        sys.stdout.flush()
+    time.sleep(float(os.environ.get("FAKE_HANG", "0")))  # a CLI stuck after printing
     sys.stderr.write("fake stderr line\\n")
     sys.exit(int(os.environ.get("FAKE_EXIT", "0")))
     """
@@ -269,6 +271,23 @@ def test_timeout_kills_and_reports(tmp_path: Path, fake_cli: Path, agent_streams
     result = ClaudeCodeAdapter(cfg).run(req)
     assert result.status == "timeout" and result.exitCode == 124
     assert "timed out" in (result.error or "")
+
+
+def test_timeout_names_the_last_error_the_stream_reported(tmp_path: Path, fake_cli: Path) -> None:
+    stream = tmp_path / "retrying.jsonl"
+    stream.write_text(
+        '{"type":"thread.started","thread_id":"t1"}\n{"type":"turn.started"}\n'
+        '{"type":"error","message":"Reconnecting... 5/5 (stream disconnected)"}\n'
+        '{"type":"error","message":"Reconnecting... waiting for network"}\n'
+    )
+    cfg = AgentConfig(name="cx", type="codex", command=str(fake_cli))
+    req = request(tmp_path, stream, env={"FAKE_HANG": "30"}, timeout_s=1.0)
+    result = CodexAdapter(cfg).run(req)
+    assert result.status == "timeout"
+    assert result.error == (
+        "agent timed out after 1 s; the last error in its stream: "
+        "codex: Reconnecting... waiting for network"
+    )
 
 
 def test_no_stream_means_no_summary(tmp_path: Path, fake_cli: Path) -> None:

@@ -182,6 +182,10 @@ class CliAdapter:
         error = parsed.error
         if status == "timeout":
             error = f"agent timed out after {request.timeout_s:g} s"
+            # What the CLI last complained of, when it did: Codex without a
+            # network retries until the timeout, saying why in its stream.
+            if parsed.error and "stream ended without" not in parsed.error:
+                error += f"; the last error in its stream: {parsed.error[:300]}"
         elif status == "failed" and error is None:
             tail = stderr.strip().splitlines()[-1:]
             error = f"{self.type} exit code {proc.exit_code}" + (
