@@ -223,6 +223,9 @@ def test_gemini_flags(tmp_path: Path, fake_cli: Path) -> None:
         "--prompt=-starts with a dash; and 'quotes'",
     ]
     assert result.status == "done" and result.model == "gemini-2.5-pro" and result.turnsUsed == 4
+    # Each workdir is new: trusted, or Gemini CLI would drop yolo (the real
+    # CLI, folder trust on, is in test_real_cli_agents).
+    assert recorded(tmp_path)["env"]["GEMINI_CLI_TRUST_WORKSPACE"] == "true"
     GeminiAdapter(cfg).run(request(tmp_path, DATA / "gemini-stream.jsonl", skip_permissions=False))
     argv = recorded(tmp_path)["argv"]
     assert argv[argv.index("--approval-mode") + 1] == "default"

@@ -136,6 +136,13 @@ class GeminiAdapter(CliAdapter):
         mode = "yolo" if request.skip_permissions else "default"
         return ["-m", request.model, "--output-format", "stream-json", "--approval-mode", mode]
 
+    def cli_env(self, request: AgentRequest) -> dict[str, str]:
+        # Every repeat's workdir is a new directory, so Gemini CLI's folder
+        # trust would never know it: headless, it then drops --approval-mode
+        # yolo to "default" or exits. The workdir is capeval's throwaway copy
+        # of the fixture, as trusted as the fixture itself.
+        return {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+
     def prompt_args(self, request: AgentRequest) -> list[str]:
         # `--prompt=<text>` keeps a prompt that starts with `-` a value.
         return [f"--prompt={request.prompt}"]
@@ -144,13 +151,13 @@ class GeminiAdapter(CliAdapter):
 def scripted_home(base_url: str, home: Path, api_key: str) -> dict[str, str]:
     """Env that aims Gemini CLI at `base_url` (e.g. the scripted model server), from a scratch home.
 
-    The endpoint is `GOOGLE_GEMINI_BASE_URL`; the API-key auth method and
-    folder trust live in `~/.gemini/settings.json`, so `home` gets one saying
-    "API key" and "trust this folder" (without it a headless run exits 41 or
-    drops to the default approval mode). Writes that file.
+    The endpoint is `GOOGLE_GEMINI_BASE_URL`; the API-key auth method lives
+    in `~/.gemini/settings.json`, so `home` gets one saying "API key" (without
+    it a headless run exits 41). Folder trust stays on, as on a user's
+    machine: the adapter itself trusts each workdir. Writes that file.
     """
     settings = {
-        "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
         "telemetry": {"enabled": False},
         "privacy": {"usageStatisticsEnabled": False},
     }
