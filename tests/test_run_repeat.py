@@ -75,6 +75,28 @@ def test_no_summary_means_null_behaviors_never_zeros(tmp_path: Path) -> None:
     assert list(row)[: len(ROW_FIELDS)] == list(ROW_FIELDS)
 
 
+def test_a_run_without_a_model_turn_has_null_behaviors_not_zeros(tmp_path: Path) -> None:
+    # As real Claude Code without a login, or Codex without a network: a
+    # session, no model turn. Zeros would drag the cell's medians down.
+    from capeval.runsummary import summary_from_json
+
+    class NoTurn(FakeAdapter):
+        def run(self, request: AgentRequest) -> AgentResult:
+            self.seen.append(request)
+            return AgentResult(
+                exitCode=1,
+                status="failed",
+                sessionId="s1",
+                turnsUsed=0,
+                summary=summary_from_json({"status": "failed", "turns": []}),
+                error="claude-code error: Not logged in",
+            )
+
+    row = run_repeat(_job(tmp_path), NoTurn(), RepeatSettings(root=tmp_path))
+    assert row["behaviors"] is None and row["turnsUsed"] == 0
+    assert row["passed"] is False and "Not logged in" in row["error"]
+
+
 def test_null_behaviors_fail_a_behavior_requirement(tmp_path: Path) -> None:
     job = _job(tmp_path, requireBehaviors=[{"metric": "webFetchToolCallCount", "min": 1}])
     row = run_repeat(job, FakeAdapter(), RepeatSettings(root=tmp_path))

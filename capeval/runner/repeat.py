@@ -244,7 +244,10 @@ def _run_agent(
 
 
 def _behaviors(result: AgentResult) -> tuple[dict[str, Any] | None, str | None]:
-    if result.summary is None:
+    # No model turn (no login, the API unreachable): there was no behavior to
+    # measure, and zeros would pull the cell's medians down (a bait would seem
+    # to stop reproducing on a baseline, a candidate would seem to improve).
+    if result.summary is None or not result.summary.turns:
         return None, None
     try:
         from capeval.behaviors import derive_behaviors
