@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from capeval.results.errors import ResultFileError, ResultFileWarning
-from capeval.results.jsonl import JsonlWriter, read_jsonl, torn_sidecar
+from capeval.results.jsonl import JsonlWriter, StreamBusy, read_jsonl, torn_sidecar
 from capeval.row import ROW_FIELDS
 from tests.rowfactory import result_row
 
@@ -104,6 +104,18 @@ def test_one_writer_shared_by_threads_keeps_every_line_whole(tmp_path: Path) -> 
     assert sorted((r["id"], r["repeat"]) for r in rows) == sorted(
         (f"t{t}", i) for t in range(6) for i in range(25)
     )
+
+
+def test_a_second_writer_is_refused_until_the_first_closes(tmp_path: Path) -> None:
+    path = tmp_path / "rows.jsonl"
+    first = JsonlWriter(path)
+    first.write(result_row(id="a"))
+    with pytest.raises(StreamBusy, match=r"rows\.jsonl: is being written by another capeval run"):
+        JsonlWriter(path)
+    first.close()
+    with JsonlWriter(path) as second:  # free again once closed
+        second.write(result_row(id="b"))
+    assert [r["id"] for r in read_jsonl(path)[0]] == ["a", "b"]
 
 
 def test_reopening_appends(tmp_path: Path) -> None:

@@ -90,6 +90,28 @@ def test_sigkill_mid_run_then_resume_gives_one_row_per_triple(tmp_path: Path) ->
     assert again.returncode == 0 and len(read_rows(stream)) == 12  # nothing left to do
 
 
+def test_a_second_run_on_a_stream_being_written_is_refused(tmp_path: Path) -> None:
+    # Two runs started on one --jsonl both find it empty; the stream's lock
+    # refuses the second instead of interleaving two runs' rows.
+    write_case(tmp_path, "slow", trajectories={"oracle": [shell("sleep 0.5"), write_done()]})
+    stream = tmp_path / "rows.jsonl"
+    first = start_capeval(tmp_path, "--repeats", "3", "--concurrency", "1", "--jsonl", str(stream))
+    try:
+        _wait_for(lambda: (tmp_path / "rows.jsonl.plan.json").is_file())
+        plan = (tmp_path / "rows.jsonl.plan.json").read_text()
+        second = capeval(tmp_path, "--repeats", "2", "--jsonl", str(stream))
+        assert second.returncode == 2
+        assert "rows.jsonl: is being written by another capeval run" in second.stderr
+        assert (tmp_path / "rows.jsonl.plan.json").read_text() == plan  # untouched
+        resumed = capeval(tmp_path, "--resume", str(stream))  # --resume waits its turn too
+        assert resumed.returncode == 2 and "another capeval run" in resumed.stderr
+    finally:
+        _out, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err
+    rows = read_rows(stream)
+    assert len(rows) == 3 and len({r["runId"] for r in rows}) == 1
+
+
 def test_hanging_agent_is_killed_on_time_with_its_group(tmp_path: Path) -> None:
     pgid_file = tmp_path / "agent.pgid"
     write_case(

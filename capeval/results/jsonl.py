@@ -9,6 +9,7 @@ warning, anything else that is not a row is an error naming file and line.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import threading
@@ -50,6 +51,10 @@ def torn_sidecar(path: str | Path) -> Path:
     return path.with_name(path.name + ".torn")
 
 
+class StreamBusy(ResultFileError):
+    """Another process holds the stream: two runs appending to one file would mix their rows."""
+
+
 class JsonlWriter:
     """Appends rows to a JSON Lines file; one writer may be shared by threads.
 
@@ -58,6 +63,10 @@ class JsonlWriter:
     from the stream, with a warning, so every later row starts on its own
     line. A final line that is a complete row merely missing its newline is
     kept and terminated.
+
+    The writer holds an exclusive lock on the file (flock) until it is
+    closed, so a second writer, in this process or another, is refused with
+    `StreamBusy` instead of interleaving its rows.
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -65,8 +74,17 @@ class JsonlWriter:
         self.warnings: list[str] = []
         self._lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._repair_tail()
         self._handle: Any = open(self.path, "ab")  # noqa: SIM115 - closed by close()
+        try:
+            fcntl.flock(self._handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._handle.close()
+            raise StreamBusy(
+                self.path,
+                "is being written by another capeval run; wait for it to finish, or write "
+                "to another path",
+            ) from None
+        self._repair_tail()
 
     def _warn(self, message: str) -> None:
         self.warnings.append(message)

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capeval import __version__
 from capeval.agents.base import Adapter, AgentConfig
@@ -38,6 +38,9 @@ from capeval.runner.httpfixture import HttpFixture
 from capeval.runner.matrix import Variant, parse_matrix
 from capeval.runner.repeat import RepeatCancelled, RepeatJob, RepeatSettings, now_iso, run_repeat
 from capeval.runner.workdir import WorkdirCache
+
+if TYPE_CHECKING:
+    from capeval.results.jsonl import JsonlWriter
 
 DEFAULT_AGENT = "scripted"
 DEFAULT_SCRIPTED_MODEL = "oracle"
@@ -158,6 +161,14 @@ def plan_path(jsonl: Path) -> Path:
     return jsonl.with_name(jsonl.name + PLAN_SUFFIX)
 
 
+def _refuse_used_stream(jsonl: Path) -> None:
+    if jsonl.is_file() and jsonl.stat().st_size > 0:
+        raise RunError(
+            f"--jsonl {jsonl}: already holds rows; pass --resume {jsonl} to finish that run, "
+            "or choose a new path (rows of two runs in one stream could collide)"
+        )
+
+
 def plan_run(options: RunOptions) -> RunPlan:
     """Resolve everything a run needs; raises RunError/ProblemsError before anything runs."""
     from capeval.config import load_config
@@ -172,11 +183,8 @@ def plan_run(options: RunOptions) -> RunPlan:
     if options.resume is not None:
         options, done, run_id, started_at = _resume(options)
     jsonl = options.resume or options.jsonl or config.results_dir / f"{run_id}.jsonl"
-    if options.resume is None and Path(jsonl).is_file() and Path(jsonl).stat().st_size > 0:
-        raise RunError(
-            f"--jsonl {jsonl}: already holds rows; pass --resume {jsonl} to finish that run, "
-            "or choose a new path (rows of two runs in one stream could collide)"
-        )
+    if options.resume is None:
+        _refuse_used_stream(Path(jsonl))
 
     cases = load_cases(root, config, list(options.cases) or None)
     if options.tiers:
@@ -425,61 +433,73 @@ def execute(options: RunOptions, plan: RunPlan | None = None) -> RunOutcome:
     adapters, versions = _adapters(plan)
     plan.adapters = adapters
     todo = [replace(j, agent_version=versions.get(j.agent.name)) for j in todo]
-    write_plan(plan)
 
-    process.reset_shutdown()
-    workdirs = WorkdirCache(options.tmp_dir)
-    plan.settings = replace(plan.settings, workdirs=workdirs)
+    from capeval.results.jsonl import JsonlWriter, StreamBusy
+
+    # The stream's lock is taken before the plan is written, and the "holds
+    # rows" check is made again under it: two runs started on one --jsonl at
+    # the same moment both passed the first check.
     try:
-        return _execute(options, plan, todo, rows)
-    finally:
-        workdirs.close()
+        writer = JsonlWriter(plan.jsonl_path)
+    except StreamBusy as exc:
+        raise RunError(str(exc)) from None
+    with writer:
+        if options.resume is None:
+            _refuse_used_stream(plan.jsonl_path)
+        write_plan(plan)
+        process.reset_shutdown()
+        workdirs = WorkdirCache(options.tmp_dir)
+        plan.settings = replace(plan.settings, workdirs=workdirs)
+        try:
+            return _execute(options, plan, todo, rows, writer)
+        finally:
+            workdirs.close()
 
 
 def _execute(
-    options: RunOptions, plan: RunPlan, todo: list[RepeatJob], rows: list[Row]
+    options: RunOptions,
+    plan: RunPlan,
+    todo: list[RepeatJob],
+    rows: list[Row],
+    writer: JsonlWriter,
 ) -> RunOutcome:
-    from capeval.results.jsonl import JsonlWriter
-
     stop = threading.Event()
     got: list[str] = []
     lock = threading.Lock()
     total = len(plan.jobs)
 
-    with JsonlWriter(plan.jsonl_path) as writer:
+    def one(job: RepeatJob) -> Row | None:
+        if stop.is_set():
+            return None
+        try:
+            row = run_repeat(job, plan.adapters[job.agent.name], plan.settings)
+        except RepeatCancelled:
+            return None
+        with lock:  # the single writer: durable row, then progress
+            writer.write(row)
+            rows.append(row)
+            if options.on_row is not None:
+                options.on_row(row, len(rows), total)
+        return row
 
-        def one(job: RepeatJob) -> Row | None:
+    with _stop_on_signals(stop, got, options.handle_signals):
+        pool = ThreadPoolExecutor(max_workers=plan.concurrency, thread_name_prefix="repeat")
+        try:
+            pending: set[Future[Row | None]] = {pool.submit(one, j) for j in todo}
+            while pending and not stop.is_set():
+                finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    fut.result()  # a runner bug surfaces here, not silently
+        except BaseException:
+            stop.set()
+            process.shutdown("run aborted")
+            HttpFixture.stop_all()
+            raise
+        finally:
             if stop.is_set():
-                return None
-            try:
-                row = run_repeat(job, plan.adapters[job.agent.name], plan.settings)
-            except RepeatCancelled:
-                return None
-            with lock:  # the single writer: durable row, then progress
-                writer.write(row)
-                rows.append(row)
-                if options.on_row is not None:
-                    options.on_row(row, len(rows), total)
-            return row
-
-        with _stop_on_signals(stop, got, options.handle_signals):
-            pool = ThreadPoolExecutor(max_workers=plan.concurrency, thread_name_prefix="repeat")
-            try:
-                pending: set[Future[Row | None]] = {pool.submit(one, j) for j in todo}
-                while pending and not stop.is_set():
-                    finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                    for fut in finished:
-                        fut.result()  # a runner bug surfaces here, not silently
-            except BaseException:
-                stop.set()
-                process.shutdown("run aborted")
+                process.shutdown("run interrupted")
                 HttpFixture.stop_all()
-                raise
-            finally:
-                if stop.is_set():
-                    process.shutdown("run interrupted")
-                    HttpFixture.stop_all()
-                pool.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown(wait=True, cancel_futures=True)
     process.reset_shutdown()
 
     if got:
