@@ -33,6 +33,7 @@ test: install-dev
 lint: install-dev
 	$(BIN)/ruff check capeval tests benchmarks scripts notebooks
 	$(BIN)/ruff format --check capeval tests benchmarks scripts notebooks
+	$(BIN)/mypy capeval
 
 bench: install-dev
 	$(BIN)/python benchmarks/runner.py

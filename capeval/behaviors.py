@@ -105,7 +105,7 @@ def _whole(value: float | int) -> float | int:
 
 def derive_behaviors(summary: RunSummary) -> dict[str, Any]:
     """The 11 numeric metrics (in `METRIC_NAMES` order) and `toolCallsByName`."""
-    counts = dict.fromkeys(METRIC_NAMES, 0)
+    counts: dict[str, float | int] = dict.fromkeys(METRIC_NAMES, 0)
     by_name: dict[str, int] = {}
     seen: set[str] = set()
     streak = 0

@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 from capeval.metrics import METRIC_NAMES
 from capeval.problems import Problem
@@ -366,11 +366,11 @@ def schema_problems(
             msg = f"expected {desc or err.validator_value}, got {json_type(inst)} {show(inst)}"
             out.append(Problem(file, where, msg))
         elif kw == "enum":
-            allowed = ", ".join(str(v) for v in err.validator_value)
+            choices = ", ".join(str(v) for v in err.validator_value)
             noun = "metric" if path and path[-1] == "metric" else "value"
             if path and path[-1] in ("tier", "type"):
                 noun = str(path[-1])
-            msg = f"unknown {noun} {show(inst)}; expected one of: {allowed}"
+            msg = f"unknown {noun} {show(inst)}; expected one of: {choices}"
             close = difflib.get_close_matches(
                 str(inst), [str(v) for v in err.validator_value], n=1, cutoff=0.7
             )
@@ -565,5 +565,5 @@ def _fixture_problems(fixture: str, *, file: str, state: FixtureState | None) ->
     return []
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool)

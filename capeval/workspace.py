@@ -163,18 +163,18 @@ def check_cases(
         problems = validate_case_dict(
             obj, file=file_rel, dirname=case_dir.name, root_facts=facts, tiers=tiers
         )
-        case_id = obj.get("id") if isinstance(obj, dict) else None
-        if isinstance(case_id, str):
-            if case_id in seen:
+        declared_id = obj.get("id") if isinstance(obj, dict) else None
+        if isinstance(declared_id, str):
+            if declared_id in seen:
                 problems.append(
                     Problem(
                         file_rel,
                         "id",
-                        f'duplicate id "{case_id}", also used by {seen[case_id]}; ids must be unique',
+                        f'duplicate id "{declared_id}", also used by {seen[declared_id]}; ids must be unique',
                     )
                 )
             else:
-                seen[case_id] = file_rel
+                seen[declared_id] = file_rel
         if problems:
             out.problems += problems
             continue

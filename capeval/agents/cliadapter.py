@@ -14,7 +14,7 @@ import logging
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -120,10 +120,14 @@ class CliAdapter:
     type: ClassVar[str]
     default_binary: ClassVar[str]
     version_args: ClassVar[tuple[str, ...]] = ("--version",)
-    parse: ClassVar[Callable[[Iterable[str]], ParsedStream]]
 
     def __init__(self, config: AgentConfig) -> None:
         self.config = config
+
+    @staticmethod
+    def parse(lines: Iterable[str]) -> ParsedStream:
+        """The CLI's pure stream parser; each adapter sets its own."""
+        raise NotImplementedError
 
     # -- what subclasses define ------------------------------------------
 

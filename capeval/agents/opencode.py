@@ -29,10 +29,14 @@ from capeval.agents.streams import (
 from capeval.turns import TokenUsage
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def _step_usage(tokens: Any) -> TokenUsage:
     if not isinstance(tokens, Mapping):
         return TokenUsage()
-    cache = tokens.get("cache") if isinstance(tokens.get("cache"), Mapping) else {}
+    cache = _mapping(tokens.get("cache"))
     return TokenUsage(
         input=as_int(tokens.get("input")),
         output=as_int(tokens.get("output")),
@@ -71,7 +75,7 @@ def parse_opencode_stream(lines: Iterable[str]) -> ParsedStream:
         kind = event.get("type")
         ts = timestamp_ms(event.get("timestamp"))
         session = event.get("sessionID") or session
-        part = event.get("part") if isinstance(event.get("part"), Mapping) else {}
+        part = _mapping(event.get("part"))
         if kind == "step_start":
             builders.append(TurnBuilder(start=ts if ts is not None else last_ts, opened=True))
         elif kind == "text":
@@ -82,7 +86,7 @@ def parse_opencode_stream(lines: Iterable[str]) -> ParsedStream:
         elif kind == "reasoning":
             pass  # counted in tokens.reasoning; not assistant text
         elif kind == "tool_use":
-            state = part.get("state") if isinstance(part.get("state"), Mapping) else {}
+            state = _mapping(part.get("state"))
             output = state.get("output") if state.get("status") != "error" else state.get("error")
             current(ts).calls.append(
                 make_call(

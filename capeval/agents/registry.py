@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from capeval.agents.base import Adapter, AgentConfig
 
@@ -77,5 +77,6 @@ def stream_parser(agent_type: str) -> Callable[[Iterable[str]], ParsedStream]:
             f"agent type {agent_type!r} prints no stream capeval parses "
             f"(stream types: {', '.join(STREAM_TYPES)})"
         )
-    parse: Callable[[Iterable[str]], ParsedStream] = adapter_class(agent_type).parse
+    adapter: Any = adapter_class(agent_type)
+    parse: Callable[[Iterable[str]], ParsedStream] = adapter.parse
     return parse

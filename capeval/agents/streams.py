@@ -163,7 +163,7 @@ def build_summary(
     results: Mapping[str, Any] | None = None,
 ) -> RunSummary:
     """A RunSummary from the turns a parser collected; `results` fills in tool results by call id."""
-    turns = []
+    turns: list[Turn] = []
     for builder in builders:
         if builder.empty:
             continue

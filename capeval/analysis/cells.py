@@ -219,7 +219,7 @@ def cell_frame(cells: Mapping[str, Cell]) -> pl.DataFrame:
         for metric in METRIC_NAMES:
             record[metric] = cell.medians.get(metric)
         records.append(record)
-    schema = {
+    schema: dict[str, Any] = {
         "resultKey": pl.String,
         "caseId": pl.String,
         "variantId": pl.String,

@@ -341,7 +341,8 @@ def _bait_for(
     workspace_baits: Mapping[str, BaitDecl] | None,
     overrides: Mapping[str, BaitDecl] | None,
 ) -> BaitDecl | None:
-    case_id = (cand or base).caseId if (cand or base) else ""
+    cell = cand or base
+    case_id = cell.caseId if cell is not None else ""
     if overrides and case_id in overrides:
         return overrides[case_id]
     for cell in (cand, base):

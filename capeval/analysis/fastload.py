@@ -416,8 +416,9 @@ def duckdb_engine() -> Any:
     uses. The engine (`_duckdb`) has `connect` and `Error` itself; should a
     DuckDB release lay it out differently, the public module is used instead.
     """
+    engine: Any
     try:
-        import _duckdb as engine  # type: ignore[import-not-found]
+        import _duckdb as engine
     except ImportError:
         import duckdb as engine
     if not (hasattr(engine, "connect") and hasattr(engine, "Error")):

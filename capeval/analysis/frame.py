@@ -9,6 +9,7 @@ missing column. Unknown extra fields are kept as extra columns.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import mmap
 import os
@@ -171,7 +172,7 @@ def _column(name: str, raw: list[Any], kind: str, where: Callable[[int], str]) -
         # Common case: every value already has the column's type (ints in
         # a float column are exact below 2**53), so skip per-cell checks.
         return pl.Series(name, raw, dtype=dtypes[kind], strict=False)
-    values = [_convert(v, kind, lambda i=i: where(i)) for i, v in enumerate(raw)]
+    values = [_convert(v, kind, functools.partial(where, i)) for i, v in enumerate(raw)]
     return pl.Series(name, values, dtype=dtypes[kind])
 
 
@@ -187,12 +188,20 @@ def _build(flat_rows: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
             name,
             raw,
             kind,
-            lambda i, name=name: (
-                f"{flat_rows[i].get('source') or 'row'} "
-                f"(row {i}, case {flat_rows[i].get('id')!r}): field {name!r}"
-            ),
+            functools.partial(_where_in_rows, flat_rows, name),
         )
     return pl.DataFrame(columns)
+
+
+def _where_in_rows(flat_rows: Sequence[Mapping[str, Any]], name: str, i: int) -> str:
+    return (
+        f"{flat_rows[i].get('source') or 'row'} "
+        f"(row {i}, case {flat_rows[i].get('id')!r}): field {name!r}"
+    )
+
+
+def _where_in_part(name: str, i: int) -> str:
+    return f"row {i}: field {name!r}"
 
 
 def rows_to_frame(rows: Iterable[Mapping[str, Any]], *, source: str | None = None) -> pl.DataFrame:
@@ -305,7 +314,7 @@ class _Part:
                     name,
                     [r.get(name) for r in flat],
                     kind,
-                    lambda i, name=name: f"row {i}: field {name!r}",
+                    functools.partial(_where_in_part, name),
                 )
                 for name, kind in FIXED_COLUMNS.items()
             ]
@@ -556,7 +565,7 @@ def _typed(source: str, kind: str) -> tuple[str, str]:
     return f"({text} = 'true')", f"({text} IS NOT NULL AND {text} NOT IN ('true', 'false'))"
 
 
-def _select(extras: Sequence[str]) -> str:
+def _select(extras: Sequence[str]) -> tuple[str, list[str]]:
     sources: dict[str, str] = {name: _ident(name) for name in ROW_COLUMNS}
     sources["baitMetric"] = 'bait."metric"'
     sources["baitThreshold"] = 'bait."threshold"'
@@ -643,7 +652,9 @@ def _fast_part(rows: pl.DataFrame, scan: _Scan, extras: Sequence[str]) -> _Part:
     for text in rows["calls"].drop_nulls().unique().to_list():
         value = _loads(text)
         calls_as_str[text] = _as_str(value)
-        task_calls[text] = backfill_legacy({TOOL_CALLS_BY_NAME: value})["taskToolCallCount"]
+        backfilled = backfill_legacy({TOOL_CALLS_BY_NAME: value})
+        assert backfilled is not None  # given behaviors, it returns behaviors
+        task_calls[text] = backfilled["taskToolCallCount"]
     calls = pl.col("calls")
     task = pl.col("taskToolCallCount")
     if legacy.any():

@@ -16,7 +16,7 @@ from capeval.paperclip.fixtures import AGENT
 @dataclass(frozen=True)
 class FieldIs:
     entity: str
-    id: str
+    id: str | None  # None when the write named no entity: the check then fails
     field: str
     value: Any
 
@@ -116,7 +116,7 @@ def write_expectations(
     return out
 
 
-def human_expectations(event: str, interaction: str, task: str) -> list[Expectation]:
+def human_expectations(event: str, interaction: str, task: str) -> list[FieldIs]:
     if event == "accept":
         return [
             FieldIs("interactions", interaction, "status", "accepted"),

@@ -179,7 +179,7 @@ class ControlPlane:
             try:
                 _, data = handler(self, self.state, args)
             except EffectError as exc:
-                out = {"ok": False, "data": None, "error": exc.code}
+                out: dict[str, Any] = {"ok": False, "data": None, "error": exc.code}
                 return self._record(
                     CallResult(operation, decision, ok=False, output=out, error=exc.code)
                 )
@@ -226,7 +226,7 @@ class ControlPlane:
         draft["revision"] += 1
         out = {"ok": True, "revision": draft["revision"], "entityId": entity_id, "error": None}
         draft["idempotency"][key] = {"operation": operation, "result": out, "runId": self.run_id}
-        entity = _ENTITY_OF.get(operation) or getattr(handler, "collection", "tasks")
+        entity = _ENTITY_OF.get(operation) or str(getattr(handler, "collection", "tasks"))
         self._audit(draft, AGENT, operation, entity, entity_id)
         self.state = draft
         return self._record(
@@ -459,7 +459,7 @@ def _admin(collection: str, action: str, prefix: str) -> Handler:
             coll[target][key] = [*coll[target].get(key, []), value]
         else:
             coll[target].update(fields)
-        return target, None
+        return str(target), None  # a key of the collection: a string
 
     handler.collection = collection  # type: ignore[attr-defined]
     return handler

@@ -99,13 +99,12 @@ class Row:
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> Row:
-        return cls(
-            **{
-                k: tuple(v) if isinstance(v, list) else v
-                for k, v in obj.items()
-                if k in cls.__dataclass_fields__
-            }
-        )
+        fields: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) else v
+            for k, v in obj.items()
+            if k in cls.__dataclass_fields__
+        }
+        return cls(**fields)
 
     def has(self, assertion_class: str) -> bool:
         return assertion_class in self.assertionClasses
@@ -160,7 +159,7 @@ def check_derivative(obj: Any, *, file: str = str(DERIVATIVE_PATH)) -> list[Prob
                 file,
                 "rows",
                 f"must cover exactly {len(GROUPS)} groups, found {len(groups)} "
-                f"({', '.join(sorted(groups))})",
+                f"({', '.join(sorted(str(g) for g in groups))})",
             )
         )
     for code, want in GROUP_COUNTS.items():

@@ -198,8 +198,8 @@ def derive_plan(row: Row) -> Plan:
     intents = list(INTENTS.get(row.id, ()))
     creates = list(CREATE_BLOCKERS.get(row.id, ()))
     raw: list[tuple[str, dict[str, Any], str, str | None]] = []  # op, args, source, intent
-    for op, args in PREFIX.get(row.id, ()):
-        raw.append((op, dict(args), "plan", None))
+    for op, prefix_args in PREFIX.get(row.id, ()):
+        raw.append((op, dict(prefix_args), "plan", None))
     for entry in row.expectedSemantics:
         t = classify(parse(entry))
         args: dict[str, Any] = {}

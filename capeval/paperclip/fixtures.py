@@ -130,7 +130,7 @@ def _comment(state: dict[str, Any], cid: str, task: str, author: str, body: str)
 
 def _document(state: dict[str, Any], task: str, key: str, contents: list[str]) -> None:
     doc_id = f"{task}/{key}"
-    revs = []
+    revs: list[str] = []
     for n, content in enumerate(contents, start=1):
         rid = f"rev-{task[2:]}-{key}-{n}"
         state["documentRevisions"][rid] = {

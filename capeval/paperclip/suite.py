@@ -165,7 +165,7 @@ def run_configuration(
     failures: list[Failure] = []
     calls: list[tuple[Step, CallResult]] = []
     memory: dict[str, Any] = {}
-    folded: dict[tuple[str, str, str], FieldIs] = {}
+    folded: dict[tuple[str, str | None, str], FieldIs] = {}
 
     def fail(cls: str, op: str, decision: str, message: str, diff: list[Change]) -> None:
         failures.append(Failure(row.id, cls, op, decision, message, diff))
@@ -347,7 +347,7 @@ def _check_classes(
     diff: list[Change],
     cp: ControlPlane,
     actions: list[str],
-    folded: dict[tuple[str, str, str], FieldIs],
+    folded: dict[tuple[str, str | None, str], FieldIs],
     fail: Callable[..., None],
 ) -> None:
     executed = [(s, r) for s, r in calls if s.source != "plan" or s.operation != "list_documents"]

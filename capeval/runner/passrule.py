@@ -18,7 +18,8 @@ from capeval.runner.process import TIMEOUT_EXIT_CODE
 
 
 class RequirementLike(Protocol):
-    metric: str
+    @property
+    def metric(self) -> str: ...
 
     def holds(self, behaviors: Mapping[str, Any] | None) -> bool: ...
 

@@ -40,8 +40,11 @@ INITIAL_COMMIT_MESSAGE = "capeval fixture"
 
 
 class FixtureLike(Protocol):
-    id: str
-    fixture: str
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def fixture(self) -> str: ...
 
 
 class WorkdirError(ValueError):
