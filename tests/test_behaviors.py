@@ -384,12 +384,31 @@ def test_cli_a_stream_read_as_a_summary_or_as_another_cli_says_which_it_is(
     stream = str(agent_streams / "claude-stream.jsonl")
     plain = run_cli(stream)
     assert plain.returncode == 2 and plain.stdout == ""
-    assert "not valid JSON" in plain.stderr and "pass --stream claude-code" in plain.stderr
+    assert "not valid JSON" in plain.stderr
+    assert "it reads as claude-code's stream: pass --stream claude-code" in plain.stderr
     # Another CLI's parser finds no turns: an error, never all-zero metrics.
     wrong = run_cli("--stream", "codex", stream)
     assert wrong.returncode == 2 and wrong.stdout == ""
-    assert "no codex turns in this stream; it reads as a claude-code stream" in wrong.stderr
+    assert (
+        "it reads as claude-code's stream, not codex's (codex's parser found no turn)"
+        in wrong.stderr
+    )
     assert "is not JSON" not in wrong.stderr and "unknown event" not in wrong.stderr
+
+
+def test_cli_a_parser_that_finds_some_turns_in_another_clis_stream_is_refused() -> None:
+    # Gemini's and opencode's streams share the `tool_use` event name: the
+    # Gemini parser finds a turn in opencode's stream, from 3 of its 12 events.
+    stream = str(Path(__file__).parent / "data" / "streams" / "opencode-stream.jsonl")
+    wrong = run_cli("--stream", "gemini", stream)
+    assert wrong.returncode == 2 and wrong.stdout == ""
+    assert (
+        "it reads as opencode's stream, not gemini's (gemini's parser skipped 9 of its events)"
+        in (wrong.stderr)
+    )
+    plain = run_cli(stream)
+    assert "pass --stream opencode" in plain.stderr and "gemini" not in plain.stderr
+    assert run_cli("--stream", "opencode", stream).returncode == 0
 
 
 def test_stream_types_are_the_adapters_that_parse_streams() -> None:

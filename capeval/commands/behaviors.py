@@ -45,27 +45,40 @@ def _read_summary(path: Path) -> RunSummary:
     except RunSummaryError as exc:
         if exc.field != "(file)" or not exc.message.startswith("not valid JSON"):
             raise
-        guesses = _parsing_types(_lines(path))
-        if not guesses:
+        best = _best_types(_lines(path))
+        if not best:
             raise
         raise RunSummaryError(
             exc.file,
             exc.field,
-            f"{exc.message}; it reads as a {' or '.join(guesses)} stream: pass "
-            f"--stream {guesses[0]}",
+            f"{exc.message}; it reads as {' or '.join(best)}'s stream: pass --stream {best[0]}",
         ) from exc
 
 
 def read_stream(path: Path, agent_type: str) -> RunSummary:
-    """The run summary in a saved agent stream, parsed as a run of `agent_type` would be."""
-    summary = stream_parser(agent_type)(_lines(path)).summary
-    if not summary.turns:
-        # Another CLI's stream parses to zero turns, and zero turns would
-        # print all-zero metrics as if measured.
-        others = [t for t in _parsing_types(_lines(path)) if t != agent_type]
-        hint = f"; it reads as a {' or '.join(others)} stream" if others else ""
-        raise RunSummaryError(str(path), "(stream)", f"no {agent_type} turns in this stream{hint}")
-    return summary
+    """The run summary in a saved agent stream, parsed as a run of `agent_type` would be.
+
+    A stream given to another CLI's parser is an error, never metrics: that
+    parser finds no turn (all zeros) or only the events both CLIs name alike.
+    """
+    lines = _lines(path)
+    parsed = stream_parser(agent_type)(lines)
+    best = _best_types(lines)
+    if best and agent_type not in best:
+        found = (
+            f"skipped {sum(parsed.skipped.values())} of its events"
+            if parsed.summary.turns
+            else "found no turn"
+        )
+        raise RunSummaryError(
+            str(path),
+            "(stream)",
+            f"it reads as {' or '.join(best)}'s stream, not {agent_type}'s ({agent_type}'s "
+            f"parser {found}): pass --stream {best[0]}",
+        )
+    if not parsed.summary.turns:
+        raise RunSummaryError(str(path), "(stream)", f"no {agent_type} turns in this stream")
+    return parsed.summary
 
 
 def _lines(path: Path) -> list[str]:
@@ -77,15 +90,21 @@ def _lines(path: Path) -> list[str]:
         raise RunSummaryError(str(path), "(file)", f"not UTF-8 text: {exc.reason}") from exc
 
 
-def _parsing_types(lines: list[str]) -> list[str]:
-    """The stream types whose parser finds turns in these lines (quietly)."""
+def _best_types(lines: list[str]) -> list[str]:
+    """The stream types these lines read as: parsers that find turns, fewest events skipped.
+
+    Two CLIs may share an event name (Gemini's and opencode's `tool_use`), so
+    finding a turn is not enough; the right parser knows the most events.
+    """
     log = logging.getLogger("capeval.agents.streams")
     level = log.level
     log.setLevel(logging.ERROR)  # every other CLI's events are "unknown" to a parser
     try:
-        return [t for t in STREAM_TYPES if stream_parser(t)(lines).summary.turns]
+        fits = [(t, stream_parser(t)(lines)) for t in STREAM_TYPES]
     finally:
         log.setLevel(level)
+    scores = {t: sum(p.skipped.values()) for t, p in fits if p.summary.turns}
+    return [t for t, score in scores.items() if score == min(scores.values(), default=0)]
 
 
 def format_table(paths: list[Path], results: list[dict[str, Any]]) -> str:
