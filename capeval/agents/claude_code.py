@@ -30,6 +30,7 @@ from capeval.agents.streams import (
     make_call,
     text_of,
     timestamp_ms,
+    unfinished,
 )
 from capeval.turns import TokenUsage
 
@@ -129,7 +130,7 @@ def parse_claude_stream(lines: Iterable[str]) -> ParsedStream:
     if usage is None and usage_by_message:
         usage = sum(usage_by_message.values(), TokenUsage())
     if result is None:
-        status, error = "failed", "stream ended without a `result` event"
+        status, error = "failed", unfinished("a `result` event")
     elif result.get("subtype") == "success" and not result.get("is_error"):
         status, error = "done", None
     else:

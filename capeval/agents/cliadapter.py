@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from capeval.agents.base import AgentConfig, AgentRequest, AgentResult
-from capeval.agents.streams import ParsedStream
+from capeval.agents.streams import ParsedStream, reported_error
 
 if TYPE_CHECKING:
     from capeval.runner.process import ProcessResult
@@ -188,8 +188,9 @@ class CliAdapter:
             error = f"agent timed out after {request.timeout_s:g} s"
             # What the CLI last complained of, when it did: Codex without a
             # network retries until the timeout, saying why in its stream.
-            if parsed.error and "stream ended without" not in parsed.error:
-                error += f"; the last error in its stream: {parsed.error[:300]}"
+            reported = reported_error(parsed)
+            if reported:
+                error += f"; the last error in its stream: {reported[:300]}"
         elif status == "failed" and error is None:
             tail = stderr.strip().splitlines()[-1:]
             error = f"{self.type} exit code {proc.exit_code}" + (

@@ -36,6 +36,7 @@ from capeval.agents.streams import (
     finish_stream,
     json_events,
     make_call,
+    unfinished,
 )
 from capeval.turns import TokenUsage, ToolCall
 
@@ -154,7 +155,7 @@ def parse_codex_stream(lines: Iterable[str]) -> ParsedStream:
         status, error = "done", None
     else:
         status = "failed"
-        error = "codex: " + (warnings[-1] if warnings else "stream ended without `turn.completed`")
+        error = "codex: " + (warnings[-1] if warnings else unfinished("`turn.completed`"))
     # Codex names neither the model nor the provider in its stream.
     return finish_stream(
         builders,

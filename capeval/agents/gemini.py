@@ -28,6 +28,7 @@ from capeval.agents.streams import (
     make_call,
     text_of,
     timestamp_ms,
+    unfinished,
 )
 from capeval.turns import TokenUsage
 
@@ -104,7 +105,7 @@ def parse_gemini_stream(lines: Iterable[str]) -> ParsedStream:
         duration = as_float(stats.get("duration_ms"))
     if result is None:
         status = "failed"
-        error = "gemini: " + (errors[-1] if errors else "stream ended without a `result` event")
+        error = "gemini: " + (errors[-1] if errors else unfinished("a `result` event"))
     elif result.get("status") == "success":
         status, error = "done", None
     else:

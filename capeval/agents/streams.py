@@ -184,6 +184,21 @@ def build_summary(
     )
 
 
+_UNFINISHED = "stream ended without"
+
+
+def unfinished(awaited: str) -> str:
+    """The error of a stream that stopped before its verdict (`awaited` names the event)."""
+    return f"{_UNFINISHED} {awaited}"
+
+
+def reported_error(parsed: ParsedStream) -> str | None:
+    """The error the CLI itself reported in its stream, not merely that the stream stopped."""
+    if parsed.error is None or _UNFINISHED in parsed.error:
+        return None
+    return parsed.error
+
+
 def finish_stream(
     builders: Iterable[TurnBuilder],
     *,
