@@ -19,10 +19,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +28,7 @@ from typing import Any
 
 from capeval.paperclip.livejudge import LiveCase, judge, live_row, prompt, scripted_turn
 from capeval.paperclip.mcpserver import SERVER_NAME
+from capeval.runner.process import run_process
 
 SCRIPTED_PROVIDER = "capeval-live"
 SCRIPTED_KEY_VAR = "CAPEVAL_LIVE_API_KEY"
@@ -163,28 +162,23 @@ def run_turn(settings: LiveSettings, case: LiveCase) -> dict[str, Any]:
             home.mkdir()
             env.update({SCRIPTED_KEY_VAR: "capeval-live", "CODEX_HOME": str(home)})
         argv = codex_argv(settings, case, journal, workdir, extra)
-        start = time.monotonic()
         error: str | None = None
         code: int | None = None
         try:
-            proc = subprocess.run(
-                argv,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=settings.timeout_s,
-            )
-            code = proc.returncode
-            if code != 0:
-                tail = proc.stderr.strip().splitlines()[-3:]
-                error = f"codex exited with {code}: {' | '.join(tail) or 'no stderr'}"
-        except subprocess.TimeoutExpired:
-            error = f"codex did not finish within {settings.timeout_s:g} s"
+            # The runner's launcher: on a timeout the whole process group goes,
+            # the MCP server Codex started included.
+            proc = run_process(argv, cwd=workdir, env=env, timeout_s=settings.timeout_s)
         finally:
             if server is not None:
                 server.stop()
-        duration_ms = round((time.monotonic() - start) * 1000)
+        if proc.timed_out:
+            error = f"codex did not finish within {settings.timeout_s:g} s"
+        else:
+            code = proc.exit_code
+            if code != 0:
+                tail = proc.stderr.decode(errors="replace").strip().splitlines()[-3:]
+                error = f"codex exited with {code}: {' | '.join(tail) or 'no stderr'}"
+        duration_ms = round(proc.duration_ms)
         records = read_journal(journal)
     failures = judge(case, records, exit_code=code, error=error)
     return live_row(
