@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import click
 
 from capeval.agents.registry import STREAM_TYPES, stream_parser
+from capeval.agents.streams import ParsedStream
 from capeval.behaviors import derive_behaviors
 from capeval.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME
 from capeval.runsummary import RunSummary, RunSummaryError, read_summary
@@ -63,7 +65,7 @@ def read_stream(path: Path, agent_type: str) -> RunSummary:
     """
     lines = _lines(path)
     parsed = stream_parser(agent_type)(lines)
-    best = _best_types(lines)
+    best = _best_types(lines, known={agent_type: parsed})
     if best and agent_type not in best:
         found = (
             f"skipped {sum(parsed.skipped.values())} of its events"
@@ -90,20 +92,24 @@ def _lines(path: Path) -> list[str]:
         raise RunSummaryError(str(path), "(file)", f"not UTF-8 text: {exc.reason}") from exc
 
 
-def _best_types(lines: list[str]) -> list[str]:
+def _best_types(lines: list[str], known: Mapping[str, ParsedStream] | None = None) -> list[str]:
     """The stream types these lines read as: parsers that find turns, fewest events skipped.
 
     Two CLIs may share an event name (Gemini's and opencode's `tool_use`), so
     finding a turn is not enough; the right parser knows the most events.
+    `known` holds parses already made, which are not made again.
     """
+    fits = dict(known or {})
     log = logging.getLogger("capeval.agents.streams")
     level = log.level
     log.setLevel(logging.ERROR)  # every other CLI's events are "unknown" to a parser
     try:
-        fits = [(t, stream_parser(t)(lines)) for t in STREAM_TYPES]
+        for t in STREAM_TYPES:
+            if t not in fits:
+                fits[t] = stream_parser(t)(lines)
     finally:
         log.setLevel(level)
-    scores = {t: sum(p.skipped.values()) for t, p in fits if p.summary.turns}
+    scores = {t: sum(p.skipped.values()) for t, p in fits.items() if p.summary.turns}
     return [t for t, score in scores.items() if score == min(scores.values(), default=0)]
 
 
