@@ -3,13 +3,15 @@
 Rows are committed (the baseline), shared and pasted into reports, while an
 agent's text preview or error can echo anything it saw, including its API
 key. So every value of an environment variable whose name looks secret is
-replaced before a row is written, wherever it appears in the row.
+replaced before a row is written, wherever it appears in the row's free
+text. The fields naming which repeat a row is (`keep`) are left whole: they
+come from the config, and rewriting them would break cell matching and resume.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 SECRET_NAME_PARTS: tuple[str, ...] = ("KEY", "TOKEN", "SECRET", "PASSWORD")
@@ -43,13 +45,16 @@ def redact_text(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
-def redact(obj: Any, secrets: Iterable[str]) -> Any:
-    """A copy of a JSON-like value with every secret replaced (nested keys too)."""
+def redact(obj: Any, secrets: Iterable[str], *, keep: Collection[str] = ()) -> Any:
+    """A copy of a JSON-like value with every secret replaced (nested keys too).
+
+    Top-level fields named in `keep` are copied unchanged.
+    """
     values = list(secrets)
     if not values:
         return obj
     if isinstance(obj, Mapping):  # a row's own field names are never secrets
-        return {k: _walk(v, values) for k, v in obj.items()}
+        return {k: v if k in keep else _walk(v, values) for k, v in obj.items()}
     return _walk(obj, values)
 
 

@@ -56,6 +56,38 @@ CONTEXT_FIELDS: tuple[str, ...] = (
 
 ROW_FIELDS: tuple[str, ...] = CASE_FIELDS + CONTEXT_FIELDS
 
+# Fields that say which repeat a row is, written by capeval from the workspace,
+# the config and the resolved provider/model, never free agent text. Secret
+# redaction leaves them alone: an API key whose value is also a word
+# (`OPENAI_API_KEY=ollama`) must not rewrite `resultKey`, or the gate stops
+# matching cells and `--resume` reruns finished repeats.
+IDENTITY_FIELDS: frozenset[str] = frozenset(
+    {
+        "resultKey",
+        "id",
+        "tier",
+        "title",
+        "variantId",
+        "provider",
+        "model",
+        "repeat",
+        "maxTurns",
+        "skipPermissions",
+        "runId",
+        "runStartedAt",
+        "requestedProvider",
+        "requestedModel",
+        "agent",
+        "agentType",
+        "agentVersion",
+        "capevalVersion",
+        "gitCommit",
+        "gitDirty",
+        "bait",
+        "artifacts",
+    }
+)
+
 Row = dict[str, Any]
 
 

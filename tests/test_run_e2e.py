@@ -179,6 +179,28 @@ def test_secrets_never_reach_a_row(tmp_path: Path) -> None:
     assert "[REDACTED]" in row["textPreview"] and "grader saw [REDACTED]" in row["error"]
 
 
+def test_a_secret_that_is_also_a_word_leaves_the_row_identity_whole(tmp_path: Path) -> None:
+    # OPENAI_API_KEY=ollama is a common local set-up: the key's value is also the
+    # provider's name. Redacting it in resultKey broke cell matching and resume.
+    write_case(tmp_path, "oracle-case", trajectories={"oracle": [write_done("oracle says hi")]})
+    rows_path = tmp_path / "rows.jsonl"
+    env = {"MY_API_KEY": "oracle"}
+    proc = capeval(tmp_path, "--jsonl", str(rows_path), env=env)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    row = read_rows(rows_path)[0]
+    assert row["resultKey"] == "scripted:oracle::oracle-case"
+    assert (row["id"], row["variantId"], row["model"]) == (
+        "oracle-case",
+        "scripted:oracle",
+        "oracle",
+    )
+    assert row["requestedModel"] == "oracle"
+    assert row["textPreview"] == "[REDACTED] says hi"  # agent text is still redacted
+    again = capeval(tmp_path, "--resume", str(rows_path), env=env)
+    assert again.returncode == 0, again.stderr + again.stdout
+    assert len(read_rows(rows_path)) == 1  # the finished repeat is not run again
+
+
 def test_http_fixture_url_and_token_reach_agent_and_grader(tmp_path: Path) -> None:
     fetch = {
         "text": "",

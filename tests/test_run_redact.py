@@ -46,3 +46,13 @@ def test_a_secret_containing_another_is_replaced_whole() -> None:
 def test_a_rows_own_field_names_are_kept() -> None:
     out = redact({"model": "model", "x": {"model": 1}}, ["model"])
     assert out == {"model": REDACTED, "x": {REDACTED: 1}}
+
+
+def test_kept_fields_are_copied_whole() -> None:
+    row = {"resultKey": "ollama:llama3::c", "model": "ollama", "error": "ollama refused"}
+    out = redact(row, ["ollama"], keep={"resultKey", "model"})
+    assert out == {
+        "resultKey": "ollama:llama3::c",
+        "model": "ollama",
+        "error": f"{REDACTED} refused",
+    }

@@ -34,7 +34,7 @@ from typing import Any
 from capeval.agents.base import Adapter, AgentConfig, AgentRequest, AgentResult
 from capeval.case import Case
 from capeval.redact import redact, secret_values
-from capeval.row import Row, result_key
+from capeval.row import IDENTITY_FIELDS, Row, result_key
 from capeval.runner import process
 from capeval.runner.artifacts import (
     relative_to_rows,
@@ -167,7 +167,7 @@ def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Ro
         shutil.rmtree(base, ignore_errors=True)
 
     row = _row(job, settings, result, graded, started_at, t0, artifacts)
-    return redact(row, secrets)
+    return redact(row, secrets, keep=IDENTITY_FIELDS)
 
 
 def _keep_artifacts(
