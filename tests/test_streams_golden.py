@@ -9,6 +9,7 @@ token usage, session id and model.
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -120,6 +121,20 @@ def test_claude_api_error_notice_mid_run_is_not_a_turn_or_the_model() -> None:
     p = parse_claude_stream(stream)
     assert p.summary.turnsUsed == 1 and p.model == "claude-sonnet-4-5"
     assert p.status == "failed" and p.error == "claude-code error: API Error: 529 overloaded"
+
+
+def test_claude_model_is_the_one_that_answered_not_the_one_announced() -> None:
+    # A silent fallback: init repeats --model, the responses say who answered.
+    stream = [
+        '{"type":"system","subtype":"init","session_id":"s1","model":"claude-sonnet-4-5"}',
+        '{"type":"assistant","message":{"id":"m1","model":"claude-haiku-4-5","content":[{"type":"text","text":"a"}]}}',
+        '{"type":"assistant","message":{"id":"m1","model":"claude-haiku-4-5","content":[{"type":"text","text":"b"}]}}',
+        '{"type":"assistant","message":{"id":"m2","model":"claude-sonnet-4-5","content":[{"type":"text","text":"c"}]}}',
+        '{"type":"result","subtype":"success","is_error":false,"session_id":"s1"}',
+    ]
+    assert parse_claude_stream(stream).model == "claude-haiku-4-5"
+    same = [line.replace("claude-haiku-4-5", "claude-sonnet-4-5") for line in stream]
+    assert parse_claude_stream(same).model == "claude-sonnet-4-5"
 
 
 def test_claude_error_result_fails_even_when_it_looks_complete() -> None:
@@ -259,10 +274,39 @@ def test_gemini_stream() -> None:
     results = [c.result for t in p.summary.turns for c in t.toolCalls]
     assert results[0] == "HELLO" and results[1] == "hello\n"
     assert "connection refused" in (results[2] or "")  # joined on tool_id, error kept
-    assert p.summary.tokenUsage == TokenUsage(input=200, output=50, cacheRead=80)
+    # input counts the uncached prompt only (200 in all, 80 of it from cache)
+    assert p.summary.tokenUsage == TokenUsage(input=120, output=50, cacheRead=80)
     assert p.durationMs == 4200
     assert p.skipped == {"retry_notice": 1}
     assert p.summary.turns[1].durationMs == pytest.approx(1400)  # 01.500 -> 02.900
+
+
+def test_gemini_model_falls_back_to_the_model_the_stats_saw() -> None:
+    base = lines(DATA / "gemini-stream.jsonl")
+    *head, result = base
+    stats_of = {
+        "gemini-2.5-flash": {"total_tokens": 250, "input_tokens": 200},
+        "gemini-2.5-flash-lite": {"total_tokens": 20, "input_tokens": 15},
+    }
+    doc = json.loads(result)
+    doc["stats"]["models"] = stats_of
+    # The announced model never answered: the busiest model in the stats did.
+    assert parse_gemini_stream([*head, json.dumps(doc)]).model == "gemini-2.5-flash"
+    # The announced model answered; a utility model beside it is not a fallback.
+    doc["stats"]["models"] = {"gemini-2.5-pro": {"total_tokens": 5}, **stats_of}
+    assert parse_gemini_stream([*head, json.dumps(doc)]).model == "gemini-2.5-pro"
+
+
+def test_codex_input_tokens_exclude_the_cached_part() -> None:
+    p = parse_codex_stream(
+        [
+            '{"type":"thread.started","thread_id":"t"}',
+            '{"type":"turn.started"}',
+            '{"type":"item.completed","item":{"id":"i0","type":"agent_message","text":"hi"}}',
+            '{"type":"turn.completed","usage":{"input_tokens":1000,"cached_input_tokens":900,"output_tokens":7}}',
+        ]
+    )
+    assert p.summary.tokenUsage == TokenUsage(input=100, output=7, cacheRead=900)
 
 
 def test_gemini_error_result() -> None:

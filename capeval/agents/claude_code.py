@@ -23,6 +23,7 @@ from capeval.agents.streams import (
     ParsedStream,
     Skipped,
     TurnBuilder,
+    answering_model,
     as_float,
     as_int,
     finish_stream,
@@ -61,6 +62,7 @@ def parse_claude_stream(lines: Iterable[str]) -> ParsedStream:
     results: dict[str, str] = {}
     texts: list[str] = []
     session = init_model = message_model = version = None
+    answered: list[str] = []  # the model of each response, in order
     result: Mapping[str, Any] | None = None
     current: TurnBuilder | None = None
     last_ts: float | None = None
@@ -94,6 +96,8 @@ def parse_claude_stream(lines: Iterable[str]) -> ParsedStream:
             message_id = str(message.get("id") or f"anon-{uuid.uuid4().hex}")
             if message_id not in turns:
                 turns[message_id] = TurnBuilder(start=last_ts, opened=True)
+                if isinstance(message.get("model"), str):
+                    answered.append(message["model"])
             current = turns[message_id]
             message_model = message.get("model") or message_model
             usage = _usage(message.get("usage"))
@@ -153,7 +157,7 @@ def parse_claude_stream(lines: Iterable[str]) -> ParsedStream:
         durationMs=duration,
         results=results,
         sessionId=(result or {}).get("session_id") or session,
-        model=init_model or message_model,
+        model=answering_model(init_model, answered) or message_model,
         agentVersion=version,
     )
 

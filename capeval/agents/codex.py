@@ -16,9 +16,9 @@ real-CLI tests check it). Codex's `exec` run is one `turn.started` /
 `turn.completed` pair (a *user* turn): its usage is summed, it is not a
 model turn. No duration is reported: wall time is used.
 
-`input` token usage is Codex's `input_tokens` as reported (it includes the
-cached part, which is also given as `cacheRead`); `thinking` is
-`reasoning_output_tokens`.
+`input` token usage is the uncached part of Codex's `input_tokens` (which
+includes `cached_input_tokens`, given as `cacheRead`), the meaning Claude Code
+and opencode use; `thinking` is `reasoning_output_tokens`.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from capeval.agents.streams import (
     finish_stream,
     json_events,
     make_call,
+    uncached_input,
     unfinished,
 )
 from capeval.turns import TokenUsage, ToolCall
@@ -106,7 +107,7 @@ def parse_codex_stream(lines: Iterable[str]) -> ParsedStream:
             raw = event.get("usage")
             if isinstance(raw, Mapping):
                 usage = (usage or TokenUsage()) + TokenUsage(
-                    input=as_int(raw.get("input_tokens")),
+                    input=uncached_input(raw.get("input_tokens"), raw.get("cached_input_tokens")),
                     output=as_int(raw.get("output_tokens")),
                     cacheRead=as_int(raw.get("cached_input_tokens")),
                     cacheWrite=as_int(raw.get("cache_write_input_tokens")),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from capeval.agents.base import AgentRequest
 from capeval.agents.cliadapter import CliAdapter
@@ -28,6 +29,7 @@ from capeval.agents.streams import (
     make_call,
     text_of,
     timestamp_ms,
+    uncached_input,
     unfinished,
 )
 from capeval.turns import TokenUsage
@@ -96,13 +98,18 @@ def parse_gemini_stream(lines: Iterable[str]) -> ParsedStream:
     duration = None
     if result is not None and isinstance(result.get("stats"), Mapping):
         stats = result["stats"]
+        # `input` is the uncached prompt; older releases only give the total.
+        uncached = stats.get("input")
         usage = TokenUsage(
-            input=as_int(stats.get("input_tokens")),
+            input=as_int(uncached)
+            if isinstance(uncached, int)
+            else uncached_input(stats.get("input_tokens"), stats.get("cached")),
             output=as_int(stats.get("output_tokens")),
             cacheRead=as_int(stats.get("cached")),
             thinking=as_int(stats.get("thoughts")),
         )
         duration = as_float(stats.get("duration_ms"))
+        model = _answering_model(model, stats.get("models"))
     if result is None:
         status = "failed"
         error = "gemini: " + (errors[-1] if errors else unfinished("a `result` event"))
@@ -165,3 +172,21 @@ def scripted_home(base_url: str, home: Path, api_key: str) -> dict[str, str]:
     (home / ".gemini").mkdir(parents=True, exist_ok=True)
     (home / ".gemini" / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
     return {"HOME": str(home), "GEMINI_API_KEY": api_key, "GOOGLE_GEMINI_BASE_URL": base_url}
+
+
+def _answering_model(announced: str | None, models: Any) -> str | None:
+    """The model the run resolved to, from `result.stats.models`.
+
+    `init` only repeats `-m`; the stats are keyed by the models really called.
+    Gemini CLI also calls small models for its own checks (next speaker, loop
+    detection), so another key beside the announced model proves nothing. But
+    when the announced model was never called (a quota or overload fallback),
+    the model with the most tokens is the one that answered the turns.
+    """
+    if not isinstance(models, Mapping) or not models or announced in models:
+        return announced
+    sizes = {
+        str(name): as_int(stats.get("total_tokens")) if isinstance(stats, Mapping) else 0
+        for name, stats in models.items()
+    }
+    return max(sizes, key=lambda name: sizes[name])

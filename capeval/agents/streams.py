@@ -254,6 +254,33 @@ def as_int(value: Any) -> int:
     return 0
 
 
+def uncached_input(prompt: Any, cached: Any) -> int:
+    """Prompt tokens that were not read from cache.
+
+    Claude Code and opencode report input that way; Codex and Gemini report
+    the whole prompt with the cached part inside it. One meaning for `input`
+    keeps a cross-agent matrix (and the report's input-token headline) honest.
+    """
+    return max(as_int(prompt) - as_int(cached), 0)
+
+
+def answering_model(announced: str | None, answered: Iterable[str]) -> str | None:
+    """The model a run really resolved to, from the models that answered its turns.
+
+    The announced model (the CLI's init event) only repeats what was asked
+    for; a silent fallback shows in the responses. If any response came from
+    another model, that model is reported (the most frequent such, first seen
+    on a tie), so the provider check sees the fallback.
+    """
+    counts: dict[str, int] = {}
+    for model in answered:
+        if model and model != announced:
+            counts[model] = counts.get(model, 0) + 1
+    if not counts:
+        return announced
+    return max(counts, key=lambda m: counts[m])
+
+
 def as_float(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
