@@ -9,6 +9,7 @@ hand-edited number must not be able to drift into a gate verdict.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from math import isfinite
 from typing import Any, TypeGuard
 
 from capeval.behaviors import backfill_legacy
@@ -24,7 +25,7 @@ def backfill_behaviors(behaviors: Mapping[str, Any] | None) -> Mapping[str, Any]
     The rule itself lives in `capeval.behaviors.backfill_legacy`; this wrapper
     only skips rows that are already up to date, so they are not copied.
     """
-    if behaviors is None or "taskToolCallCount" in behaviors:
+    if behaviors is None or behaviors.get("taskToolCallCount") is not None:
         return behaviors
     return backfill_legacy(behaviors)
 
@@ -55,6 +56,8 @@ def median(values: Iterable[float]) -> float:
     total = low + high
     if isinstance(total, int):
         return total // 2 if total % 2 == 0 else total / 2
+    if not isfinite(total):  # two values near the float limit: halve first
+        return low / 2 + high / 2
     return total / 2
 
 

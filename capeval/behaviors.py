@@ -162,7 +162,7 @@ def backfill_legacy(behaviors: Mapping[str, Any] | None) -> dict[str, Any] | Non
     if behaviors is None:
         return None
     filled = dict(behaviors)
-    if "taskToolCallCount" not in filled:
+    if filled.get("taskToolCallCount") is None:  # absent, or written as null
         by_name = filled.get(TOOL_CALLS_BY_NAME)
         filled["taskToolCallCount"] = (
             sum(_count(by_name.get(name)) for name in LEGACY_TASK_TOOLS)

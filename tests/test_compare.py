@@ -138,6 +138,7 @@ def test_no_cell_compared_warns_and_the_gate_refuses() -> None:
     )
     assert message in result.warnings and result.refusals(gate=False) == []
     assert result.refusals(gate=True) == [message]
+    assert result.to_json()["clean"] is False  # a machine reading compare --json sees it too
     assert result.refusals(gate=True) == compare(
         [row("a", variant="x"), row("a", variant="y")],
         [row("b", variant="z")],
@@ -388,6 +389,72 @@ def test_fast_path_equals_reference_reader(tmp_path: Path, fmt: str) -> None:
     # The legacy row's task count is backfilled from toolCallsByName (task + spawn_agent).
     assert fast["v1::c"].medians["taskToolCallCount"] == 3
     assert fast["v1::a"].medians["maxTurnDurationMs"] == 150.75
+
+
+def _odd(case: str, **changes: Any) -> list[dict[str, Any]]:
+    """Two rows of one cell, the second with `changes` applied (dotted keys reach behaviors)."""
+    good, odd = row(case, True, repeat=0), row(case, False, repeat=1, repeatedSearchCount=4)
+    for key, value in changes.items():
+        target, _, field = key.rpartition(".")
+        (odd[target] if target else odd)[field] = value
+    return [good, odd]
+
+
+def _with_key(case: str, key: str) -> list[dict[str, Any]]:
+    rows = _odd(case)
+    for r in rows:
+        r["resultKey"] = key
+    return rows
+
+
+ODD_ROWS = {
+    "passed as the string true": _odd("a", passed="true"),
+    "passed as 1": _odd("a", passed=1),
+    "an empty id": _odd("a", id=""),
+    "an empty resultKey": _odd("a", resultKey=""),
+    "a NaN metric": _odd("a", **{"behaviors.repeatedSearchCount": float("nan")}),
+    "an infinite metric": _odd("a", **{"behaviors.maxTurnDurationMs": float("inf")}),
+    "taskToolCallCount null": _odd("a", **{"behaviors.taskToolCallCount": None}),
+    "a case id holding ::": [{**r, "id": "a::b", "resultKey": "v1::a::b"} for r in _odd("x")],
+    "a resultKey that is not variant::id": _with_key("a", "v1::other"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ODD_ROWS))
+def test_fast_path_reads_odd_rows_as_the_reference_reader_does(tmp_path: Path, name: str) -> None:
+    """The gate's answer must not depend on which reader ran: the fast path gives way
+    (or agrees) wherever the reference reader refuses or reads a value its own way."""
+    from capeval.results.errors import ResultFileError
+
+    path = tmp_path / "odd.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in ODD_ROWS[name]))
+    answers = []
+    for fast in (True, False):
+        try:
+            (cells,), warnings = load_sides([[path]], fast=fast)
+        except ResultFileError as exc:
+            answers.append(("error", str(exc)))
+            continue
+        answers.append(
+            (
+                "cells",
+                {
+                    k: (c.variantId, c.caseId, c.repeats, c.passCount, dict(c.medians))
+                    for k, c in cells.items()
+                },
+            )
+        )
+    assert answers[0] == answers[1]
+
+
+def test_v3_without_a_version_is_refused_by_either_reader(tmp_path: Path) -> None:
+    from capeval.results.errors import ResultFileError
+
+    path = tmp_path / "nover.json"
+    path.write_text(json.dumps({"cases": [row("a")]}))
+    for fast in (True, False):
+        with pytest.raises(ResultFileError, match="version"):
+            load_sides([[path]], fast=fast)
 
 
 def test_hand_edited_v3_aggregates_are_ignored(tmp_path: Path) -> None:

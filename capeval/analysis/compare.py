@@ -148,7 +148,16 @@ class Comparison:
 
     @property
     def clean(self) -> bool:
-        return self.count("regressed") == 0 and not self.bait_flag_cells
+        """No regression, no bait flag, and something was compared at all.
+
+        A comparison that judged no cell proves nothing, so a machine reading
+        `compare --json` must not take it for a pass (the gate refuses it).
+        """
+        return (
+            self.count("regressed") == 0
+            and not self.bait_flag_cells
+            and self.nothing_compared is None
+        )
 
     @property
     def nothing_compared(self) -> str | None:

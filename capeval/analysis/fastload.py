@@ -148,6 +148,7 @@ def _find_cases(handle: Any, head: bytes) -> int:
     if walker.char(pos) != "{":
         raise FastPathUnavailable
     pos += 1
+    versioned = False
     while True:
         pos = walker.skip_ws(pos)
         if walker.char(pos) in ("}", ""):
@@ -158,12 +159,14 @@ def _find_cases(handle: Any, head: bytes) -> int:
             raise FastPathUnavailable
         pos = walker.skip_ws(pos + 1)
         if key == "cases":
-            if walker.char(pos) != "[":
-                raise FastPathUnavailable
+            if walker.char(pos) != "[" or not versioned:
+                raise FastPathUnavailable  # no `version: 3` first: the reference reader judges
             return pos
         value, pos = walker.decode(pos)
-        if key == "version" and value != 3:
-            raise FastPathUnavailable  # the reference reader names the problem
+        if key == "version":
+            if value != 3:
+                raise FastPathUnavailable  # the reference reader names the problem
+            versioned = True
         pos = walker.skip_ws(pos)
         if walker.char(pos) == ",":
             pos += 1
@@ -212,15 +215,16 @@ class _HeaderWalker:
 # -- the DuckDB query -----------------------------------------------------------
 
 # Only what verdicts need; reports add the headline columns. `passed` is read
-# as text so a non-boolean value is caught (DuckDB would quietly cast 1 to
-# true). The cell key is the stored `resultKey`, as `capeval aggregate` keys
-# it; a row without one goes to the reference reader.
+# as JSON text so a non-boolean value is caught: DuckDB would quietly cast 1
+# or the string "true" to true, where the reference reader refuses the row.
+# The cell key is the stored `resultKey`, as `capeval aggregate` keys it; a
+# row without one goes to the reference reader.
 _COLUMNS = {
     "resultKey": "VARCHAR",
     "id": "VARCHAR",
     "provider": "VARCHAR",
     "model": "VARCHAR",
-    "passed": "VARCHAR",
+    "passed": "JSON",
     "bait": "STRUCT(metric VARCHAR, threshold DOUBLE)",
 }
 _HEADLINE_COLUMNS = {
@@ -283,12 +287,14 @@ def _query(
         else "NULL AS tier, NULL AS title, 0.0 AS durationMs, 0.0 AS turnsUsed, 0.0 AS tokenInput"
     )
     aggregates = [
-        "count_if(id IS NULL OR resultKey IS NULL OR passed IS NULL "
-        "OR passed NOT IN ('true', 'false')) AS bad",
+        "count_if(id IS NULL OR id = '' OR resultKey IS NULL OR resultKey = '' OR passed IS NULL "
+        "OR passed::VARCHAR NOT IN ('true', 'false')"
+        + "".join(f" OR NOT isfinite(m{i})" for i, _ in enumerate(METRIC_NAMES))
+        + ") AS bad",
         "count_if(behaviors IS NOT NULL AND behaviors.taskToolCallCount IS NULL) AS legacy",
         "any_value(id) AS id",
         "count(*) AS n",
-        "count_if(passed = 'true') AS c",
+        "count_if(passed::VARCHAR = 'true') AS c",
         # Cheaper than collecting pairs; the rare mixed cell is listed by a second query.
         "min(provider) AS pmin, max(provider) AS pmax, count(provider) AS pn",
         "min(model) AS mmin, max(model) AS mmax, count(model) AS mn",
@@ -301,7 +307,7 @@ def _query(
             f"list(m{i}) FILTER (WHERE m{i} IS NOT NULL) AS val{i}"
             for i, _ in enumerate(METRIC_NAMES)
         ]
-        aggregates.append("list(passed = 'true') AS passes")
+        aggregates.append("list(passed::VARCHAR = 'true') AS passes")
     return (
         f"SELECT side, resultKey AS key, {', '.join(aggregates)} "
         f"FROM (SELECT *, {projected} FROM ({' UNION ALL BY NAME '.join(selects)})) "
@@ -385,13 +391,18 @@ def _load_duckdb(
         if r["bad"]:
             raise FastPathUnavailable("a row the reference reader must explain")
         key = r["key"]
+        suffix = f"::{r['id']}"
+        if not key.endswith(suffix) or len(key) == len(suffix):
+            # The variant is the key minus its case id (case ids may hold "::");
+            # a key that disagrees with its id needs the rows' own variantId.
+            raise FastPathUnavailable("a resultKey that does not end in its case id")
         cell_values = None
         if with_values:
             cell_values = {m: tuple(sorted(r[f"val{i}"] or ())) for i, m in enumerate(METRIC_NAMES)}
         out[r["side"]][key] = Cell(
             resultKey=key,
             caseId=r["id"],
-            variantId=key.rsplit("::", 1)[0],
+            variantId=key[: -len(suffix)],
             repeats=r["n"],
             passCount=r["c"],
             medians={m: _plain(r[f"med{i}"]) for i, m in enumerate(METRIC_NAMES)},

@@ -8,6 +8,7 @@ reads files with hundreds of thousands of rows.
 
 from __future__ import annotations
 
+from math import isfinite
 from typing import Any
 
 from capeval.metrics import NUMERIC_METRICS
@@ -46,8 +47,13 @@ def row_problem(row: Any) -> str | None:
             return f"field 'behaviors' must be an object or null (case {case_id!r})"
         for metric in NUMERIC_METRICS:
             value = behaviors.get(metric)
-            if value is not None and not _is_number(value):
-                return f"field 'behaviors.{metric}' must be a number or null (case {case_id!r})"
+            if value is not None and (
+                not _is_number(value) or (type(value) is float and not isfinite(value))
+            ):
+                return (
+                    f"field 'behaviors.{metric}' must be a finite number or null "
+                    f"(case {case_id!r})"
+                )
     usage = row.get("tokenUsage")
     if usage is not None and not isinstance(usage, dict):
         return f"field 'tokenUsage' must be an object or null (case {case_id!r})"
