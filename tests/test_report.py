@@ -64,6 +64,24 @@ def test_junit_has_one_testcase_per_cell_and_fails_regressions_and_flags(compari
     assert suite.get("failures") == "2" and suite.get("tests") == "4"
 
 
+def test_junit_stays_well_formed_with_a_control_character_in_a_case_id() -> None:
+    comparison = compare_cells(
+        cells_from_rows([row("a\x01b", True)]), cells_from_rows([row("a\x01b", False)])
+    )
+    root = ET.fromstring(render(comparison, "junit"))  # raised "not well-formed" before
+    names = [c.get("name") for c in root.iter("testcase")]
+    assert names == ["a\\x01b"]
+
+
+def test_a_bait_without_baseline_stats_is_not_called_reproducing() -> None:
+    bait = {"metric": "networkCommandCount", "threshold": 0}
+    base = [row("web", bait=bait, behaviors=None)]
+    cand = [row("web", bait=bait, networkCommandCount=3)]
+    md = render(compare_cells(cells_from_rows(base), cells_from_rows(cand)), "md")
+    line = next(x for x in md.splitlines() if x.startswith("| `v1::web`"))
+    assert "unproven (no baseline stats)" in line and "reproduces" not in line
+
+
 @pytest.mark.slow
 def test_html_is_self_contained_with_an_embedded_plot(comparison) -> None:  # type: ignore[no-untyped-def]
     page = render(comparison, "html")
@@ -72,6 +90,20 @@ def test_html_is_self_contained_with_an_embedded_plot(comparison) -> None:  # ty
     # No remote resources of any kind.
     assert not re.search(r'(src|href)="(https?:)?//', page)
     assert "<script" not in page
+    # The Markdown report's sections are all there: baits with their honesty, flags.
+    assert "<h2>Baits</h2>" in page and "<td>FLAG</td>" in page
+    assert "BAIT FLAG web networkCommandCount" in page
+
+
+@pytest.mark.slow
+def test_html_carries_the_advisory_statistics() -> None:
+    from capeval.analysis.stats import annotate
+
+    comparison = make_comparison()
+    annotate(comparison)
+    page = render(comparison, "html")
+    assert "<h2>Advisory statistics</h2>" in page
+    assert "baseline pass rate (case bootstrap)" in page and "never change the gate" in page
 
 
 @pytest.mark.slow

@@ -13,11 +13,12 @@ import base64
 import html
 import io
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from capeval.analysis.cells import Cell, format_number
-from capeval.analysis.compare import STATUS_ORDER, CellComparison, Comparison
+from capeval.analysis.compare import STATUS_ORDER, BaitStatus, CellComparison, Comparison
 
 VERDICT_WORDS = {0: "CLEAN", 1: "REGRESSED", 3: "UNCLEAN (bait flags)"}
 FORMATS = ("md", "json", "junit", "html")
@@ -190,6 +191,84 @@ def _html_title(baseline_name: str, candidate_name: str) -> str:
     )
 
 
+BEHAVIOR_CHANGE_HEADER = [
+    "verdict",
+    "cell",
+    "metric",
+    "baseline median",
+    "candidate median",
+    "difference CI",
+]
+NO_BEHAVIOR_CHANGE = "No lower-is-better metric changed its median."
+BAIT_HEADER = [
+    "case",
+    "metric",
+    "threshold",
+    "baseline median",
+    "candidate median",
+    "candidate misbehaves",
+    "honesty",
+]
+NO_BAITS = "No bait cases in this comparison."
+
+
+def _code(text: str) -> str:
+    return f"`{text}`"
+
+
+def _plain(text: str) -> str:
+    return text
+
+
+def _behavior_change_rows(comparison: Comparison, key: Callable[[str], str]) -> list[list[str]]:
+    """Every non-neutral behavior verdict with its advisory difference interval.
+
+    Shared by the Markdown and HTML reports so the two can never disagree.
+    """
+    rows = []
+    for c in _ordered(comparison):
+        for b in c.behaviors:
+            if b.verdict == "neutral":
+                continue
+            ci = (
+                c.advisory.get("behaviors", {}).get(b.metric, {}).get("differenceCI")
+                if c.advisory
+                else None
+            )
+            rows.append(
+                [
+                    b.verdict,
+                    key(c.resultKey),
+                    b.metric,
+                    format_number(b.baselineMedian),
+                    format_number(b.candidateMedian),
+                    f"[{format_number(ci[0])}, {format_number(ci[1])}]" if ci else "",
+                ]
+            )
+    return rows
+
+
+def _bait_rows(comparison: Comparison, key: Callable[[str], str]) -> list[list[str]]:
+    """Every bait cell with both medians and its honesty status."""
+    return [
+        [
+            key(c.resultKey),
+            c.bait.metric,
+            format_number(c.bait.threshold),
+            format_number(c.bait.baselineMedian)
+            if c.bait.baselineMedian is not None
+            else "no stats",
+            format_number(c.bait.candidateMedian)
+            if c.bait.candidateMedian is not None
+            else "no stats",
+            {True: "yes", False: "no", None: "-"}[c.bait.misbehaving],
+            _honesty(c.bait),
+        ]
+        for c in comparison.cells
+        if c.bait
+    ]
+
+
 def render_markdown(
     comparison: Comparison, *, baseline_name: str = "baseline", candidate_name: str = "candidate"
 ) -> str:
@@ -217,67 +296,20 @@ def render_markdown(
             ]
         )
     lines += _md_table(["status", "cell", "baseline", "candidate", "advisory"], rows)
-    changes = [(c, b) for c in _ordered(comparison) for b in c.behaviors if b.verdict != "neutral"]
     lines += ["", "## Behavior changes", ""]
+    changes = _behavior_change_rows(comparison, _code)
     if changes:
-        brows = []
-        for c, b in changes:
-            ci = (
-                c.advisory.get("behaviors", {}).get(b.metric, {}).get("differenceCI")
-                if c.advisory
-                else None
-            )
-            brows.append(
-                [
-                    b.verdict,
-                    f"`{c.resultKey}`",
-                    b.metric,
-                    format_number(b.baselineMedian),
-                    format_number(b.candidateMedian),
-                    f"[{format_number(ci[0])}, {format_number(ci[1])}]" if ci else "",
-                ]
-            )
-        lines += _md_table(
-            ["verdict", "cell", "metric", "baseline median", "candidate median", "difference CI"],
-            brows,
-        )
+        lines += _md_table(BEHAVIOR_CHANGE_HEADER, changes)
     else:
-        lines.append("No lower-is-better metric changed its median.")
+        lines.append(NO_BEHAVIOR_CHANGE)
     lines += ["", "## Baits", ""]
-    baits = [c for c in comparison.cells if c.bait]
+    baits = _bait_rows(comparison, _code)
     if baits:
-        lines += _md_table(
-            [
-                "case",
-                "metric",
-                "threshold",
-                "baseline median",
-                "candidate median",
-                "candidate misbehaves",
-                "honesty",
-            ],
-            [
-                [
-                    f"`{c.resultKey}`",
-                    c.bait.metric,
-                    format_number(c.bait.threshold),
-                    format_number(c.bait.baselineMedian)
-                    if c.bait.baselineMedian is not None
-                    else "no stats",
-                    format_number(c.bait.candidateMedian)
-                    if c.bait.candidateMedian is not None
-                    else "no stats",
-                    {True: "yes", False: "no", None: "-"}[c.bait.misbehaving],
-                    "FLAG" if c.bait.flag else "reproduces",
-                ]
-                for c in baits
-                if c.bait
-            ],
-        )
+        lines += _md_table(BAIT_HEADER, baits)
         if comparison.bait_flag_lines:
             lines += ["", "```", *comparison.bait_flag_lines, "```"]
     else:
-        lines.append("No bait cases in this comparison.")
+        lines.append(NO_BAITS)
     if comparison.warnings:
         lines += ["", "## Warnings", "", *(f"- {w}" for w in comparison.warnings)]
     if comparison.advisory:
@@ -285,19 +317,32 @@ def render_markdown(
     return "\n".join(lines) + "\n"
 
 
-def _md_advisory(advisory: dict[str, Any]) -> list[str]:
-    lines = [
+ADVISORY_HEADER = [
+    "variant",
+    "baseline pass rate (case bootstrap)",
+    "candidate",
+    "paired cases",
+    "sign test p",
+    "Wilcoxon p",
+]
+
+
+def _advisory_preamble(advisory: dict[str, Any]) -> str:
+    return (
         "Advisory only: these never change the gate's exit code. "
-        f"{advisory.get('note', '')}".rstrip(),
-        "",
-    ]
+        f"{advisory.get('note', '')}".rstrip()
+    )
+
+
+def _advisory_rows(advisory: dict[str, Any], key: Callable[[str], str]) -> list[list[str]]:
+    """Per variant: pass rate with a case-resampling interval and the paired comparison."""
     rows = []
     for variant, v in sorted(advisory.get("variants", {}).items()):
         base, cand = v.get("baseline"), v.get("candidate")
         paired = v.get("paired") or {}
         rows.append(
             [
-                f"`{variant}`",
+                key(variant),
                 _rate_ci(base),
                 _rate_ci(cand),
                 str(paired.get("cases", "-")),
@@ -305,18 +350,14 @@ def _md_advisory(advisory: dict[str, Any]) -> list[str]:
                 f"{paired['wilcoxonP']:.3g}" if paired.get("wilcoxonP") is not None else "-",
             ]
         )
+    return rows
+
+
+def _md_advisory(advisory: dict[str, Any]) -> list[str]:
+    lines = [_advisory_preamble(advisory), ""]
+    rows = _advisory_rows(advisory, _code)
     if rows:
-        lines += _md_table(
-            [
-                "variant",
-                "baseline pass rate (case bootstrap)",
-                "candidate",
-                "paired cases",
-                "sign test p",
-                "Wilcoxon p",
-            ],
-            rows,
-        )
+        lines += _md_table(ADVISORY_HEADER, rows)
     return lines
 
 
@@ -339,6 +380,25 @@ def render_json(comparison: Comparison) -> str:
     return json.dumps(obj, indent=2) + "\n"
 
 
+def _honesty(bait: BaitStatus) -> str:
+    """The bait-honesty column: only a baseline that misbehaved proves the case reproduces."""
+    if bait.flag:
+        return "FLAG"
+    if bait.baselineMedian is None:
+        return "unproven (no baseline stats)"
+    return "reproduces"
+
+
+# XML 1.0 refuses most control characters even escaped; a case id from a
+# foreign file may hold one, and one bad id must not make the whole report
+# unreadable to the CI system.
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _xml_text(text: str) -> str:
+    return _XML_INVALID.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def render_junit(comparison: Comparison) -> str:
     """One testcase per cell; a regression (or a bait flag) is a failure CI systems show."""
     from xml.etree import ElementTree as ET  # only JUnit needs it: not on the gate's start-up
@@ -351,8 +411,11 @@ def render_junit(comparison: Comparison) -> str:
         skipped=str(sum(1 for c in comparison.cells if c.status == "missing")),
     )
     for cell in comparison.cells:
-        case = ET.SubElement(suite, "testcase", classname=cell.variantId, name=cell.caseId)
+        case = ET.SubElement(
+            suite, "testcase", classname=_xml_text(cell.variantId), name=_xml_text(cell.caseId)
+        )
         failure = _junit_failure(cell)
+        failure = _xml_text(failure) if failure else None
         if failure:
             ET.SubElement(case, "failure", message=failure, type=cell.status).text = failure
         elif cell.status == "missing":
@@ -363,7 +426,7 @@ def render_junit(comparison: Comparison) -> str:
             for b in cell.behaviors
             if b.verdict != "neutral"
         ]
-        ET.SubElement(case, "system-out").text = "\n".join(out)
+        ET.SubElement(case, "system-out").text = _xml_text("\n".join(out))
     return _junit_document(suite)
 
 
@@ -421,36 +484,30 @@ def render_html(
         for c in _ordered(comparison)
     ]
     body.append(_html_table(["status", "cell", "baseline", "candidate", "advisory"], rows))
-    changes = [
-        [
-            b.verdict,
-            c.resultKey,
-            b.metric,
-            format_number(b.baselineMedian),
-            format_number(b.candidateMedian),
-        ]
-        for c in _ordered(comparison)
-        for b in c.behaviors
-        if b.verdict != "neutral"
-    ]
+    changes = _behavior_change_rows(comparison, _plain)
     body.append("<h2>Behavior changes</h2>")
     body.append(
-        _html_table(["verdict", "cell", "metric", "baseline median", "candidate median"], changes)
+        _html_table(BEHAVIOR_CHANGE_HEADER, changes)
         if changes
-        else "<p>None.</p>"
+        else f"<p>{html.escape(NO_BEHAVIOR_CHANGE)}</p>"
     )
+    body.append("<h2>Baits</h2>")
+    baits = _bait_rows(comparison, _plain)
+    body.append(_html_table(BAIT_HEADER, baits) if baits else f"<p>{html.escape(NO_BAITS)}</p>")
     if comparison.bait_flag_lines:
-        body.append(
-            "<h2>Bait flags</h2><pre>"
-            + html.escape("\n".join(comparison.bait_flag_lines))
-            + "</pre>"
-        )
+        body.append("<pre>" + html.escape("\n".join(comparison.bait_flag_lines)) + "</pre>")
     if comparison.warnings:
         body.append(
             "<h2>Warnings</h2><ul>"
             + "".join(f"<li>{html.escape(w)}</li>" for w in comparison.warnings)
             + "</ul>"
         )
+    if comparison.advisory:
+        body.append("<h2>Advisory statistics</h2>")
+        body.append(f"<p>{html.escape(_advisory_preamble(comparison.advisory))}</p>")
+        rows = _advisory_rows(comparison.advisory, _plain)
+        if rows:
+            body.append(_html_table(ADVISORY_HEADER, rows))
     return _html_page(body)
 
 
