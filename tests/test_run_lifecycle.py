@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import time
@@ -186,3 +187,47 @@ def test_sigint_stops_cleanly_keeps_rows_and_frees_everything(tmp_path: Path) ->
     assert _group_gone(int(pgid_file.read_text()))
     rows = read_rows(stream)
     assert [r["id"] for r in rows] == ["done-first"]  # finished kept, interrupted not recorded
+
+
+def _keep_first_row(stream: Path) -> None:
+    stream.write_text(stream.read_text().splitlines(keepends=True)[0])
+
+
+def test_resume_finishes_the_run_that_was_started_not_the_workspace_of_today(
+    tmp_path: Path,
+) -> None:
+    # An unflagged run takes its matrix, agents and cases from the workspace.
+    # Editing either before a resume must not mix two plans in one stream.
+    write_case(tmp_path, "alpha", trajectories={"sloppy": [write_done("sloppy")]})
+    stream = tmp_path / "rows.jsonl"
+    first = capeval(tmp_path, "--jsonl", str(stream), "--repeats", "2")
+    assert first.returncode == 0, first.stderr
+    _keep_first_row(stream)  # as if interrupted after one repeat
+
+    write_case(tmp_path, "beta")  # a case added since: not part of this run
+    resumed = capeval(tmp_path, "--resume", str(stream))
+    assert resumed.returncode == 0, resumed.stderr
+    assert [(r["id"], r["repeat"]) for r in read_rows(stream)] == [("alpha", 0), ("alpha", 1)]
+
+    _keep_first_row(stream)
+    (tmp_path / "capeval.toml").write_text(
+        'agent = "build"\n[agents.build]\ntype = "scripted"\ntrajectory = "sloppy"\n'
+    )
+    changed = capeval(tmp_path, "--resume", str(stream))
+    assert changed.returncode == 2
+    assert "variant 'scripted:oracle' is gone (now: 'scripted:sloppy')" in changed.stderr
+    assert len(read_rows(stream)) == 1  # nothing ran on the changed plan
+
+    (tmp_path / "capeval.toml").write_text(
+        'matrix = ["scripted:oracle@build"]\n[agents.build]\ntype = "scripted"\n'
+    )
+    swapped = capeval(tmp_path, "--resume", str(stream)).stderr
+    assert "variant 'scripted:oracle' agent changed from 'scripted' to 'build'" in swapped
+
+    (tmp_path / "capeval.toml").write_text("[timeouts]\nagent = 7\n")
+    assert "agentTimeoutS changed" in capeval(tmp_path, "--resume", str(stream)).stderr
+
+    (tmp_path / "capeval.toml").unlink()
+    shutil.rmtree(tmp_path / "evals/capability/cases/alpha")
+    gone = capeval(tmp_path, "--resume", str(stream))
+    assert gone.returncode == 2 and "case 'alpha' of this run is no longer" in gone.stderr

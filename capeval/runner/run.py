@@ -187,6 +187,9 @@ def plan_run(options: RunOptions) -> RunPlan:
         _refuse_used_stream(Path(jsonl))
 
     cases = load_cases(root, config, list(options.cases) or None)
+    frozen = stored_resolution(options.resume) if options.resume is not None else None
+    if frozen is not None:
+        cases = _cases_of_the_run(cases, frozen, Path(options.resume))  # type: ignore[arg-type]
     if options.tiers:
         unknown = [t for t in options.tiers if t not in config.tiers]
         if unknown:
@@ -250,6 +253,9 @@ def plan_run(options: RunOptions) -> RunPlan:
     shape["repeats"] = repeats
     shape["runId"], shape["runStartedAt"] = run_id, started_at
     shape["artifacts"] = _stored_artifacts(artifacts_dir, jsonl)
+    shape["resolved"] = _resolution(variants, cases, used, settings)
+    if frozen is not None:
+        _refuse_changed_plan(frozen, shape["resolved"], Path(options.resume))  # type: ignore[arg-type]
     plan = RunPlan(
         root=root,
         run_id=run_id,
@@ -266,6 +272,92 @@ def plan_run(options: RunOptions) -> RunPlan:
         shape=shape,
     )
     return plan
+
+
+def _resolution(
+    variants: list[Variant],
+    cases: list[Case],
+    agents: dict[str, AgentConfig],
+    settings: RepeatSettings,
+) -> dict[str, Any]:
+    """What the run's flags resolved to through capeval.toml and the cases folder.
+
+    The flags alone do not pin a run: an unflagged run takes its matrix, agents,
+    timeouts and cases from the workspace, which may change before a resume.
+    """
+    return {
+        "variants": [
+            {
+                "id": v.id,
+                "provider": v.provider,
+                "model": v.model,
+                "agent": v.agent,
+                "agentType": agents[v.agent].type if v.agent in agents else None,
+                "agentTrajectory": agents[v.agent].trajectory if v.agent in agents else None,
+            }
+            for v in variants
+        ],
+        "cases": [c.id for c in cases],
+        "agentTimeoutS": settings.agent_timeout_s,
+        "verifyTimeoutS": settings.verify_timeout_s,
+        "maxTurns": settings.max_turns,
+    }
+
+
+def stored_resolution(stream: Path | str) -> dict[str, Any] | None:
+    """The resolution a stream's plan recorded, or None for plans that predate it."""
+    meta = plan_path(Path(stream))
+    try:
+        stored = json.loads(meta.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    resolved = stored.get("resolved") if isinstance(stored, dict) else None
+    return resolved if isinstance(resolved, dict) else None
+
+
+def _cases_of_the_run(cases: list[Case], frozen: dict[str, Any], stream: Path) -> list[Case]:
+    """A resume finishes the run that was started: cases added since stay out of it."""
+    ids = frozen.get("cases")
+    if not isinstance(ids, list):
+        return cases
+    by_id = {c.id: c for c in cases}
+    gone = [i for i in ids if i not in by_id]
+    if gone:
+        raise RunError(
+            f"--resume {stream}: case {gone[0]!r} of this run is no longer in the workspace "
+            "(or no longer selected); restore it, or start a new run"
+        )
+    return [by_id[i] for i in ids]
+
+
+def _refuse_changed_plan(frozen: dict[str, Any], now: dict[str, Any], stream: Path) -> None:
+    """Rows of one run must come from one plan: a changed config would mix two in a stream."""
+    for field_name in ("variants", "agentTimeoutS", "verifyTimeoutS", "maxTurns"):
+        if field_name in frozen and frozen[field_name] != now[field_name]:
+            raise RunError(
+                f"--resume {stream}: since the run started, its "
+                f"{_describe_change(field_name, frozen, now)} (capeval.toml or the cases "
+                "changed); restore the "
+                "configuration to finish this run, or start a new run"
+            )
+
+
+def _describe_change(field_name: str, frozen: dict[str, Any], now: dict[str, Any]) -> str:
+    if field_name != "variants":
+        return f"{field_name} changed from {frozen[field_name]!r} to {now[field_name]!r}"
+    before = {v.get("id"): v for v in frozen["variants"] if isinstance(v, dict)}
+    after = {v["id"]: v for v in now["variants"]}
+    for vid, then in before.items():
+        if vid not in after:
+            return f"variant {vid!r} is gone (now: {', '.join(map(repr, after)) or 'none'})"
+        for key in ("provider", "model", "agent", "agentType", "agentTrajectory"):
+            if then.get(key) != after[vid].get(key):
+                return (
+                    f"variant {vid!r} {key} changed from {then.get(key)!r} "
+                    f"to {after[vid].get(key)!r}"
+                )
+    extra = sorted(set(after) - set(before))
+    return f"matrix changed (new variant {extra[0]!r})" if extra else "matrix changed"
 
 
 def resolve_artifacts_dir(choice: Path | bool | None, jsonl: Path) -> Path | None:
