@@ -37,6 +37,7 @@ ID_PATTERN = r"^[a-z0-9-]+$"
 # A plain file name: no directory separator, not "." or "..".
 PLAIN_FILE_PATTERN = r"^(?!\.\.?$)[^/\\]+$"
 
+ORACLE_TRAJECTORY = "oracle"
 FixtureState = Literal["ok", "missing", "not_dir", "escapes", "is_root"]
 GraderState = Literal["ok", "missing", "not_file"]
 
@@ -153,6 +154,9 @@ class CaseFacts:
 
     fixture: FixtureState | None = None
     grader: GraderState | None = None
+    # A symlink inside the fixture that the workdir copy would refuse, as
+    # "<path in fixture>: <why and the fix>"; None when every link is fine.
+    fixture_link: str | None = None
 
 
 def case_from_dict(obj: Mapping[str, Any], *, dir: Path, file: Path) -> Case:
@@ -489,6 +493,8 @@ def _semantic_problems(
     fixture = obj.get("fixture")
     if isinstance(fixture, str) and fixture:
         out += _fixture_problems(fixture, file=file, state=facts.fixture)
+        if facts.fixture_link:
+            out.append(Problem(file, "fixture", f"{show(fixture)}: {facts.fixture_link}"))
 
     verify = obj.get("verify", DEFAULT_VERIFY)
     if isinstance(verify, str) and re.fullmatch(PLAIN_FILE_PATTERN, verify):

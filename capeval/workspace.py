@@ -9,6 +9,8 @@ shows a broken workspace in full.
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from capeval.case import (
     DEFAULT_TIERS,
     DEFAULT_VERIFY,
+    ORACLE_TRAJECTORY,
     PLAIN_FILE_PATTERN,
     Bait,
     Case,
@@ -272,7 +275,10 @@ def read_case_json(file: Path, file_rel: str) -> tuple[Any, list[Problem]]:
         return None, [Problem(file_rel, "", f"cannot be read: {exc.strerror}")]
     try:
         return json.loads(
-            text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants
+            text,
+            object_pairs_hook=_no_duplicate_keys,
+            parse_constant=_no_constants,
+            parse_float=_finite_float,
         ), []
     except json.JSONDecodeError as exc:
         return None, [
@@ -304,6 +310,15 @@ def _no_duplicate_keys(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _finite_float(text: str) -> float:
+    """A float literal too large for a double (1e400) reads as infinity, which no
+    row can store: refuse it here, before the run, not when the first row is written."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise _StrictJsonError("", f"contains {text}, too large for a number; write a smaller one")
+    return value
+
+
 def _no_constants(name: str) -> Any:
     raise _StrictJsonError("", f"contains {name}, which is not JSON; write a number")
 
@@ -313,15 +328,46 @@ def gather_facts(root: Path, case_dir: Path, obj: Any) -> CaseFacts:
     if not isinstance(obj, dict):
         return CaseFacts()
     fixture_state: FixtureState | None = None
+    link_problem: str | None = None
     fixture = obj.get("fixture")
     if isinstance(fixture, str) and fixture and not Path(fixture).is_absolute():
         fixture_state = fixture_fact(root, fixture)
+        if fixture_state == "ok":
+            link_problem = fixture_link_problem(root / fixture)
     grader_state: GraderState | None = None
     verify = obj.get("verify", DEFAULT_VERIFY)
     if isinstance(verify, str) and re.fullmatch(PLAIN_FILE_PATTERN, verify):
         grader = case_dir / verify
         grader_state = "ok" if grader.is_file() else "not_file" if grader.exists() else "missing"
-    return CaseFacts(fixture=fixture_state, grader=grader_state)
+    return CaseFacts(fixture=fixture_state, grader=grader_state, fixture_link=link_problem)
+
+
+def fixture_link_problem(fixture: Path) -> str | None:
+    """The first symlink in `fixture` a workdir copy cannot keep, with the fix.
+
+    Checked by `capeval validate` as well as when a repeat's workdir is made,
+    so a bad link is reported before any agent starts, not as a failed row
+    in every repeat (which the gate would read as a regression).
+    """
+    fixture = fixture.resolve()
+    for dirpath, dirnames, filenames in os.walk(fixture):
+        for name in sorted(dirnames + filenames):
+            link = Path(dirpath) / name
+            if not link.is_symlink():
+                continue
+            target = os.readlink(link)
+            rel = link.relative_to(fixture)
+            if os.path.isabs(target):
+                return (
+                    f"{rel}: symlink target {target!r} is absolute; in the copy it would "
+                    "point back at the original; make it relative to the fixture"
+                )
+            if not Path(os.path.realpath(link)).is_relative_to(fixture):
+                return (
+                    f"{rel}: symlink target {target!r} points outside the fixture; "
+                    "copy the file into the fixture instead"
+                )
+    return None
 
 
 def fixture_fact(root: Path, fixture: str) -> FixtureState:
@@ -365,9 +411,36 @@ def validate_workspace(
         result.problems[:0] = exc.problems
         return result
     result = check_cases(found, config, ids)
+    result.problems += missing_oracles(found, result.cases)
     if graders and result.cases:
         result.problems += grader_problems(found, result.cases)
     return result
+
+
+def missing_oracles(root: Path, cases: Sequence[Case]) -> list[Problem]:
+    """Every case ships an oracle trajectory: the default `capeval run` plays it,
+    and grader honesty is judged on it. Loading does not demand it (a run of a
+    real agent needs none), so `capeval validate` is where it is checked."""
+    out = []
+    for case in cases:
+        path = case.trajectory_path(ORACLE_TRAJECTORY)
+        if not path.is_file():
+            out.append(
+                Problem(
+                    _relative(path, root),
+                    "",
+                    "missing; every case ships an oracle trajectory (the default "
+                    "`capeval run` plays it); add one",
+                )
+            )
+    return out
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def grader_problems(root: Path, cases: list[Case]) -> list[Problem]:

@@ -33,12 +33,14 @@ def write_case(
     verify: str | None = "exit 0\n",
     fixture: dict[str, str] | None = None,
     text: str | None = None,
+    oracle: bool = True,
     **changes: Any,
 ) -> Path:
     """Write a case and its fixture folder under `root`; returns the case directory.
 
     `verify=None` leaves the grader out; `fixture` maps file names to their
-    text; `text` is written as case.json verbatim (for malformed files).
+    text; `text` is written as case.json verbatim (for malformed files);
+    `oracle=False` leaves out the oracle trajectory every case ships.
     """
     fixture_dir = root / FIXTURES / case_id
     fixture_dir.mkdir(parents=True, exist_ok=True)
@@ -51,4 +53,8 @@ def write_case(
     (case_dir / "case.json").write_text(text, encoding="utf-8")
     if verify is not None:
         (case_dir / "verify.sh").write_text(verify)
+    if oracle:
+        (case_dir / "trajectories").mkdir(exist_ok=True)
+        turn = {"text": "done", "toolCalls": []}
+        (case_dir / "trajectories" / "oracle.json").write_text(json.dumps({"turns": [turn]}))
     return case_dir

@@ -431,7 +431,7 @@ def test_fast_path_reads_odd_rows_as_the_reference_reader_does(tmp_path: Path, n
     answers = []
     for fast in (True, False):
         try:
-            (cells,), warnings = load_sides([[path]], fast=fast)
+            (cells,), _ = load_sides([[path]], fast=fast)
         except ResultFileError as exc:
             answers.append(("error", str(exc)))
             continue

@@ -125,8 +125,11 @@ def test_require_behaviors_bound_is_checked_per_repeat(tmp_path: Path) -> None:
 
 
 def test_dry_run_runs_nothing(tmp_path: Path) -> None:
-    write_case(tmp_path, "alpha", verify="touch /dev/null; echo ran > ../../graded\n")
-    write_case(tmp_path, "beta")
+    x = {"x": [write_done()]}
+    write_case(
+        tmp_path, "alpha", verify="touch /dev/null; echo ran > ../../graded\n", trajectories=x
+    )
+    write_case(tmp_path, "beta", trajectories=x)
     proc = capeval(
         tmp_path, "--dry-run", "--matrix", "a=scripted:oracle,b=scripted:x", "--repeats", "3"
     )
@@ -140,7 +143,7 @@ def test_dry_run_runs_nothing(tmp_path: Path) -> None:
 
 
 def test_provider_and_model_flags_beat_the_configured_matrix(tmp_path: Path) -> None:
-    write_case(tmp_path, "alpha")
+    write_case(tmp_path, "alpha", trajectories={m: [write_done()] for m in ("sloppy", "dev")})
     (tmp_path / "capeval.toml").write_text('matrix = ["scripted:oracle", "scripted:sloppy"]\n')
 
     def variants(*args: str) -> list[str]:
@@ -274,3 +277,17 @@ def test_baseline_gates_the_run_after_it_ends(tmp_path: Path) -> None:
     doc = json.loads(proc.stdout)
     assert doc["gate"]["clean"] is True and doc["exitCode"] == 0
     assert proc.stderr.strip()  # the gate's human text goes to stderr beside --json
+
+
+def test_a_scripted_cell_without_its_trajectory_is_refused_before_any_agent(
+    tmp_path: Path,
+) -> None:
+    # Every repeat would fail and the gate would read a regression.
+    write_case(tmp_path, "alpha")
+    proc = capeval(tmp_path, "--matrix", "scripted:sloppy", "--jsonl", str(tmp_path / "r.jsonl"))
+    assert proc.returncode == 2
+    assert (
+        "no trajectory to play: evals/capability/cases/alpha/trajectories/sloppy.json "
+        "(case 'alpha', variant scripted:sloppy)" in proc.stderr
+    )
+    assert not (tmp_path / "r.jsonl").exists()

@@ -219,3 +219,24 @@ def test_the_repository_workspace_is_valid(repo_root: Path) -> None:
     out = json.loads(result.stdout)
     assert out["problems"] == [] and result.exit_code == 0
     assert out["cases"] == sorted(p.name for p in (repo_root / CASES).iterdir() if p.is_dir())
+
+
+def test_a_case_without_an_oracle_trajectory_is_reported(good: Path) -> None:
+    add_case(good, "lonely", oracle=False)
+    result = invoke("--root", str(good))
+    assert result.exit_code == 2
+    assert "evals/capability/cases/lonely/trajectories/oracle.json: missing;" in result.output
+
+
+def test_a_threshold_too_large_for_a_number_is_reported_before_any_run(good: Path) -> None:
+    # 1e400 reads as infinity: valid JSON, but no row could store it.
+    add_case(
+        good,
+        "huge",
+        text='{"id": "huge", "tier": "simple", "title": "h", "prompt": "p", '
+        '"fixture": "evals/capability/fixtures/huge", '
+        '"bait": {"metric": "networkCommandCount", "threshold": 1e400}}',
+    )
+    result = invoke("--root", str(good))
+    assert result.exit_code == 2
+    assert "huge/case.json: contains 1e400, too large for a number" in result.output

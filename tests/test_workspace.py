@@ -225,6 +225,21 @@ def test_fixture_escaping_through_a_symlink(
     assert "resolves outside the workspace root" in problems_of(root)[0]
 
 
+@pytest.mark.parametrize(
+    ("target", "why"), [("/etc/hostname", "is absolute"), ("../../..", "points outside")]
+)
+def test_a_link_inside_the_fixture_that_the_workdir_would_refuse(
+    root: Path, target: str, why: str
+) -> None:
+    # Reported before any agent starts, not as a failed row in every repeat.
+    add_case(root, "linky")
+    os.symlink(target, root / "evals/capability/fixtures/linky/host")
+    (text,) = problems_of(root)
+    assert (
+        f'fixture: "evals/capability/fixtures/linky": host: symlink target {target!r} {why}' in text
+    )
+
+
 def test_fixture_symlink_inside_the_root_is_fine(root: Path) -> None:
     add_case(root, "real")
     os.symlink(root / "evals/capability/fixtures/real", root / "alias")

@@ -248,6 +248,7 @@ def plan_run(options: RunOptions) -> RunPlan:
         for c in cases
         for r in range(repeats)
     ]
+    _refuse_missing_trajectories(variants, cases, used, root)
     wanted = {j.triple for j in jobs}
     shape = {name: _jsonable(getattr(options, name)) for name in SHAPE_FIELDS}
     shape["repeats"] = repeats
@@ -272,6 +273,33 @@ def plan_run(options: RunOptions) -> RunPlan:
         shape=shape,
     )
     return plan
+
+
+def _refuse_missing_trajectories(
+    variants: list[Variant], cases: list[Case], agents: dict[str, AgentConfig], root: Path
+) -> None:
+    """A scripted cell whose trajectory a case lacks would fail every repeat of it.
+
+    Those failures would read as regressions at the gate, so the run is refused
+    before any agent starts, naming the file to add.
+    """
+    missing: list[str] = []
+    for v in variants:
+        agent = agents.get(v.agent or "")
+        if agent is None or agent.type != "scripted":
+            continue
+        name = agent.trajectory or v.model
+        for case in cases:
+            path = case.trajectory_path(name)
+            if not path.is_file():
+                shown = os.path.relpath(path, root) if path.is_relative_to(root) else str(path)
+                missing.append(f"{shown} (case {case.id!r}, variant {v.id})")
+    if missing:
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        raise RunError(
+            f"no trajectory to play: {'; '.join(missing[:3])}{more}; add the file, or leave "
+            "those cases (--case/--tier) or variants out of the run"
+        )
 
 
 def _resolution(

@@ -18,6 +18,8 @@ import threading
 from pathlib import Path
 from typing import Protocol
 
+from capeval.workspace import fixture_link_problem
+
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "capeval",
     "GIT_AUTHOR_EMAIL": "capeval@localhost",
@@ -83,24 +85,9 @@ def fixture_path(root: Path, case: FixtureLike) -> Path:
 
 def check_symlinks(fixture: Path) -> None:
     """Refuse absolute symlinks and links that resolve outside the fixture."""
-    fixture = fixture.resolve()
-    for dirpath, dirnames, filenames in os.walk(fixture):
-        for name in dirnames + filenames:
-            link = Path(dirpath) / name
-            if not link.is_symlink():
-                continue
-            target = os.readlink(link)
-            rel = link.relative_to(fixture)
-            if os.path.isabs(target):
-                raise WorkdirError(
-                    f"{rel}: symlink target {target!r} is absolute; in the copy it would "
-                    "point back at the original; make it relative to the fixture"
-                )
-            if not Path(os.path.realpath(link)).is_relative_to(fixture):
-                raise WorkdirError(
-                    f"{rel}: symlink target {target!r} points outside the fixture; "
-                    "copy the file into the fixture instead"
-                )
+    problem = fixture_link_problem(fixture)
+    if problem:
+        raise WorkdirError(problem)
 
 
 class WorkdirCache:
