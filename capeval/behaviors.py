@@ -16,6 +16,10 @@ Decisions where the spec is silent:
 * `editViaShellCount` also counts sed/perl short-option clusters holding `i`
   (`perl -pi -e`, `sed -ni`) and `--in-place`: the same in-place edit as
   `-i`, spelled differently.
+* The command word is that of the command the segment runs
+  (`scanner.command_words`): reserved words and `( … )` are looked through
+  (`do sed -i …`, `then curl x`, `{ curl a` count), and `for`/`case`
+  headers run none. Shell grammar must not hide a command from a metric.
 * The command word is not looked up through `env`, `sudo`, `timeout` and the
   like (`env FOO=1 curl x` is neither an env assignment nor a network
   command): the spec defines both literally and old baselines used that.
@@ -32,7 +36,14 @@ from typing import Any
 
 from capeval import turns
 from capeval.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME
-from capeval.scanner import Segment, command_word, scan_segments, sets_env, unquote_word
+from capeval.scanner import (
+    Segment,
+    command_words,
+    is_env_assignment_word,
+    scan_segments,
+    sets_env,
+    unquote_word,
+)
 from capeval.toolkinds import shell_command, tool_kind
 from capeval.turns import RunSummary, ToolCall
 
@@ -47,23 +58,32 @@ LEGACY_TASK_TOOLS = ("task", "spawn_agent")
 _WHITESPACE_RUN = re.compile(r"\s+")
 
 
-def _command_name(segment: Segment) -> str | None:
-    word = command_word(segment)
-    return posixpath.basename(word) if word else None
+def _command(segment: Segment) -> tuple[str | None, list[str]]:
+    """(name, raw argument words) of the command a segment runs; (None, []) if none.
+
+    The arguments follow the command word, not the segment's first word: in
+    `do sed -i s/a/b/ f` that is `do`, and `FOO=1` in `FOO=1 sed …` is no option.
+    """
+    words = command_words(segment)
+    for k, raw in enumerate(words):
+        if not is_env_assignment_word(raw):
+            word = unquote_word(raw)
+            return (posixpath.basename(word) or None), words[k + 1 :]
+    return None, []
 
 
 def is_network_segment(segment: Segment) -> bool:
-    return _command_name(segment) in NETWORK_COMMANDS
+    return _command(segment)[0] in NETWORK_COMMANDS
 
 
 def is_edit_segment(segment: Segment) -> bool:
     """An in-place edit through the shell: `sed -i`, `perl -pi`, `awk -i`, or a heredoc."""
     if segment.heredoc:
         return True
-    name = _command_name(segment)
+    name, arguments = _command(segment)
     if name not in EDIT_COMMANDS:
         return False
-    for raw in segment.words[1:]:
+    for raw in arguments:
         word = unquote_word(raw)
         if word.startswith(("-i", "--in-place")):
             return True

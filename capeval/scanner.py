@@ -13,13 +13,25 @@ rules are the spec's, kept exact because baselines are compared on them:
 * a segment that is exactly one `( … )` group is unwrapped and split again;
 * empty segments are dropped.
 
-A heredoc is an unquoted `<<` that is not `<<<`; inside arithmetic
-`$(( … ))` a `<<` is a shift and opens no body (else `echo $((1<<3))` would
-swallow every following line as a heredoc body).
+A heredoc is an unquoted `<<` that is not `<<<`; inside arithmetic, `$(( … ))`
+or a bare `(( … ))` command (`(( n = 1 << 3 ))`, `for (( i=0; i<n; i++ ))`),
+a `<<` is a shift and opens no body (else `echo $((1<<3))` would swallow every
+following line as a heredoc body). As in bash, a `((` whose first `)` at its
+own depth is not followed by another `)` was two subshells after all:
+`((a) && b)`, like `$((a) && b)`.
 
-Comments (`# …`) get no special treatment: the spec lists the rules and
-names none for them, so `ls # a && b` is two segments, and an apostrophe in
-a comment opens a quote that runs on.
+Comments follow bash, because the spec's "quote-aware" scan must see the
+quotes bash sees: a `#` at the start of a word (input start, or after
+unquoted white space, a newline, `;`, `&`, `|`, `<`, `>`, `(`, a subshell's
+`)` or an arithmetic command's `))`) starts a comment that runs to the end
+of its line and yields no words. Elsewhere it is a plain character: `a#b`,
+`$#`, `${#x}`, `${x#y}`, `$((16#ff))`, `$(a)#b`, `'#'`. Without this, the
+apostrophe in `# Let's fetch it` opened a quote that hid the whole rest of
+a script from every metric.
+
+The command a segment runs is found by `command_words`: leading reserved
+words (`if`, `then`, `do`, `{`, `!`, `time -p`, …) and `( … )` wrappers are
+looked through, and loop and case headers run no command (see there).
 
 The scanner never raises. It is iterative (an explicit stack, no recursion), so
 deeply nested input cannot exhaust the interpreter stack, and unterminated
@@ -33,18 +45,24 @@ from dataclasses import dataclass, field
 
 # Frame kinds of the scanner's stack.
 _TOP = "top"  # the command list being split
-_PAREN = "paren"  # ( … ) or $( … ): a nested command list
+_PAREN = "paren"  # ( … ): a subshell, a nested command list
+_SUBST = "$("  # $( … ), <( … ), >( … ): a substitution, a nested command list
 _DQ = '"'  # "…"
 _BT = "`"  # `…`
 _BRACE = "${"  # ${ … }
 _ARITH = "$(("  # $(( … )): arithmetic, where << is a shift, not a heredoc
+_DPAREN = "(("  # (( … )): an arithmetic command, << a shift as in $(( … ))
 _ARITH_PAREN = "a("  # ( … ) inside arithmetic
 
-_LIST_FRAMES = (_TOP, _PAREN)
+_LIST_FRAMES = (_TOP, _PAREN, _SUBST)
+_ARITH_FRAMES = (_ARITH, _DPAREN)  # closed by "))"
 _ENV_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 # Characters that end an unquoted heredoc delimiter word.
 _WORD_END = frozenset(" \t\r\n;&|<>()")
 _WHITESPACE = " \t\r\n"
+# Unquoted characters after which a word starts (bash's metacharacters other
+# than parentheses, which are handled where groups open and close).
+_BREAKS = frozenset(" \t\n;&|<>")
 
 
 @dataclass
@@ -72,6 +90,10 @@ class _Scan:
         self.segments: list[Segment] = []
         # Heredocs awaiting their body: (delimiter, strip leading tabs).
         self.pending: list[tuple[str, bool]] = []
+        # The index at which a new word starts: a "#" there opens a comment,
+        # a "((" there an arithmetic command. Any consumed character moves
+        # the scan past it, so only the characters that end a word set it.
+        self.boundary = 0
         self._reset()
 
     def _reset(self) -> None:
@@ -85,6 +107,9 @@ class _Scan:
         self.leading = True
         self.lead_opens: list[int] = []  # level k-1 -> buffer index of its "("
         self.lead_closes: dict[int, int] = {}  # level -> buffer index past its ")"
+        # A leading "((" (stack index, buffer index): if it turns out to be two
+        # subshells, both become leading groups.
+        self.lead_dparen: tuple[int, int] | None = None
 
     # -- accumulation -------------------------------------------------------
 
@@ -165,11 +190,16 @@ class _Scan:
         top = frame == _TOP
         c = self.text[self.i]
         nxt = self._peek()
-        if c == "\\":
+        if c == "#" and self.i == self.boundary:
+            self._comment(top)
+        elif c == "\\":
+            at_boundary = self.i == self.boundary
             if nxt == "\n" and top:
                 self.i += 2  # backslash-newline joins lines
             else:
                 self._take(2)
+            if at_boundary and nxt == "\n":
+                self.boundary = self.i  # a joined line break neither starts nor ends a word
         elif c == "'":
             self._single_quote(self.i + 1)
         elif c == "$" and nxt == "'":
@@ -181,19 +211,16 @@ class _Scan:
         elif self._dollar():
             pass
         elif c == "(":
-            lead = self.leading
-            if lead:
-                self.lead_opens.append(self.size)
-            self.stack.append(_PAREN)
-            self._emit(c, lead=lead)
-            self.i += 1
-        elif c == ")" and frame == _PAREN:
+            self._open_paren(nxt)
+        elif c == ")" and frame != _TOP:
             level = len(self.stack) - 1
             self._close()
             # The first ")" at a leading level closes that leading "(": other
             # groups at that level can only open after it.
             if level <= len(self.lead_opens) and level not in self.lead_closes:
                 self.lead_closes[level] = self.size
+            if frame == _PAREN:
+                self._after_command()  # `(a)#b`: a comment; `$(a)#b`: one word
         elif c == "<":
             self._less_than()
         elif c == "\n" and self.pending:
@@ -214,6 +241,54 @@ class _Scan:
             self._bar()
         else:
             self._take(1)
+        if c in _BREAKS:
+            self.boundary = self.i
+
+    def _comment(self, top: bool) -> None:
+        """Skip a comment: from its `#` to the end of the line; the newline still separates.
+
+        At the top level it is dropped, so a comment line is an empty segment.
+        Inside a group it is kept as text: the group may be unwrapped and
+        scanned again, and that scan skips it the same way.
+        """
+        end = self.text.find("\n", self.i)
+        end = self.n if end < 0 else end
+        if not top:
+            self._emit(self.text[self.i : end])
+        self.i = end
+
+    def _open_paren(self, nxt: str) -> None:
+        """Open `<( … )` / `>( … )`, an arithmetic `(( … ))`, or a subshell `( … )`."""
+        if self.i > 0 and self.text[self.i - 1] in "<>":
+            self._open(_SUBST, 1)  # a process substitution: part of a word
+        elif nxt == "(" and (self.i == self.boundary or self._after_name_char()):
+            # In command position, as bash has it (also `for (( … ))`). "(" is
+            # a metacharacter, so `while((i<3))` is `while` and `((i<3))`.
+            if self.leading:
+                self.lead_dparen = (len(self.stack), self.size)
+            if len(self.stack) == 1:
+                self._end_word()
+            self._open(_DPAREN, 2)
+            return
+        else:
+            lead = self.leading
+            if lead:
+                self.lead_opens.append(self.size)
+            self.stack.append(_PAREN)
+            self._emit("(", lead=lead)
+            self.i += 1
+        self.boundary = self.i
+
+    def _after_name_char(self) -> bool:
+        """Whether the scan position follows a letter, digit or `_` (`for((`, `while((`)."""
+        prev = self.text[self.i - 1] if self.i > 0 else ""
+        return prev.isascii() and (prev.isalnum() or prev == "_")
+
+    def _after_command(self) -> None:
+        """After a subshell's `)` or an arithmetic command's `))`: a new word starts."""
+        self.boundary = self.i
+        if len(self.stack) == 1:
+            self._end_word()  # `(a)>log` is the words `(a)` and `>log`
 
     def _newline_with_heredocs(self, top: bool) -> None:
         end = self._heredoc_bodies_end()
@@ -375,13 +450,37 @@ class _Scan:
         elif c == ")" and frame == _ARITH and self._peek() != ")":
             # `$((a) && b)` is no arithmetic: a command substitution whose
             # first command is a subshell. That ")" closed the subshell.
-            self.stack[-1] = _PAREN
+            self.stack[-1] = _SUBST
             self._take(1)
+        elif c == ")" and frame == _DPAREN and self._peek() != ")":
+            self._dparen_was_subshells()
         elif c == ")":
             self.stack.pop()
-            self._take(2 if frame == _ARITH else 1)
+            if frame in _ARITH_FRAMES:
+                self._take(2)
+                if frame == _DPAREN:
+                    self._after_command()
+            else:
+                self._take(1)
         else:
             self._take(1)
+
+    def _dparen_was_subshells(self) -> None:
+        """`((a) && b)` is no arithmetic command but a subshell in a subshell (bash
+        decides the same way): the ")" at the scan position closes the inner one.
+
+        If the `((` was leading, both of its parentheses are leading groups, so
+        that `((a) && b)` is unwrapped like `( (a) && b)`.
+        """
+        level = len(self.stack) - 1  # the outer "(" ; the inner one is level + 1
+        self.stack[-1] = _PAREN
+        self._take(1)
+        if self.lead_dparen is not None and self.lead_dparen[0] == level:
+            start = self.lead_dparen[1]
+            self.lead_opens.extend((start, start + 1))
+            self.lead_closes[level + 1] = self.size
+        self.lead_dparen = None
+        self.boundary = self.i
 
     def _dollar(self) -> bool:
         """Open `$((`, `$(` or `${` at the scan position; False if there is none."""
@@ -391,7 +490,8 @@ class _Scan:
         if nxt == "(" and self._peek(2) == "(":
             self._open(_ARITH, 3)
         elif nxt == "(":
-            self._open(_PAREN, 2)
+            self._open(_SUBST, 2)
+            self.boundary = self.i  # `$( # note` opens a comment, as in bash
         elif nxt == "{":
             self._open(_BRACE, 2)
         else:
@@ -438,30 +538,136 @@ def _first_segment(segment: str | Segment) -> Segment | None:
     return found[0] if found else None
 
 
-def sets_env(segment: str | Segment) -> bool:
-    """Whether a segment starts with an environment assignment or `export`.
+# Reserved words that may stand before a command and are none themselves
+# (bash grammar): `then curl x` runs `curl`, `{ curl x` too.
+_COMMAND_PREFIXES = frozenset(
+    {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "time"}
+)
+_TIME_OPTIONS = frozenset({"-p", "--"})
+# Headers whose words are a variable name and a word list (or an arithmetic
+# `(( … ))`), never a command: `for curl in a b` runs nothing.
+_LOOP_HEADERS = frozenset({"for", "select"})
+# Closers of compound commands: only redirections can follow them.
+_CLOSERS = frozenset({"fi", "done", "esac", "}"})
+# A word that redirects (`>`, `2>&1`, `&>f`, `{fd}<f`): after a `( … )` it
+# keeps that a subshell; any other word makes it a case pattern `(a) cmd`.
+_REDIRECT = re.compile(r"(?:[0-9]+|\{[A-Za-z_][A-Za-z0-9_]*\})?[<>]|&>")
 
-    Only the first word counts: `make mode=release` passes an argument, it
-    assigns nothing.
-    """
-    seg = _first_segment(segment)
-    if seg is None or not seg.words:
-        return False
-    first = seg.words[0]
-    return first == "export" or is_env_assignment_word(first)
+
+def _ends_case_pattern(word: str) -> bool:
+    """Whether a raw word ends a case pattern: an unquoted `)` that nothing in
+    the word opened (`a)`, `*)`, `"x y")`). At the top level a scan only keeps
+    such a `)` for a case item; `$(a)` and `(a)` are balanced."""
+    depth = 0
+    i, n = 0, len(word)
+    while i < n:
+        c = word[i]
+        if c == "\\":
+            i += 1
+        elif c == "'":
+            end = word.find("'", i + 1)
+            i = n if end < 0 else end
+        elif c == '"':
+            i += 1
+            while i < n and word[i] != '"':
+                i += 2 if word[i] == "\\" else 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        i += 1
+    return depth < 0 and word.endswith(")")
 
 
-def command_word(segment: str | Segment) -> str | None:
-    """The command a segment runs: its first word that is not an assignment, unquoted.
+def _group_words(word: str) -> list[str] | None:
+    """The words of the first command inside a `( … )` word; None if the word
+    is no lone group (an arithmetic `(( … ))` command runs none)."""
+    found = _Scan(word).run()
+    if not found or found[0].group is None:
+        return None
+    seg = found[0]
+    while seg.group is not None:
+        inner = _Scan(seg.group).run()
+        if not inner:
+            return []  # `( )`, `( # note )`
+        seg = inner[0]
+    return seg.words
 
-    `FOO=1 BAR=2 curl x` runs `curl`. Wrappers such as `env`, `sudo` or
-    `timeout` are not looked through: the spec defines the command word
-    literally, and old baselines were measured that way.
+
+def command_words(segment: str | Segment) -> list[str]:
+    """The raw words of the simple command a segment runs, from its first
+    assignment or its command word on; [] if it runs none.
+
+    The spec measures "the command word" of a segment. A token scan leaves
+    shell grammar in the segments (`do sed -i …`, `then curl x`, `{ curl a`),
+    and taking `do` or `{` as the command would let any loop, `if` or brace
+    group hide the command that really runs. So, as bash reads them:
+
+    * leading reserved words are skipped: `if`, `then`, `else`, `elif`, `do`,
+      `while`, `until`, `!`, `{`, and `time` with its `-p` / `--`;
+    * `for` / `select` headers (a variable name and an `in` list) and the
+      closers `fi`, `done`, `esac`, `}` run no command;
+    * `case WORD in` runs none; a case pattern (`a)`, `*)`, `(a)` before a
+      command) is skipped, so `case $x in a) curl u` runs `curl`;
+    * a `( … )` subshell is entered: `( curl x ) > log` runs `curl`, its
+      first command. Each step rescans a shorter text, never recursing.
     """
     seg = _first_segment(segment)
     if seg is None:
-        return None
-    for word in seg.words:
+        return []
+    words = seg.words
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word in _COMMAND_PREFIXES:
+            i += 1
+            if word == "time":
+                while i < len(words) and words[i] in _TIME_OPTIONS:
+                    i += 1
+        elif word in _LOOP_HEADERS or word in _CLOSERS:
+            return []
+        elif word == "case":
+            i += 3  # case WORD in
+            if i < len(words) and words[i].startswith("("):
+                i += 1  # `(pattern)`
+            else:
+                while i < len(words) and not _ends_case_pattern(words[i]):
+                    i += 1
+                i += 1
+        elif _ends_case_pattern(word):
+            i += 1
+        elif word.startswith("("):
+            if i + 1 < len(words) and not _REDIRECT.match(words[i + 1]):
+                i += 1  # `(a) curl x`: a case pattern (a subshell takes only redirections)
+                continue
+            inner = _group_words(word)
+            if inner is None:
+                return []
+            words, i = inner, 0
+        else:
+            return words[i:]
+    return []
+
+
+def sets_env(segment: str | Segment) -> bool:
+    """Whether a segment's command starts with an environment assignment or `export`.
+
+    Only the first word of the command counts (`command_words`: `then FOO=1
+    make` assigns): `make mode=release` passes an argument, it assigns nothing.
+    """
+    words = command_words(segment)
+    return bool(words) and (words[0] == "export" or is_env_assignment_word(words[0]))
+
+
+def command_word(segment: str | Segment) -> str | None:
+    """The command a segment runs: the first word of `command_words` that is not
+    an assignment, unquoted; None if the segment runs no command.
+
+    `FOO=1 BAR=2 curl x` and `then curl x` run `curl`. Wrappers such as `env`,
+    `sudo` or `timeout` are not looked through: the spec defines the command
+    word literally, and old baselines were measured that way.
+    """
+    for word in command_words(segment):
         if not is_env_assignment_word(word):
             return unquote_word(word)
     return None

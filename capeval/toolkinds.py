@@ -103,7 +103,8 @@ def unwrap_shell(command: str) -> str:
     including `c`, then exactly one script word. Anything else — a chain, a
     redirect, positional arguments after the script, an expansion in the
     wrapper — is returned unchanged, because it is then the model's own shell
-    code, not an agent's wrapper. The script is dequoted as bash would
+    code, not an agent's wrapper. A trailing `# comment` is no code and does
+    not count (bash ignores it). The script is dequoted as bash would
     (`'…'`, `"…"` with its backslash rules, `$'…'`, `\\x`), so it comes back
     exactly. Only one layer is removed.
     """

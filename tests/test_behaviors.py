@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -90,6 +91,12 @@ def test_wrapper_is_unwrapped_before_counting_segments() -> None:
         ('"FOO=bar" cmd', 0),
         ("echo 'X=1 cmd; export Y'", 0),
         ("cat <<EOF\nexport X=1\nEOF", 0),  # heredoc body is data
+        ("if true; then FOO=1 make; fi", 1),  # the command after `then`
+        ("for f in a; do export X=$f; done", 1),
+        ("{ A=1 b; }", 1),
+        ("for X in 1 2; do echo $X; done", 0),  # a loop variable is no assignment
+        ("(( X = 1 ))", 0),  # nor is an arithmetic one
+        ("# FOO=1 make", 0),
     ],
 )
 def test_env_assignment_command_count(command: str, count: int) -> None:
@@ -115,6 +122,18 @@ def test_env_assignments_count_commands_not_segments() -> None:
         ("echo 'curl x && wget y'", 0),
         ("env FOO=1 curl x", 0),  # decided: wrappers are not looked through
         ("curly", 0),
+        ("if true; then curl x; fi", 1),
+        ("if curl -sf x; then wget y; else nc h 1; fi", 3),
+        ("while ! curl -s x; do sleep 1; done", 1),
+        ("for u in a b; do curl $u; done", 1),
+        ("{ curl a; wget b; }", 2),
+        ("time -p curl x", 1),
+        ("(curl x) > log", 1),
+        ("case $1 in get) curl u;; *) wget v;; esac", 2),
+        ("for curl in a b; do echo $curl; done", 0),  # a variable name, no command
+        ("for x in curl wget; do echo $x; done", 0),  # an `in` list, no commands
+        ("# curl x", 0),
+        ("echo hi # it's curl's job", 0),
     ],
 )
 def test_network_command_count(command: str, count: int) -> None:
@@ -146,10 +165,62 @@ def test_network_command_count(command: str, count: int) -> None:
         ('echo "<<" > f', 0),
         ("echo '<<EOF'", 0),
         ("sed -i s/a/b/ f && cat <<EOF > g\nsed -i x y\nEOF", 2),
+        ("for f in *.py; do sed -i 's/a/b/' \"$f\"; done", 1),
+        ("if x; then perl -pi -e 's/a/b/' f; fi", 1),
+        ("{ sed -i s/a/b/ f; }", 1),
+        ("then sed -n p f -i", 1),  # a later -i still counts, as before
+        ("(( n = 1 << 3 ))", 0),  # an arithmetic shift, no heredoc
+        ("for (( i = 1 << 2; i; i-- )); do x; done", 0),
+        ("# cat <<EOF", 0),
     ],
 )
 def test_edit_via_shell_count(command: str, count: int) -> None:
     assert shell(command)["editViaShellCount"] == count
+
+
+SCRIPT_WITH_COMMENT = (
+    "# Let's fetch the page\ncurl -s http://x/x > out.txt\nsed -i 's/a/b/' out.txt"
+)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        SCRIPT_WITH_COMMENT,
+        "/bin/bash -lc " + shlex.quote(SCRIPT_WITH_COMMENT),  # unwrapped first
+        f'bash -lc "{SCRIPT_WITH_COMMENT}"',  # double-quoted (it holds no $`"\\)
+    ],
+)
+def test_an_apostrophe_in_a_comment_hides_nothing(command: str) -> None:
+    """A comment runs to the end of its line; its apostrophe opens no quote.
+
+    The comment line itself is an empty segment and is dropped: two
+    segments, `curl …` and `sed -i …`.
+    """
+    result = shell(command)
+    assert result["chainSegmentCount"] == 2
+    assert result["networkCommandCount"] == 1
+    assert result["editViaShellCount"] == 1
+
+
+def test_an_arithmetic_shift_opens_no_heredoc() -> None:
+    result = shell("(( n = 1 << 3 ))\ncurl a && wget b")
+    assert result["chainSegmentCount"] == 3
+    assert result["networkCommandCount"] == 2
+    assert result["editViaShellCount"] == 0
+
+
+def test_reserved_words_do_not_hide_the_command() -> None:
+    result = shell(
+        "for f in *.py; do sed -i 's/a/b/' \"$f\"; done; if true; then curl x; fi",
+        "{ curl a; wget b; }",
+        "if true; then FOO=1 make; fi",
+    )
+    # for … | do sed … | done | if true | then curl x | fi ; { curl a | wget b | } ; 3 more
+    assert result["chainSegmentCount"] == 6 + 3 + 3
+    assert result["editViaShellCount"] == 1
+    assert result["networkCommandCount"] == 3
+    assert result["envAssignmentCommandCount"] == 1
 
 
 def test_web_fetch_and_task_kinds_across_agents() -> None:
@@ -260,7 +331,7 @@ def test_sample_summary_end_to_end() -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.text(alphabet="ab &|;()<>-'\"`$\\=\nEOFcurlsedi", max_size=40), max_size=5))
+@given(st.lists(st.text(alphabet="ab &|;()<>-'\"`$\\=\nEOFcurlsedi#{}!", max_size=40), max_size=5))
 def test_derive_never_raises_on_any_command(commands: list[str]) -> None:
     result = shell(*commands)
     assert result["shellCommandCount"] == len(commands)

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from capeval.scanner import (
     command_word,
+    command_words,
     has_heredoc,
     is_env_assignment_word,
     literal_word,
+    scan_segments,
     segment_words,
     sets_env,
     split_segments,
@@ -69,7 +73,10 @@ GROUPS = [
     ("( a && b )", ["a", "b"]),
     ("(a; (b || c))", ["a", "b", "c"]),
     ("(a) && (b | c)", ["a", "b", "c"]),
-    ("((((a && b))))", ["a", "b"]),
+    ("( ( ( (a && b) ) ) )", ["a", "b"]),
+    ("((a) && b)", ["a", "b"]),  # "((" whose ")" is not "))": two subshells, as in bash
+    ("( ((a) && b) )", ["a", "b"]),
+    ("((a) && b) > log", ["((a) && b) > log"]),
     ("( a && b ) > log", ["( a && b ) > log"]),
     ("(a) (b)", ["(a) (b)"]),
     ("$(a && b)", ["$(a && b)"]),
@@ -107,6 +114,64 @@ HEREDOCS = [
     ("cat <<< 'a && b' && c", ["cat <<< 'a && b'", "c"]),
     ('echo "<<EOF"\na && b\nEOF', ['echo "<<EOF"', "a", "b", "EOF"]),
     ("echo $((1<<3))\nls && pwd", ["echo $((1<<3))", "ls", "pwd"]),  # a shift opens no body
+    ("cat <<EOF # it's\na && b\nEOF\nc", ["cat <<EOF", "c"]),  # a comment after the word
+]
+
+# `#` starts a comment at the start of a word only, as in bash (checked
+# against it below); a comment runs to the end of its line and has no words.
+COMMENTS = [
+    (
+        "# Let's fetch the page\ncurl -s http://x/x > out.txt\nsed -i 's/a/b/' out.txt",
+        ["curl -s http://x/x > out.txt", "sed -i 's/a/b/' out.txt"],
+    ),
+    ("ls # a && b", ["ls"]),
+    ("ls #it's\npwd", ["ls", "pwd"]),
+    ("# only a comment", []),
+    ("a;# x\nb", ["a", "b"]),
+    ("a&&#x\nb", ["a", "b"]),
+    ("a|#x\nb", ["a", "b"]),
+    ("a&#x\nb", ["a", "b"]),
+    ("\t#x\nb", ["b"]),
+    ("(a)#it's\nb", ["a", "b"]),  # after a subshell's ")"
+    ("(( 1 ))#it's\nb", ["(( 1 ))", "b"]),  # after an arithmetic command's "))"
+    ("(a # it's )\n) && b", ["a", "b"]),  # in a group: swallows ")", then unwrapped
+    ("(a && b) # it's", ["a", "b"]),  # a comment after a lone group keeps it lone
+    ("echo $(a # it's )\n) && b", ["echo $(a # it's )\n)", "b"]),
+    ("echo $( # c\na) && b", ["echo $( # c\na)", "b"]),
+    ("a \\\n#b\nc", ["a", "c"]),  # backslash-newline after a space: still a word start
+    ("# a \\\necho hi", ["echo hi"]),  # no line continuation in a comment
+    # Not comments: inside a word, parameter expansions, arithmetic, quotes, escapes.
+    ("echo a#b && c", ["echo a#b", "c"]),
+    ("echo $# ${#x} ${x#y} ${x##*/} && c", ["echo $# ${#x} ${x#y} ${x##*/}", "c"]),
+    ("echo $((16#ff)) && c", ["echo $((16#ff))", "c"]),
+    ("echo $(a)#b && c", ["echo $(a)#b", "c"]),  # a substitution's ")" does not end a word
+    ("cat <(a)#b && c", ["cat <(a)#b", "c"]),
+    ("echo '# a && b' \"# c; d\" && e", ["echo '# a && b' \"# c; d\"", "e"]),
+    ("echo \\# a && b", ["echo \\# a", "b"]),
+    ("echo `a #b` && c", ["echo `a #b`", "c"]),
+    ("a\\\n#b && c", ["a#b", "c"]),  # the join makes one word
+]
+
+# A bare `(( … ))` is an arithmetic command, like `$(( … ))`: its `<<` is a
+# shift, no heredoc, and it is one segment.
+ARITHMETIC = [
+    ("(( n = 1 << 3 ))\ncurl a && wget b", ["(( n = 1 << 3 ))", "curl a", "wget b"]),
+    ("((n<<=2)) && x", ["((n<<=2))", "x"]),
+    ("(( (a | b) << 1 )) ; y", ["(( (a | b) << 1 ))", "y"]),
+    ("(( a && b || c ))", ["(( a && b || c ))"]),
+    ("((((a && b))))", ["((((a && b))))"]),  # bash: arithmetic, not four subshells
+    (
+        "for (( i=0; i<n; i++ )); do x; done",
+        ["for (( i=0; i<n; i++ ))", "do x", "done"],
+    ),
+    (
+        "for ((i = 1 << 2; i; i >>= 1))\ndo x\ndone",
+        ["for ((i = 1 << 2; i; i >>= 1))", "do x", "done"],
+    ),
+    ("while((i<1<<1)); do x; done\ny", ["while((i<1<<1))", "do x", "done", "y"]),
+    ("for((i=0;i<1<<3;i++))\ndo x\ndone", ["for((i=0;i<1<<3;i++))", "do x", "done"]),
+    ("x && ( (( y << 1 )) )\nz", ["x", "(( y << 1 ))", "z"]),
+    ("echo $( (( y << 1 )) )\nz", ["echo $( (( y << 1 )) )", "z"]),
 ]
 
 
@@ -154,6 +219,16 @@ def test_never_splits_inside_heredoc_bodies(command: str, expected: list[str]) -
     assert split_segments(command) == expected
 
 
+@pytest.mark.parametrize(("command", "expected"), COMMENTS, ids=_ids(COMMENTS))
+def test_comments_run_to_the_end_of_the_line(command: str, expected: list[str]) -> None:
+    assert split_segments(command) == expected
+
+
+@pytest.mark.parametrize(("command", "expected"), ARITHMETIC, ids=_ids(ARITHMETIC))
+def test_arithmetic_commands_open_no_heredoc(command: str, expected: list[str]) -> None:
+    assert split_segments(command) == expected
+
+
 @pytest.mark.parametrize(
     "command",
     [
@@ -164,6 +239,8 @@ def test_never_splits_inside_heredoc_bodies(command: str, expected: list[str]) -
         "echo `a; b",
         "echo ${a; b",
         "x \\",
+        "(( a && b",
+        "(a # b && c",
     ],
 )
 def test_unterminated_constructs_run_to_the_end(command: str) -> None:
@@ -172,7 +249,12 @@ def test_unterminated_constructs_run_to_the_end(command: str) -> None:
 
 def test_deep_nesting_neither_recurses_nor_raises() -> None:
     depth = 20_000
-    assert split_segments("(" * depth + "a && b" + ")" * depth) == ["a", "b"]
+    assert split_segments("( " * depth + "a && b" + " )" * depth) == ["a", "b"]
+    # Unspaced, bash reads "((" as arithmetic: one segment, still no recursion.
+    nested = "(" * depth + "a && b" + ")" * depth
+    assert split_segments(nested) == [nested]
+    # Each "((" turns into two subshells: nested 2 * depth deep, unterminated.
+    assert split_segments("((a) &&" * depth) == ["((a) &&" * depth]
     assert split_segments("$(" * depth) == ["$(" * depth]
     assert split_segments('"$(' * depth) == ['"$(' * depth]
 
@@ -198,6 +280,11 @@ def test_deep_nesting_neither_recurses_nor_raises() -> None:
         ("echo a < b", False),
         ("echo $((1 << 3))", False),  # an arithmetic shift
         ('echo "$((x<<2))"', False),
+        ("(( n = 1 << 3 ))", False),  # an arithmetic command
+        ("for (( i = 1 << 2; i; i-- ))", False),
+        ("while((i<1<<2))", False),
+        ("( (cat <<EOF) )", True),  # "( (" is no arithmetic
+        ("# cat <<EOF", False),  # a comment
     ],
 )
 def test_heredoc_detector(segment: str, expected: bool) -> None:
@@ -240,6 +327,15 @@ def test_env_assignment_word(word: str, expected: bool) -> None:
         ('"FOO=bar" cmd', False),
         ("exported=1 x", True),
         ("exporter run", False),
+        # The first word of the command: reserved words and groups are looked through.
+        ("then FOO=1 make", True),
+        ("do export X=1", True),
+        ("{ A=1 b", True),
+        ("if ! FOO=1 test -f x", True),
+        ("(FOO=1 make) > log", True),
+        ("then make FOO=1", False),
+        ("for FOO in 1 2", False),
+        ("(( FOO=1 ))", False),  # an arithmetic assignment, no environment
     ],
 )
 def test_sets_env_looks_at_the_first_word_only(segment: str, expected: bool) -> None:
@@ -262,6 +358,71 @@ def test_sets_env_looks_at_the_first_word_only(segment: str, expected: bool) -> 
 )
 def test_command_word_skips_assignments(segment: str, expected: str | None) -> None:
     assert command_word(segment) == expected
+
+
+@pytest.mark.parametrize(
+    ("segment", "expected"),
+    [
+        ("then curl x", "curl"),
+        ("do sed -i s/a/b/ f", "sed"),
+        ("else curl x", "curl"),
+        ("elif curl x", "curl"),
+        ("if curl -s x", "curl"),
+        ("while curl x", "curl"),
+        ("until curl x", "curl"),
+        ("! curl x", "curl"),
+        ("{ curl a", "curl"),
+        ("time curl x", "curl"),
+        ("time -p curl x", "curl"),
+        ("if ! time -p FOO=1 curl x", "curl"),
+        ("( curl x ) > log", "curl"),
+        ("(curl x)>log", "curl"),
+        ("! ( ( curl x ) ) 2>&1", "curl"),
+        ("then (cd a && curl x)", "cd"),  # the group's first command
+        ("case $x in a) curl u", "curl"),
+        ("case $x in (a) curl u", "curl"),
+        ('case "$1" in --fetch|-f) curl u', None),  # "|" splits: the pattern's rest next
+        ("-f) curl u", "curl"),
+        ("*) wget v", "wget"),
+        ('"x y") wget v', "wget"),
+        ("(b) wget v", "wget"),  # "(b)" then a command: a case pattern, no subshell
+        # Reserved only unquoted and first: otherwise a command or an argument.
+        ("'then' x", "then"),
+        ("echo then curl", "echo"),
+        ("if=1 curl x", "curl"),
+        ("{curl,wget}", "{curl,wget}"),
+        # No command at all.
+        ("do", None),
+        ("for curl in a b", None),  # a variable name and a word list
+        ("select curl in a b", None),
+        ("for ((i=0; i<n; i++))", None),
+        ("case curl in", None),
+        ("done > log", None),
+        ("fi", None),
+        ("esac", None),
+        ("} 2>&1", None),
+        ("(( curl = 1 ))", None),  # arithmetic
+        ("while (( i < 3 ))", None),
+        ("while((i<3))", None),  # "(" ends the word `while`
+        ("for((i=0;i<3;i++))", None),
+        ("( ) > log", None),
+    ],
+)
+def test_command_word_looks_through_shell_grammar(segment: str, expected: str | None) -> None:
+    assert command_word(segment) == expected
+
+
+def test_command_words_start_at_the_command() -> None:
+    assert command_words("if ! time -p FOO=1 curl -s 'a b'") == ["FOO=1", "curl", "-s", "'a b'"]
+    assert command_words("for f in a b") == []
+
+
+def test_arithmetic_and_groups_are_words() -> None:
+    """`(` ends a word at the top level, as in bash; inside a group it is text."""
+    assert segment_words("while((i<3)) >x") == ["while", "((i<3))", ">x"]
+    assert segment_words("( (( y )) ) > log") == ["( (( y )) )", ">", "log"]
+    assert segment_words("(a)>log") == ["(a)", ">log"]
+    assert segment_words("echo $(a)b <(c)d") == ["echo", "$(a)b", "<(c)d"]
 
 
 def test_segment_words_are_unquoted() -> None:
@@ -294,7 +455,7 @@ def test_literal_word_rejects_unquoted_expansions_and_redirects() -> None:
 
 # -- properties ---------------------------------------------------------------
 
-SHELLISH = st.text(alphabet="ab &|;()<>-'\"`$\\{}\n\tEOF=", max_size=80)
+SHELLISH = st.text(alphabet="ab &|;()<>-'\"`$\\{}\n\tEOF=#", max_size=80)
 
 
 @settings(max_examples=400, deadline=None)
@@ -350,6 +511,34 @@ def chain(draw: st.DrawFn) -> tuple[str, list[str]]:
 def test_round_trip_never_splits_inside_quotes(case: tuple[str, list[str]]) -> None:
     command, segments = case
     assert split_segments(command) == segments
+
+
+@settings(max_examples=150, deadline=None)
+@given(chain(), st.text(alphabet="ab &|;()<>'\"`$\\{}#", max_size=20))
+def test_comments_add_no_segments(case: tuple[str, list[str]], note: str) -> None:
+    """Whatever a comment holds (quotes, separators, parentheses), it hides nothing."""
+    command, segments = case
+    assert split_segments(f"# {note}\n{command} #{note}\n# {note}") == segments
+
+
+# Words built of pieces bash always accepts, so that it never reports a
+# syntax error: `#` alone, inside a word, escaped, quoted, after white space.
+BASH_PIECE = st.one_of(
+    st.sampled_from(["a", "b", "#", "\\#", "\\ ", "\\'", '\\"', " ", "\t", " #", "a#"]),
+    st.text(alphabet='ab #"', max_size=4).map(lambda t: f"'{t}'"),
+    st.text(alphabet="ab #'", max_size=4).map(lambda t: f'"{t}"'),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(BASH_PIECE, max_size=12).map("".join))
+def test_comment_rule_agrees_with_real_bash(text: str) -> None:
+    """The words the scanner keeps on a line with `#` are the arguments bash passes."""
+    command = "printf '%s\\0' - " + text  # "-": printf prints once with no argument too
+    out = subprocess.run(["bash", "-c", command], capture_output=True, check=True).stdout
+    argv = out.decode().split("\0")[:-1]
+    [segment] = scan_segments(command)
+    assert [unquote_word(w) for w in segment.words[2:]] == argv
 
 
 @settings(max_examples=120, deadline=None)

@@ -97,6 +97,10 @@ UNWRAP = [
     ("  bash -lc 'x'  ", "x"),
     ("bash -lc 'cat <<EOF\na && b\nEOF'", "cat <<EOF\na && b\nEOF"),
     ("bash -lc \"echo '(' ; echo ')'\"", "echo '(' ; echo ')'"),
+    ("bash -lc '# it'\\''s\ncurl x'", "# it's\ncurl x"),
+    ("bash -lc 'curl x' # it's the wrapper", "curl x"),  # a comment is no code
+    ("bash -lc 'a'#x", "a#x"),  # inside a word `#` is no comment: bash runs `a#x`
+    ("bash -lc '(( n = 1 << 3 ))'", "(( n = 1 << 3 ))"),
 ]
 
 NOT_WRAPPERS = [
@@ -112,6 +116,7 @@ NOT_WRAPPERS = [
     "python -c 'print(1)'",
     "echo bash -c x",
     "bash <<EOF\nls\nEOF",
+    "bash -lc 'a' #x\nb",  # a second line after the comment
     "",
 ]
 

@@ -51,8 +51,7 @@ def row_problem(row: Any) -> str | None:
                 not _is_number(value) or (type(value) is float and not isfinite(value))
             ):
                 return (
-                    f"field 'behaviors.{metric}' must be a finite number or null "
-                    f"(case {case_id!r})"
+                    f"field 'behaviors.{metric}' must be a finite number or null (case {case_id!r})"
                 )
     usage = row.get("tokenUsage")
     if usage is not None and not isinstance(usage, dict):
