@@ -58,6 +58,15 @@ def test_captures_output_and_exit_code(tmp_path: Path) -> None:
     assert r.duration_ms > 0
 
 
+def test_each_stdout_line_carries_the_time_it_arrived(tmp_path: Path) -> None:
+    r = run_process(["bash", "-c", "echo one; sleep 0.3; echo two; echo three"], cwd=tmp_path)
+    lines = r.stdout_lines()
+    assert [text for text, _ in lines] == ["one", "two", "three", ""]
+    (_, one), (_, two), (_, three), _ = lines
+    assert one is not None and two is not None and three is not None
+    assert two - one >= 250 and three >= two
+
+
 def test_stdin_is_dev_null_unless_given(tmp_path: Path) -> None:
     # `cat` would hang forever on an inherited terminal/pipe; /dev/null gives EOF.
     r = run_process(["cat"], cwd=tmp_path, timeout_s=5)

@@ -170,6 +170,8 @@ def assert_behaviors(b: dict[str, Any], name: str) -> None:
     assert b["networkCommandCount"] == 1
     assert b["envAssignmentCommandCount"] == 0
     assert b["webFetchToolCallCount"] == 0 and b["taskToolCallCount"] == 0
+    # Every CLI's turns are timed: Codex stamps no times, so its lines' arrival does.
+    assert b["maxTurnDurationMs"] > 0
     by_name = b["toolCallsByName"]
     assert (
         by_name

@@ -297,6 +297,17 @@ def test_gemini_model_falls_back_to_the_model_the_stats_saw() -> None:
     assert parse_gemini_stream([*head, json.dumps(doc)]).model == "gemini-2.5-pro"
 
 
+def test_codex_turns_are_timed_by_when_their_lines_arrived(agent_streams: Path) -> None:
+    stream = lines(agent_streams / "codex-script-stream.jsonl")
+    untimed = parse_codex_stream(stream)
+    assert {t.durationMs for t in untimed.summary.turns} == {None}
+    arrivals = [1000.0 + 100 * i for i in range(len(stream))]
+    timed = parse_codex_stream(stream, arrivals)
+    durations = [t.durationMs for t in timed.summary.turns]
+    assert len(durations) == untimed.summary.turnsUsed
+    assert all(d is not None and d > 0 for d in durations)
+
+
 def test_codex_input_tokens_exclude_the_cached_part() -> None:
     p = parse_codex_stream(
         [

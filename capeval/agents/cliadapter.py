@@ -131,6 +131,15 @@ class CliAdapter:
 
     # -- what subclasses define ------------------------------------------
 
+    @classmethod
+    def parse_timed(cls, lines: list[tuple[str, float | None]]) -> ParsedStream:
+        """Parse stdout lines that carry their arrival time (epoch ms).
+
+        Most CLIs stamp their own events; one that does not (Codex) overrides
+        this to time its turns by when their events reached capeval.
+        """
+        return cls.parse(line for line, _ in lines)
+
     def cli_args(self, request: AgentRequest) -> list[str]:
         """Flags before `config.args`; the prompt is added by `prompt_args`."""
         raise NotImplementedError
@@ -175,7 +184,7 @@ class CliAdapter:
         (request.capture_dir / f"{self.type}-stream.jsonl").write_text(stdout)
         (request.capture_dir / f"{self.type}-stderr.log").write_text(stderr)
 
-        parsed = type(self).parse(stdout.splitlines())
+        parsed = self.parse_timed(proc.stdout_lines())
         status = classify(
             timed_out=proc.timed_out,
             cancelled=proc.cancelled,

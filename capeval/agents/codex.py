@@ -14,7 +14,9 @@ requested, which Codex runs concurrently when there are several. Hence:
 This matches the request count of the scripted model server exactly (the
 real-CLI tests check it). Codex's `exec` run is one `turn.started` /
 `turn.completed` pair (a *user* turn): its usage is summed, it is not a
-model turn. No duration is reported: wall time is used.
+model turn. No duration is reported: the run's is wall time, and each turn
+is timed by when its events' lines reached capeval (without that, as when a
+saved stream is re-read, turn durations are unknown, not zero).
 
 `input` token usage is the uncached part of Codex's `input_tokens` (which
 includes `cached_input_tokens`, given as `cacheRead`), the meaning Claude Code
@@ -23,6 +25,7 @@ and opencode use; `thinking` is `reasoning_output_tokens`.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -34,8 +37,8 @@ from capeval.agents.streams import (
     TurnBuilder,
     as_int,
     finish_stream,
-    json_events,
     make_call,
+    timed_events,
     uncached_input,
     unfinished,
 )
@@ -72,8 +75,15 @@ def _tool_call(item: Mapping[str, Any]) -> ToolCall:
     )
 
 
-def parse_codex_stream(lines: Iterable[str]) -> ParsedStream:
-    """Codex `exec --json` lines -> turns, usage, verdict, session."""
+def parse_codex_stream(
+    lines: Iterable[str], arrivals: Iterable[float | None] | None = None
+) -> ParsedStream:
+    """Codex `exec --json` lines -> turns, usage, verdict, session.
+
+    Codex stamps no times on its events; `arrivals` (epoch ms per line, as the
+    adapter read them) time the turns. Without them turn durations are unknown.
+    """
+    timed = zip(lines, arrivals if arrivals is not None else itertools.repeat(None), strict=False)
     skipped = Skipped("codex")
     builders: list[TurnBuilder] = [TurnBuilder()]
     placed: dict[str, tuple[TurnBuilder, int]] = {}  # tool item id -> (turn, index in calls)
@@ -84,6 +94,7 @@ def parse_codex_stream(lines: Iterable[str]) -> ParsedStream:
     session = None
     failed: str | None = None
     completed = False
+    last_ts: float | None = None  # arrival of the previous event
 
     def place(item: Mapping[str, Any]) -> None:
         item_id = str(item.get("id") or "")
@@ -91,12 +102,12 @@ def parse_codex_stream(lines: Iterable[str]) -> ParsedStream:
             return
         current = builders[-1]
         if current.calls and not (in_flight & {c.id for c in current.calls}):
-            current = TurnBuilder()
+            current = TurnBuilder(start=last_ts)
             builders.append(current)
         current.calls.append(_tool_call(item))
         placed[item_id] = (current, len(current.calls) - 1)
 
-    for event in json_events(lines, "codex"):
+    for event, ts in timed_events(timed, "codex"):
         kind = event.get("type")
         if kind == "thread.started":
             session = event.get("thread_id") or session
@@ -134,13 +145,12 @@ def parse_codex_stream(lines: Iterable[str]) -> ParsedStream:
                 else:
                     in_flight.add(item_id)
             elif itype in TEXT_ITEMS:
-                if kind != "item.completed":
-                    continue
-                if builders[-1].calls:
-                    builders.append(TurnBuilder())
-                if itype == "agent_message" and isinstance(item.get("text"), str):
-                    builders[-1].texts.append(item["text"])
-                    texts.append(item["text"])
+                if kind == "item.completed":
+                    if builders[-1].calls:
+                        builders.append(TurnBuilder(start=last_ts))
+                    if itype == "agent_message" and isinstance(item.get("text"), str):
+                        builders[-1].texts.append(item["text"])
+                        texts.append(item["text"])
             elif itype == "error":
                 # e.g. "Model metadata for `x` not found": a warning, not a turn.
                 if kind == "item.completed":
@@ -149,6 +159,9 @@ def parse_codex_stream(lines: Iterable[str]) -> ParsedStream:
                 skipped.add(f"item/{itype}")
         else:
             skipped.add(kind)
+        if kind in ("item.started", "item.updated", "item.completed"):
+            builders[-1].touch(ts)
+        last_ts = ts if ts is not None else last_ts
 
     if failed is not None:
         status, error = "failed", f"codex turn failed: {failed}"
@@ -186,6 +199,10 @@ class CodexAdapter(CliAdapter):
     type = "codex"
     default_binary = "codex"
     parse = staticmethod(parse_codex_stream)
+
+    @classmethod
+    def parse_timed(cls, lines: list[tuple[str, float | None]]) -> ParsedStream:
+        return parse_codex_stream([line for line, _ in lines], [ts for _, ts in lines])
 
     def cli_args(self, request: AgentRequest) -> list[str]:
         args = [

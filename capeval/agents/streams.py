@@ -50,7 +50,15 @@ def json_events(lines: Iterable[str], source: str) -> Iterator[dict[str, Any]]:
     CLIs print the odd warning on stdout between events; a stray line must
     not cost the whole stream.
     """
-    for number, line in enumerate(lines, 1):
+    for event, _ in timed_events(((line, None) for line in lines), source):
+        yield event
+
+
+def timed_events(
+    lines: Iterable[tuple[str, float | None]], source: str
+) -> Iterator[tuple[dict[str, Any], float | None]]:
+    """`json_events` over lines that carry the time they arrived (epoch ms or None)."""
+    for number, (line, arrived) in enumerate(lines, 1):
         line = line.strip()
         if not line:
             continue
@@ -60,7 +68,7 @@ def json_events(lines: Iterable[str], source: str) -> Iterator[dict[str, Any]]:
             log.warning("%s stream line %d is not JSON, skipped: %.120s", source, number, line)
             continue
         if isinstance(event, dict):
-            yield event
+            yield event, arrived
         else:
             log.warning("%s stream line %d is not a JSON object, skipped", source, number)
 

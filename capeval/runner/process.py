@@ -10,8 +10,10 @@ repeat's processes and Ctrl-C or a crash can stop all of them.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import contextvars
+import itertools
 import os
 import signal
 import subprocess
@@ -46,6 +48,22 @@ class ProcessResult:
     stdout: bytes
     stderr: bytes
     cancelled: bool = False
+    # When each piece of stdout arrived: (byte offset of its end, epoch ms).
+    # Agents that stamp no times on their events (Codex) are timed by these.
+    stdout_arrivals: tuple[tuple[int, float], ...] = ()
+
+    def stdout_lines(self) -> list[tuple[str, float | None]]:
+        """stdout split at newlines, each line with the time its end arrived."""
+        out: list[tuple[str, float | None]] = []
+        arrivals = self.stdout_arrivals
+        ends = [end for end, _ in arrivals]
+        start = 0
+        for raw in self.stdout.split(b"\n"):
+            end = start + len(raw)
+            k = bisect.bisect_left(ends, end)
+            out.append((raw.decode(errors="replace"), arrivals[k][1] if k < len(ends) else None))
+            start = end + 1
+        return out
 
 
 class ProcessCancelled(RuntimeError):
@@ -184,8 +202,9 @@ def run_process(
 
     out_chunks: list[bytes] = []
     err_chunks: list[bytes] = []
+    out_times: list[float] = []
     readers = [
-        threading.Thread(target=_drain, args=(proc.stdout, out_chunks), daemon=True),
+        threading.Thread(target=_drain, args=(proc.stdout, out_chunks, out_times), daemon=True),
         threading.Thread(target=_drain, args=(proc.stderr, err_chunks), daemon=True),
     ]
     if stdin is not None:
@@ -224,6 +243,7 @@ def run_process(
         exit_code = 128 - returncode
     else:
         exit_code = returncode
+    ends = list(itertools.accumulate(len(c) for c in out_chunks))
     return ProcessResult(
         exit_code=exit_code,
         timed_out=timed_out,
@@ -231,6 +251,7 @@ def run_process(
         stdout=b"".join(out_chunks),
         stderr=b"".join(err_chunks),
         cancelled=cancelled and not timed_out and returncode < 0,
+        stdout_arrivals=tuple(zip(ends, out_times, strict=False)),
     )
 
 
@@ -247,11 +268,13 @@ def _await_exit(proc: subprocess.Popen[bytes], exited: threading.Event) -> None:
         exited.set()
 
 
-def _drain(pipe: IO[bytes] | None, chunks: list[bytes]) -> None:
+def _drain(pipe: IO[bytes] | None, chunks: list[bytes], times: list[float] | None = None) -> None:
     if pipe is None:
         return
     with contextlib.suppress(OSError, ValueError):
         while chunk := pipe.read1(65536):  # type: ignore[attr-defined]
+            if times is not None:
+                times.append(time.time() * 1000.0)
             chunks.append(chunk)
 
 
