@@ -30,6 +30,7 @@ CASE_FIELDS: tuple[str, ...] = (
     "turnsUsed",
     "toolCallCount",
     "tokenUsage",  # {input, output, cacheRead, cacheWrite, thinking}
+    "costUsd",  # what the agent reported the repeat cost (Claude Code, opencode); None: not said
     "maxTurns",
     "overBudget",
     "skipPermissions",

@@ -225,13 +225,15 @@ def test_fast_path_backfills_legacy_rows(tmp_path: Path) -> None:
     assert frame["taskToolCallCount"].to_list() == [5, 0, 0, 0]
 
 
-def test_explicit_null_task_count_next_to_legacy_rows_goes_to_reference(tmp_path: Path) -> None:
+def test_explicit_null_task_count_is_backfilled_like_a_missing_one(tmp_path: Path) -> None:
+    # The gate's DuckDB path cannot tell a null from a missing key; both readers
+    # (and both paths of each) backfill it, so no verdict depends on the path.
     rows = [
         make_row("a", behaviors={"toolCallsByName": {"task": 2}}),
         make_row("b", behaviors={"taskToolCallCount": None, "toolCallsByName": {"task": 2}}),
     ]
     frame, _ = same_frame([write_jsonl(tmp_path / "mixed.jsonl", rows)], fast=False)
-    assert frame["taskToolCallCount"].to_list() == [2, None]
+    assert frame["taskToolCallCount"].to_list() == [2, 2]
 
 
 def test_fast_path_null_behaviors_and_sparse_rows(tmp_path: Path) -> None:

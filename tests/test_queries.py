@@ -270,3 +270,15 @@ def test_query_command_errors_exit_2() -> None:
     listing = capeval("query", "--list")
     assert listing.returncode == 0
     assert {line.split()[0] for line in listing.stdout.splitlines()} >= REQUIRED
+
+
+def test_cost_per_pass_divides_the_agents_reported_cost(tmp_path: Path) -> None:
+    from tests.test_history import row, write_jsonl
+
+    priced = [row("r1", "claude", "c", i, i < 2, costUsd=0.5) for i in range(3)]
+    unpriced = [row("r1", "codex", "c", i, True) for i in range(2)]
+    write_jsonl(tmp_path / "r1.jsonl", priced + unpriced)
+    con = connect([tmp_path])
+    found = {r["variantId"]: r for r in run_query(con, "cost_per_pass")}
+    assert found["claude"]["costUsdPerPass"] == pytest.approx(1.5 / 2)  # failures paid for too
+    assert found["codex"]["costUsdPerPass"] is None  # no cost stated, not zero

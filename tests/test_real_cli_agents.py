@@ -294,6 +294,11 @@ def test_capeval_run_with_the_real_cli(name: str, tmp_path: Path) -> None:
     assert row["tokenUsage"]["output"] == OUTPUT_TOKENS * TURNS[name]
     assert row["toolCallCount"] == (4 if name == "codex" else 5)
     assert row["model"] == model
+    # Claude Code and opencode price the run themselves; the others say nothing.
+    if name in ("claude-code", "opencode"):
+        assert isinstance(row["costUsd"], float) and row["costUsd"] >= 0
+    else:
+        assert row["costUsd"] is None
     assert_behaviors(row["behaviors"], name)
 
 

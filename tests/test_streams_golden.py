@@ -56,6 +56,7 @@ def test_claude_stream(agent_streams: Path) -> None:
     # The result line's usage, counted once (not once per content block).
     assert p.summary.tokenUsage == TokenUsage(input=20, output=10)
     assert p.durationMs == 363
+    assert p.costUsd == 0.00021  # result.total_cost_usd
     assert p.textPreview == "I'll create the file.done"
 
 
@@ -277,6 +278,7 @@ def test_gemini_stream() -> None:
     # input counts the uncached prompt only (200 in all, 80 of it from cache)
     assert p.summary.tokenUsage == TokenUsage(input=120, output=50, cacheRead=80)
     assert p.durationMs == 4200
+    assert p.costUsd is None  # Gemini CLI states no cost
     assert p.skipped == {"retry_notice": 1}
     assert p.summary.turns[1].durationMs == pytest.approx(1400)  # 01.500 -> 02.900
 
@@ -336,6 +338,7 @@ def test_opencode_stream() -> None:
     assert p.status is None  # no final event: the exit code decides
     assert p.sessionId == "ses_5a1b2c3d4e5f6a7b8c9d0e1f2a"
     assert p.summary.turnsUsed == 3  # one step = one turn
+    assert p.costUsd == pytest.approx(0.0025)  # summed over step_finish events
     assert calls(p) == [
         (0, "bash", SHELL, "FOO=bar echo hi > out.txt; cat out.txt | wc -l"),
         (1, "webfetch", WEB_FETCH, None),

@@ -58,6 +58,7 @@ class AgentResult:
     turnsUsed: int | None = None
     toolCallCount: int | None = None
     tokenUsage: TokenUsage | None = None
+    costUsd: float | None = None  # what the agent says the run cost, when it says
     durationMs: float | None = None
     textPreview: str = ""
     summary: RunSummary | None = None  # None: the stream could not be captured/parsed

@@ -159,6 +159,7 @@ def parse_claude_stream(lines: Iterable[str]) -> ParsedStream:
         sessionId=(result or {}).get("session_id") or session,
         model=answering_model(init_model, answered) or message_model,
         agentVersion=version,
+        costUsd=as_float(result.get("total_cost_usd")) if result is not None else None,
     )
 
 

@@ -226,6 +226,7 @@ class CliAdapter:
             turnsUsed=parsed.summary.turnsUsed if summary is not None else None,
             toolCallCount=parsed.summary.toolCallCount if summary is not None else None,
             tokenUsage=parsed.summary.tokenUsage,
+            costUsd=parsed.costUsd,
             durationMs=duration,
             textPreview=parsed.textPreview,
             summary=summary,

@@ -20,6 +20,7 @@ from capeval.agents.streams import (
     ParsedStream,
     Skipped,
     TurnBuilder,
+    as_float,
     as_int,
     finish_stream,
     json_events,
@@ -62,6 +63,7 @@ def parse_opencode_stream(lines: Iterable[str]) -> ParsedStream:
     builders: list[TurnBuilder] = []
     texts: list[str] = []
     usage: TokenUsage | None = None
+    cost: float | None = None  # summed over steps; None when no step states one
     session = None
     error: str | None = None
     last_ts: float | None = None
@@ -98,6 +100,9 @@ def parse_opencode_stream(lines: Iterable[str]) -> ParsedStream:
             )
         elif kind == "step_finish":
             usage = (usage or TokenUsage()) + _step_usage(part.get("tokens"))
+            step_cost = as_float(part.get("cost"))
+            if step_cost is not None:
+                cost = (cost or 0.0) + step_cost
         elif kind == "error":
             error = f"opencode: {_error_text(event)}"
         else:
@@ -115,6 +120,7 @@ def parse_opencode_stream(lines: Iterable[str]) -> ParsedStream:
         skipped=skipped,
         error=error,
         sessionId=session,
+        costUsd=cost,
     )
 
 

@@ -38,6 +38,7 @@ class ParsedStream:
     provider: str | None = None
     model: str | None = None
     durationMs: float | None = None  # as the CLI reports it; None: measure wall time
+    costUsd: float | None = None  # as the CLI reports it (Claude Code, opencode)
     error: str | None = None
     agentVersion: str | None = None
     textPreview: str = ""
@@ -220,6 +221,7 @@ def finish_stream(
     sessionId: str | None = None,
     model: str | None = None,
     agentVersion: str | None = None,
+    costUsd: float | None = None,
 ) -> ParsedStream:
     """The ParsedStream every parser ends with, its summary built from the same facts.
 
@@ -241,6 +243,7 @@ def finish_stream(
         sessionId=sessionId,
         model=model,
         durationMs=durationMs,
+        costUsd=costUsd,
         error=error,
         agentVersion=agentVersion,
         textPreview=preview(texts),

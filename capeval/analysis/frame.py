@@ -49,6 +49,7 @@ ROW_COLUMNS: dict[str, str] = {
     "sessionId": STR,
     "turnsUsed": INT,
     "toolCallCount": INT,
+    "costUsd": FLOAT,
     "maxTurns": INT,
     "overBudget": BOOL,
     "skipPermissions": BOOL,

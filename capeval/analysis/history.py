@@ -84,6 +84,7 @@ _RAW_COLUMNS: dict[str, str] = {
     "sessionId": "VARCHAR",
     "turnsUsed": "BIGINT",
     "toolCallCount": "BIGINT",
+    "costUsd": "DOUBLE",
     "maxTurns": "BIGINT",
     "overBudget": "BOOLEAN",
     "skipPermissions": "BOOLEAN",
