@@ -411,9 +411,10 @@ def validate_workspace(
         result.problems[:0] = exc.problems
         return result
     result = check_cases(found, config, ids)
-    result.problems += missing_oracles(found, result.cases)
     if graders and result.cases:
-        result.problems += grader_problems(found, result.cases)
+        result.problems += grader_problems(found, result.cases)  # a missing oracle included
+    else:
+        result.problems += missing_oracles(found, result.cases)
     return result
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from capeval.problems import ProblemsError
 from capeval.runner.graders import check_graders
 from capeval.workspace import load_cases
 from tests.casefactory import write_case
@@ -44,6 +45,7 @@ def add_case(
         case_id,
         verify=verify,
         fixture=fixture or {"README.md": "a fixture\n"},
+        oracle=False,
         **{"prompt": "make done.txt say done", **fields},
     )
     (case_dir / "trajectories").mkdir()
@@ -127,7 +129,10 @@ def test_a_fixture_symlink_escaping_it_is_reported(tmp_path: Path) -> None:
     (tmp_path / "outside.txt").write_text("secret\n")
     link = tmp_path / "evals" / "capability" / "fixtures" / "leaky" / "link"
     link.symlink_to(Path("..", "..", "..", "..", "outside.txt"))
-    (problem,) = check(tmp_path)
+    # Found when the cases load, before any grader or agent runs.
+    with pytest.raises(ProblemsError) as info:
+        check(tmp_path)
+    (problem,) = [str(p) for p in info.value.problems]
     assert problem.startswith("evals/capability/cases/leaky/case.json: fixture: ")
     assert "points outside the fixture" in problem
 
