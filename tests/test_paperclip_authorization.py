@@ -125,6 +125,28 @@ def test_writes_outside_the_run_task_are_denied_but_reads_are_not() -> None:
     )
 
 
+def test_writes_need_a_running_run_and_the_execution_lock() -> None:
+    def gate(op: str, status: str | None, lock: str | None = "run-1", task: bool = True) -> object:
+        d = auth.decide_execution(
+            op, run_status=status, run_id="run-1", task_lock=lock, targets_task=task
+        )
+        return d and (d.decision, d.reason)
+
+    refused = (auth.DENIED, auth.RUN_NOT_ACTIVE)
+    for status in ("conflict", "budget_stopped", "idle", None):
+        assert gate("finish_task", status) == refused
+        assert gate("create_task", status, task=False) == refused
+        assert gate("get_task_context", status) is None  # looking is never refused here
+    assert gate("finish_task", "running") is None
+    locked = (auth.DENIED, auth.EXECUTION_LOCK_NOT_HELD)
+    assert gate("finish_task", "running", lock="run-0099") == locked
+    assert gate("request_approval", "running", lock=None) == locked
+    assert gate("create_task", "running", lock=None, task=False) is None
+    # A delegation write on another task needs only that no other run holds it.
+    assert gate("reassign_task", "running", lock=None) is None
+    assert gate("reassign_task", "running", lock="run-0099") == locked
+
+
 def test_every_reason_is_exercised_above() -> None:
     assert set(auth.REASONS) == {
         auth.TASK_SCOPED_ALWAYS_TOOL,
@@ -135,6 +157,8 @@ def test_every_reason_is_exercised_above() -> None:
         auth.CONTROL_PLANE_OWNED_OPERATION,
         auth.UNKNOWN_OPERATION,
         auth.TASK_OUT_OF_SCOPE,
+        auth.RUN_NOT_ACTIVE,
+        auth.EXECUTION_LOCK_NOT_HELD,
     }
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
 
+from capeval.paperclip import authorization as auth
 from capeval.paperclip.authorization import AuthContext
+from capeval.paperclip.catalog import CATALOG
 from capeval.paperclip.controlplane import CONTROL_PLANE_ACTOR, ControlPlane
 from capeval.paperclip.diff import Change, state_diff
 from capeval.paperclip.fixtures import FIXTURE_NAMES, UnknownFixtureError, build_fixture
@@ -241,3 +244,139 @@ def test_diff_names_entity_id_field_before_and_after() -> None:
         Change("tasks", "t", "status", "todo", "done"),
         Change("tasks", "u", "status", None, "todo"),
     ]
+
+
+# -- the run and its execution lock ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fixture", "task", "status", "op", "args"),
+    [
+        # A 409 at checkout: the lock is run-0099's, yet finish_task used to go through.
+        ("checkout-conflict", "i-0105", "conflict", "finish_task", {"summary": "done anyway"}),
+        # The budget stopped the run (and paused the actor): no progress comment either.
+        ("budget-critical", "i-0102", "budget_stopped", "report_progress", {"body": "still here"}),
+        # An idle wake checked nothing out: a write has no run to belong to.
+        ("empty-inbox", None, "idle", "finish_task", {"task": "i-0102", "summary": "grabbed"}),
+    ],
+)
+def test_writes_are_refused_when_the_run_is_not_running(
+    fixture: str, task: str | None, status: str, op: str, args: dict[str, Any]
+) -> None:
+    cp = plane(fixture, task)
+    assert cp.state["runs"][cp.run_id]["status"] == status
+    snap = copy.deepcopy(cp.state)
+    res = cp.call(op, {"task": task, **args, "idempotencyKey": "k"})
+    assert (res.decision.decision, res.decision.reason) == (auth.DENIED, auth.RUN_NOT_ACTIVE)
+    assert not res.ok and res.error == auth.RUN_NOT_ACTIVE and status in (res.detail or "")
+    assert state_diff(snap, cp.state) == []
+    # Looking is still allowed: it is how the agent learns it should stop.
+    assert cp.call("get_task_context", {"task": task or "i-0102"}).ok
+
+
+def test_a_task_write_needs_this_runs_execution_lock() -> None:
+    # The run holds i-0101; i-0105 is locked by another run, i-0103 by none.
+    grants = ("governance:approvals:request", "delegation:tasks:reassign")
+    cp = plane("checkout-conflict", "i-0101", claims=grants)
+    snap = copy.deepcopy(cp.state)
+    for task in ("i-0105", "i-0103"):
+        res = call(cp, "request_approval", f"a-{task}", task=task, approvalType="x", payload="y")
+        assert res.decision.reason == auth.EXECUTION_LOCK_NOT_HELD, task
+    held = call(cp, "reassign_task", "r1", task="i-0105", assigneeId="a-coder-0001")
+    assert held.decision.reason == auth.EXECUTION_LOCK_NOT_HELD and "run-0099" in str(held.detail)
+    assert state_diff(snap, cp.state) == []
+    assert call(cp, "request_approval", "a-own", task="i-0101", approvalType="x", payload="y").ok
+    # A delegation write on an unlocked task of someone else is what reassigning is for.
+    assert call(cp, "reassign_task", "r2", task="i-0103", assigneeId="a-coder-0001").ok
+
+
+# -- arguments are checked against the published input schema --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("op", "args", "detail"),
+    [
+        ("finish_task", {"task": "i-0102", "idempotencyKey": "k"}, "'summary' is a required"),
+        ("read_document", {"task": "i-0102"}, "'key' is a required property"),
+        ("report_progress", {"task": "i-0102", "body": 7, "idempotencyKey": "k"}, "body: 7 is"),
+        (
+            "report_progress",
+            {"task": "i-0102", "body": "x", "idempotencyKey": "k", "mood": "!"},
+            "('mood' was unexpected)",
+        ),
+        (
+            "request_human_input",
+            {"task": "i-0102", "kind": "questions", "prompt": "?", "continuation": "whenever"},
+            "continuation: 'whenever' is not one of",
+        ),
+    ],
+)
+def test_malformed_arguments_fail_without_touching_state(
+    op: str, args: dict[str, Any], detail: str
+) -> None:
+    cp = plane()
+    if op == "request_human_input":
+        args["idempotencyKey"] = "k"
+    snap = copy.deepcopy(cp.state)
+    res = cp.call(op, args)  # finish_task and read_document used to raise KeyError here
+    assert (res.ok, res.error, res.decision.decision) == (False, "invalid_arguments", "allowed")
+    assert detail in str(res.detail)
+    assert res.output["error"] == "invalid_arguments"
+    assert state_diff(snap, cp.state) == []
+
+
+def test_null_optional_arguments_mean_not_given() -> None:
+    # Codex's strict parameters make every optional property nullable.
+    cp = plane()
+    res = call(
+        cp,
+        "request_human_input",
+        "k",
+        task="i-0102",
+        kind="questions",
+        prompt="?",
+        continuation="none",
+        items=None,
+    )
+    assert res.ok and cp.state["interactions"][res.entity_id]["items"] == []
+
+
+def test_unknown_continuation_is_refused_by_the_effect_too() -> None:
+    # A catalog whose schema forgot the enum still cannot store an unknown continuation.
+    op = CATALOG.operations["request_human_input"]
+    loose = dataclasses.replace(
+        op, properties={**op.properties, "continuation": {"type": "string"}}
+    )
+    cp = ControlPlane(
+        build_fixture("baseline", run_task="i-0102"),
+        AuthContext("engineer", frozenset(), "standard", "i-0102"),
+        catalog=CATALOG.with_operation(loose),
+    )
+    cp.open_run()
+    snap = copy.deepcopy(cp.state)
+    res = call(
+        cp,
+        "request_human_input",
+        "k",
+        task="i-0102",
+        kind="questions",
+        prompt="?",
+        continuation="whenever",
+    )
+    assert res.error == "invalid_continuation" and state_diff(snap, cp.state) == []
+
+
+def test_child_task_blockers_must_exist() -> None:
+    cp = plane(claims=MANAGER)
+    snap = copy.deepcopy(cp.state)
+    res = call(
+        cp,
+        "create_task",
+        "c1",
+        title="x",
+        parentId="i-0102",
+        assigneeId="a-coder-0001",
+        blockerIds=["i-0103", "i-0999"],
+    )
+    assert (res.ok, res.error) == (False, "blocker_not_found")
+    assert state_diff(snap, cp.state) == []

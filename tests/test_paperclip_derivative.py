@@ -12,8 +12,15 @@ from typing import Any
 import pytest
 import yaml
 
-from capeval.paperclip.derivative import check_derivative, load_derivative
-from capeval.paperclip.policy import GROUP_COUNTS, GROUPS
+from capeval.paperclip.derivative import (
+    Row,
+    check_derivative,
+    find_derivative,
+    load_derivative,
+    parse_rows,
+)
+from capeval.paperclip.fakeagent import check_plans, derive_plan
+from capeval.paperclip.policy import CORPUS_CASE_IDS, GROUP_COUNTS, GROUPS
 from capeval.problems import ProblemsError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,18 +71,28 @@ def test_wrong_schema_version_fails(doc: dict[str, Any]) -> None:
     assert "schemaVersion: must be 2, found 1" in messages(bad)
 
 
-def test_105_rows_fail(doc: dict[str, Any]) -> None:
+def test_105_rows_fail_naming_the_missing_case(doc: dict[str, Any]) -> None:
     bad = copy.deepcopy(doc)
-    dropped = bad["rows"].pop()
+    dropped = bad["rows"].pop(7)
     out = messages(bad)
     assert "exactly 106 rows, found 105" in out
     assert f"group '{dropped['group']}' must have" in out
+    assert f"rows: missing corpus case id(s): {dropped['id']};" in out
 
 
-def test_duplicate_id_fails(doc: dict[str, Any]) -> None:
+def test_duplicate_id_fails_naming_both_rows(doc: dict[str, Any]) -> None:
     bad = copy.deepcopy(doc)
+    lost = bad["rows"][1]["id"]
     bad["rows"][1]["id"] = bad["rows"][0]["id"]
-    assert f"case id '{bad['rows'][0]['id']}' appears 2 times" in messages(bad)
+    out = messages(bad)
+    assert f"case id '{bad['rows'][0]['id']}' appears 2 times (rows[0], rows[1])" in out
+    assert f"missing corpus case id(s): {lost};" in out
+
+
+def test_corpus_case_ids_are_the_corpus(shared_dir: Path) -> None:
+    with (shared_dir / "paperclip" / "corpus-rows.tsv").open(encoding="utf-8") as fh:
+        corpus = sorted(r["id"] for r in csv.DictReader(fh, delimiter="\t"))
+    assert list(CORPUS_CASE_IDS) == corpus
 
 
 def test_moved_group_counts_fail(doc: dict[str, Any]) -> None:
@@ -128,9 +145,59 @@ def test_unknown_field_and_bad_task_mode_fail(doc: dict[str, Any]) -> None:
     bad = copy.deepcopy(doc)
     bad["rows"][0]["extra"] = 1
     bad["rows"][1]["taskMode"] = "yolo"
+    first, second = bad["rows"][0]["id"], bad["rows"][1]["id"]
     out = messages(bad)
-    assert "rows[0]: Additional properties are not allowed ('extra' was unexpected)" in out
-    assert "rows[1].taskMode: 'yolo' is not one of" in out
+    assert (
+        f"rows[0] ({first}): Additional properties are not allowed ('extra' was unexpected)" in out
+    )
+    assert (
+        f"drift.yaml: rows[1] ({second}).taskMode: unknown task mode 'yolo'; "
+        "known: standard, ask, planning, skill_test." in out
+    )
+
+
+def test_unknown_actor_role_fails(doc: dict[str, Any]) -> None:
+    # A capitalised role used to run as a role with no claims: a different case that passed.
+    bad = copy.deepcopy(doc)
+    index, row = next((i, r) for i, r in enumerate(bad["rows"]) if r["actor"] == "manager")
+    row["actor"] = "Manager"
+    out = messages(bad)
+    assert (
+        f"drift.yaml: rows[{index}] ({row['id']}).actor: unknown actor role 'Manager'; "
+        "known: engineer, manager, reviewer." in out
+    )
+    # Below the loader, the fake agent refuses the role too instead of granting it nothing.
+    with pytest.raises(ValueError, match="unknown actor role 'Manager'"):
+        derive_plan(Row.from_dict(row))
+
+
+def test_unknown_fixture_fails(doc: dict[str, Any]) -> None:
+    bad = copy.deepcopy(doc)
+    bad["rows"][2]["fixture"] = "no-such-fixture"
+    out = messages(bad)
+    assert (
+        f"drift.yaml: rows[2] ({bad['rows'][2]['id']}).fixture: unknown fixture "
+        "'no-such-fixture'; known: approval-approved, " in out
+    )
+
+
+def _unplannable(doc: dict[str, Any]) -> tuple[dict[str, Any], int, str]:
+    """A search row whose evidence no longer has the call its grant unlocks."""
+    bad = copy.deepcopy(doc)
+    index, row = next((i, r) for i, r in enumerate(bad["rows"]) if r["id"] == "se-q-filters-01")
+    row["expectedSemantics"] = ['GET "^/api/issues/(i-0101|MCK-101)$"']
+    return bad, index, row["id"]
+
+
+def test_authorization_row_the_fake_agent_cannot_test_is_a_problem(doc: dict[str, Any]) -> None:
+    bad, index, case_id = _unplannable(doc)
+    assert messages(bad) == ""  # the section-1 rules alone cannot see it
+    rows = parse_rows(bad)
+    (problem,) = check_plans(rows, file="drift.yaml")
+    assert problem.file == "drift.yaml"
+    assert problem.field == f"rows[{index}] ({case_id}).expectedSemantics"
+    assert "needs a call its requiredGrants ['company:search'] unlock" in problem.message
+    assert "get_task_context" in problem.message and "correct requiredGrants" in problem.message
 
 
 def test_every_problem_is_reported_at_once(doc: dict[str, Any]) -> None:
@@ -138,8 +205,6 @@ def test_every_problem_is_reported_at_once(doc: dict[str, Any]) -> None:
     bad["schemaVersion"] = 3
     bad["rows"][0]["primaryDisposition"] = "control_plane_owned"
     with pytest.raises(ProblemsError) as info:
-        from capeval.paperclip.derivative import parse_rows
-
         parse_rows(bad)
     assert len(info.value.problems) >= 2
 
@@ -178,3 +243,38 @@ def test_cli_validate_names_an_unreadable_file(tmp_path: Path) -> None:
     out = _cli("validate", "--file", str(path))
     assert out.returncode == 2
     assert "not valid YAML" in out.stderr
+
+
+@pytest.mark.parametrize("command", ["validate", "run", "report"])
+def test_cli_refuses_bad_input_before_running(
+    doc: dict[str, Any], tmp_path: Path, command: str
+) -> None:
+    # Both used to pass validate and then crash run/report with a traceback and exit 1.
+    path = tmp_path / "drift.yaml"
+    out_dir = tmp_path / "out"
+    extra = ["--out", str(out_dir)] if command == "report" else []
+
+    def attempt(obj: dict[str, Any]) -> str:
+        path.write_text(yaml.safe_dump(obj, sort_keys=False), encoding="utf-8")
+        out = _cli(command, "--file", str(path), *extra, cwd=tmp_path)
+        assert out.returncode == 2, out.stderr
+        assert "Traceback" not in out.stderr and not out_dir.exists()
+        return out.stderr
+
+    bad = copy.deepcopy(doc)
+    bad["rows"][3]["fixture"] = "no-such-fixture"
+    assert f"{path}: rows[3] ({bad['rows'][3]['id']}).fixture: unknown fixture" in attempt(bad)
+    unplannable, index, case_id = _unplannable(doc)
+    assert f"{path}: rows[{index}] ({case_id}).expectedSemantics: an authorization_policy" in (
+        attempt(unplannable)
+    )
+
+
+def test_no_derivative_here_is_an_error_saying_where_it_looked(tmp_path: Path) -> None:
+    with pytest.raises(ProblemsError, match="pass --file PATH"):
+        find_derivative(tmp_path)
+    out = _cli("validate", cwd=tmp_path)
+    assert out.returncode == 2
+    assert str(tmp_path.resolve()) in out.stderr
+    assert "no evals/paperclip/eval-traceability.yaml here or in any parent" in out.stderr
+    assert "Traceback" not in out.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import subprocess
@@ -222,6 +223,55 @@ def test_mcp_server_lists_the_codex_binding_and_runs_calls_on_the_control_plane(
     assert wrote["decision"] == "allowed" and wrote["stateDiff"]
     assert probe["decision"] == "absent" and probe["stateDiff"] == [] and not probe["onSurface"]
     assert judge(cases["cm"], records, exit_code=0) == []
+
+
+def test_mcp_server_answers_a_malformed_call_as_a_tool_error(cases: dict[str, LiveCase]) -> None:
+    # A missing required argument used to raise KeyError and end the server mid-turn.
+    journal = io.StringIO()
+    server = ControlPlaneServer(cases["cm"].row, journal)
+    before = copy.deepcopy(server.cp.state)
+    bad = {"name": "report_progress", "arguments": {"task": "i-0103", "idempotencyKey": "k"}}
+    called, pong = rpc(
+        server,
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": bad},
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+    )
+    body = json.loads(called["result"]["content"][0]["text"])
+    assert called["result"]["isError"] is True
+    assert (
+        body["error"] == "invalid_arguments" and "'body' is a required property" in body["detail"]
+    )
+    assert pong == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    assert server.cp.state == before
+    record = [json.loads(line) for line in journal.getvalue().splitlines()][-1]
+    assert (record["kind"], record["error"], record["stateDiff"]) == (
+        "call",
+        "invalid_arguments",
+        [],
+    )
+
+
+def test_mcp_server_survives_an_internal_error(
+    cases: dict[str, LiveCase], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = io.StringIO()
+    server = ControlPlaneServer(cases["cm"].row, journal)
+
+    def broken(name: str, args: dict[str, Any]) -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(server.cp, "call", broken)
+    failed, pong = rpc(
+        server,
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x"}},
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+    )
+    assert failed["error"]["code"] == -32603 and "boom" in failed["error"]["message"]
+    assert pong["result"] == {}
+    assert json.loads(journal.getvalue().splitlines()[-1]) == {
+        "kind": "error",
+        "message": "RuntimeError: boom",
+    }
 
 
 def test_mcp_server_runs_as_a_process_on_stdio(

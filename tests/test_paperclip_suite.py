@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,10 +16,11 @@ from capeval.analysis.paperclip_counts import group_counts
 from capeval.paperclip import controlplane
 from capeval.paperclip.catalog import CATALOG
 from capeval.paperclip.derivative import Row
-from capeval.paperclip.fakeagent import CALL, PROBE, WITHHELD, derive_plan
+from capeval.paperclip.fakeagent import CALL, PROBE, WITHHELD, Step, derive_plan
 from capeval.paperclip.policy import ALWAYS, GROUP_COUNTS
 from capeval.paperclip.report import REPORT_JSON, REPORT_MD, ROWS_JSONL, write_report
 from capeval.paperclip.suite import (
+    CONTROL_PLANE_NAMES,
     GRANTED,
     SINGLE,
     UNGRANTED,
@@ -51,7 +53,16 @@ def classes_failed(result: Any) -> set[str]:
 
 def test_all_146_configurations_pass(suite: SuiteResult) -> None:
     assert [str(f) for f in suite.failures] == []
-    assert (len(suite.results), suite.passed, suite.failed) == (146, 146, 0)
+    assert (len(suite.results), suite.configurations_passed, suite.configurations_failed) == (
+        146,
+        146,
+        0,
+    )
+    assert [(c.name, c.passed) for c in suite.suite_checks] == [
+        ("binding_parity", True),
+        ("codex_sample", True),
+    ]
+    assert (suite.passed, suite.failed, suite.checks, suite.ok) == (148, 0, 148, True)
     grants = [r.grants for r in suite.results]
     assert grants.count(GRANTED) == grants.count(UNGRANTED) == 40
     assert grants.count(SINGLE) == 66
@@ -115,7 +126,7 @@ def test_plans_are_derived_from_the_rows_evidence(rows: list[Row]) -> None:
 def test_exposing_checkout_fails_the_suite(rows: list[Row]) -> None:
     broken = CATALOG.with_disposition("checkout_task", ALWAYS)
     result = run_suite(rows, catalog=broken)
-    assert result.failed == 146
+    assert (result.configurations_failed, result.failed, result.ok) == (146, 148, False)
     kinds = {f.assertion_class for f in result.failures}
     assert {"control_plane_invariant", "binding_parity", "codex_sample"} <= kinds
     f = next(
@@ -219,7 +230,12 @@ def test_report_contract_and_byte_identical_reruns(rows: list[Row], tmp_path: Pa
         assert p.read_bytes() == q.read_bytes(), p.name
     report = json.loads((tmp_path / "a" / REPORT_JSON).read_text(encoding="utf-8"))
     assert report["groups"] == GROUP_COUNTS
-    assert (report["passed"], report["failed"], len(report["results"])) == (146, 0, 146)
+    assert (report["passed"], report["failed"], len(report["results"])) == (148, 0, 146)
+    assert (report["verdict"], report["configurationsPassed"], report["checks"]) == (
+        "passed",
+        146,
+        148,
+    )
     assert (
         report["fakeAgentOperations"] == report["codexOperations"]
         and len(report["codexOperations"]) == 18
@@ -235,10 +251,14 @@ def test_report_contract_and_byte_identical_reruns(rows: list[Row], tmp_path: Pa
         "combined_multi_hop",
         "restraint_no_call",
     }
-    assert report["operationCounts"]["checkout_task"] > 0
-    assert all({"caseId", "passed"} <= set(r) for r in report["results"])
+    assert "checkout_task" not in report["operationCounts"]  # never executed, only refused
+    assert report["refusedAttempts"]["checkout_task"]["absent"] > 0
+    assert all({"caseId", "passed", "operation"} <= set(r) for r in report["results"])
     md = (tmp_path / "a" / REPORT_MD).read_text(encoding="utf-8")
-    assert "**146 passed, 0 failed**" in md and "18/18" in md
+    assert (
+        "**PASSED**: 148 passed, 0 failed of 148 checks: 146/146 configurations, "
+        "binding parity 18/18, Codex sample 9/9." in md
+    )
 
 
 def test_group_counts_come_from_the_row_stream(rows: list[Row], tmp_path: Path) -> None:
@@ -260,7 +280,8 @@ def test_cli_run_and_report(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
-    assert (summary["passed"], summary["failed"], summary["parity"]["identical"]) == (146, 0, True)
+    assert (summary["passed"], summary["failed"], summary["parity"]["identical"]) == (148, 0, True)
+    assert (summary["verdict"], summary["configurations"]) == ("passed", 146)
     lines = [json.loads(x) for x in jsonl.read_text(encoding="utf-8").splitlines()]
     assert len(lines) == 146
     assert {
@@ -268,6 +289,7 @@ def test_cli_run_and_report(tmp_path: Path) -> None:
         "group",
         "assertionClasses",
         "grants",
+        "operation",
         "operations",
         "authorizationDecision",
         "passed",
@@ -281,5 +303,184 @@ def test_cli_run_and_report(tmp_path: Path) -> None:
         [*cmd, "report", "--out", str(tmp_path / "r")], capture_output=True, text=True, cwd=REPO
     )
     assert rep.returncode == 0, rep.stderr
-    assert "146 passed, 0 failed of 146 configurations; parity 18/18" in rep.stdout
+    assert (
+        "148 passed, 0 failed of 148 checks: 146/146 configurations, binding parity 18/18, "
+        "Codex sample 9/9" in rep.stdout
+    )
     assert (tmp_path / "r" / ROWS_JSONL).is_file()
+
+
+# -- the run and its lock, as the suite sees them ---------------------------------------------
+
+
+def test_writing_after_a_409_fails_the_restraint_case(by_id: dict[str, Row]) -> None:
+    # A misbehaving agent: after the 409 at checkout it writes anyway. The mock used to
+    # let those writes through; now it refuses them, and the case still fails, because
+    # trying is what a restraint case forbids.
+    row = by_id["co-409-stop-01"]
+    plan = derive_plan(row)
+    steps = tuple(
+        dataclasses.replace(s, kind=CALL) if s.kind == WITHHELD else s for s in plan.steps
+    )
+    result = run_configuration(row, SINGLE, plan=dataclasses.replace(plan, steps=steps))
+    writes = [(s.operation, c) for s, c in result.calls if s.kind == CALL]
+    assert [op for op, _ in writes] == ["request_review", "request_review", "report_progress"]
+    for _, c in writes:
+        assert (c.decision.decision, c.decision.reason) == ("denied", "run_not_active")
+    assert result.diff == []
+    assert not result.passed
+    restraint = [f for f in result.failures if f.assertion_class == "restraint_no_call"]
+    assert [f.operation for f in restraint] == [op for op, _ in writes]
+    assert all("attempted a write (not made: run_not_active)" in f.message for f in restraint)
+
+
+def test_a_case_without_an_execution_run_gets_none(by_id: dict[str, Row]) -> None:
+    row = by_id["co-runid-header-01"]
+    plan = derive_plan(row)
+    assert plan.run_task is None
+    result = run_configuration(row, SINGLE)
+    assert result.passed and "select_work" in result.control_plane_actions
+    assert "checkout_task" not in result.control_plane_actions
+    # The write the case is about, made anyway, has no run to belong to.
+    steps = tuple(
+        dataclasses.replace(s, kind=CALL) if s.kind == WITHHELD else s for s in plan.steps
+    )
+    bad = run_configuration(row, SINGLE, plan=dataclasses.replace(plan, steps=steps))
+    assert [(c.decision.reason, bad.diff) for _, c in bad.calls] == [("run_not_active", [])]
+    assert {f.assertion_class for f in bad.failures} == {"restraint_no_call"}
+
+
+# -- failures, totals and subsets -------------------------------------------------------------
+
+
+def test_a_failure_shows_the_final_state_diff(by_id: dict[str, Row]) -> None:
+    # block_task refused (planning only) after report_progress already wrote: the refused
+    # call changed nothing itself, but the run did, and the failure must say so.
+    op = dataclasses.replace(CATALOG.operations["block_task"], modes=("planning",))
+    row = by_id["ap-approval-deny-01"]
+    result = run_configuration(row, GRANTED, catalog=CATALOG.with_operation(op))
+    f = next(f for f in result.failures if f.operation == "block_task")
+    assert f.message.startswith("expected allowed") and f.step_diff == []
+    assert f.state_diff == result.diff and f.state_diff
+    assert "(empty)" not in str(f) and "comments[" in str(f)
+
+
+def _extra_tool_catalog() -> Any:
+    """A catalog whose surface has a 19th tool: every configuration still passes."""
+    extra = dataclasses.replace(CATALOG.operations["list_documents"], name="list_everything")
+    return CATALOG.with_operation(extra)
+
+
+def test_a_failed_suite_check_fails_the_totals(rows: list[Row], tmp_path: Path) -> None:
+    from capeval.commands.paperclip import _suite_line
+
+    subset = [r for r in rows if r.group in ("hb", "cm")]
+    result = run_suite(subset, catalog=_extra_tool_catalog())
+    assert result.configurations_failed == 0 and not result.ok
+    assert (result.passed, result.failed) == (len(subset) + 1, 1)
+    json_path, md_path, _ = write_report(result, tmp_path)
+    report = json.loads(json_path.read_text(encoding="utf-8"))
+    assert (report["verdict"], report["failed"], report["configurationsFailed"]) == (
+        "failed",
+        1,
+        0,
+    )
+    assert {"check": "binding_parity", "passed": False}.items() <= report["suiteChecks"][0].items()
+    line = f"{len(subset) + 1} passed, 1 failed of {len(subset) + 2} checks"
+    assert _suite_line(result).startswith(line)
+    assert "binding parity 19/19 FAILED" in _suite_line(result)
+    assert md_path.read_text(encoding="utf-8").count(f"**FAILED**: {line}") == 1
+
+
+def test_a_subset_samples_only_its_groups(rows: list[Row]) -> None:
+    subset = [r for r in rows if r.group in ("dp", "se")]
+    result = run_suite(subset)  # used to fail with IndexError in the Codex sample
+    assert [s["group"] for s in result.codex_sample] == ["dp"]
+    assert result.codex_sample_skipped == ["hb", "bl", "ap", "ar", "ix", "mh", "rs", "wk"]
+    check = next(c for c in result.suite_checks if c.name == "codex_sample")
+    assert check.passed and "not sampled (no rows in this run): hb, bl" in check.detail
+    assert result.ok
+
+
+# -- rows, matrix and execution counts --------------------------------------------------------
+
+
+def test_each_row_names_its_headline_operation(suite: SuiteResult) -> None:
+    rows = {(r.row.id, r.grants): r.to_row() for r in suite.results}
+    assert [rows[("se-q-filters-01", g)]["operation"] for g in (GRANTED, UNGRANTED)] == [
+        "search_tasks",
+        "search_tasks",
+    ]
+    assert [
+        rows[("se-q-filters-01", g)]["authorizationDecision"] for g in (GRANTED, UNGRANTED)
+    ] == [
+        "allowed",
+        "denied",
+    ]
+    # Not the document listing the fake agent does before writing: the write itself.
+    assert rows[("dp-plan-doc-01", SINGLE)]["operation"] == "write_document"
+    none = rows[("rs-secret-hygiene-01", SINGLE)]
+    assert (none["operation"], none["authorizationDecision"]) == (None, "none")
+    for r in suite.results:
+        operation, decision = r.headline()
+        match = [c for s, c in r.calls if s.operation == operation]
+        assert operation is None or decision in {c.decision.decision for c in match}, r.row.id
+
+
+def test_execution_counts_are_allowed_calls_only(suite: SuiteResult, tmp_path: Path) -> None:
+    allowed = sum(c.decision.decision == "allowed" for r in suite.results for _, c in r.calls)
+    refused = sum(c.decision.decision != "allowed" for r in suite.results for _, c in r.calls)
+    assert sum(suite.operation_counts().values()) == allowed
+    assert sum(n for by in suite.refused_attempts().values() for n in by.values()) == refused
+    assert set(suite.operation_counts()).isdisjoint(CONTROL_PLANE_NAMES)
+    _, md_path, _ = write_report(suite, tmp_path)
+    md = md_path.read_text(encoding="utf-8")
+    assert "## Refused attempts" in md and "| `checkout_task` | " in md
+    matrix = md[md.index("## Fake-agent matrix") :].split("\n## ")[0]
+    cases = [x.split(" | ")[0][2:] for x in matrix.splitlines() if re.match(r"\| \w\w-", x)]
+    assert cases == sorted({r.row.id for r in suite.results})
+    assert "| se-q-filters-01 | `search_tasks` | allowed, " in matrix
+    assert "| denied, 0, pass |" in matrix
+
+
+def test_the_generic_api_escape_hatch_is_never_coverage(by_id: dict[str, Row]) -> None:
+    hatch = dataclasses.replace(CATALOG.operations["generic_api_request"], claims=())
+    row = by_id["cm-multiline-01"]
+    plan = derive_plan(row)
+    raw = Step(CALL, "generic_api_request", {"method": "GET", "path": "/x", "idempotencyKey": "g"})
+    plan = dataclasses.replace(plan, steps=(*plan.steps, raw))
+    result = run_suite([row], catalog=CATALOG.with_operation(hatch), plans={row.id: plan})
+    assert any(s.operation == "generic_api_request" and c.ok for s, c in result.results[0].calls)
+    assert "generic_api_request" not in result.operation_counts()
+    assert result.uncounted_executions() == {"generic_api_request": 1}
+
+
+# -- where the report goes ---------------------------------------------------------------------
+
+
+def test_report_defaults_to_the_workspace_evidence_folder(
+    paperclip_derivative: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from capeval.cli import main
+
+    workspace = tmp_path / "ws"
+    (workspace / "evals" / "capability" / "cases").mkdir(parents=True)
+    custom = tmp_path / "elsewhere" / "d.yaml"
+    custom.parent.mkdir()
+    custom.write_bytes(paperclip_derivative.read_bytes())
+    (workspace / "sub").mkdir()
+    monkeypatch.chdir(workspace / "sub")
+    out = CliRunner().invoke(main, ["paperclip", "report", "--file", str(custom)])
+    assert out.exit_code == 0, out.output
+    assert (workspace / ".capeval" / "evidence" / "paperclip" / REPORT_JSON).is_file()
+    # A file next to the working directory, outside any workspace: used to be IndexError.
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "d.yaml").write_bytes(paperclip_derivative.read_bytes())
+    monkeypatch.chdir(plain)
+    out = CliRunner().invoke(main, ["paperclip", "report", "--file", "d.yaml"])
+    assert out.exit_code == 0, out.output
+    assert "wrote .capeval/evidence/paperclip/eval-parity-report.md" in out.output
+    assert (plain / ".capeval" / "evidence" / "paperclip" / REPORT_MD).is_file()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
+    from capeval.paperclip.derivative import Row
     from capeval.paperclip.suite import SuiteResult
 
 _FILE = click.option(
@@ -22,7 +23,8 @@ _FILE = click.option(
     "file",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Derivative to use (default: evals/paperclip/eval-traceability.yaml of this workspace).",
+    help="Derivative to use (default: evals/paperclip/eval-traceability.yaml in the current "
+    "directory or its nearest ancestor that has one).",
 )
 
 
@@ -32,16 +34,53 @@ def _echo_problems(problems: Sequence[Any], closing: str) -> None:
     click.echo(f"{len(problems)} problem(s){closing}", err=True)
 
 
-def _load(file: Path | None) -> tuple[Path, list]:
+def _checked_rows(file: Path | None) -> tuple[Path, list[Row]]:
+    """The derivative's rows, refused (ProblemsError) unless the suite can run every one.
+
+    Beyond the loader's section-1 rules this derives each row's plan, so a
+    row the fake agent cannot test (e.g. an authorization_policy row whose
+    evidence has no call its grant unlocks) is a problem `validate` reports,
+    not a traceback in the middle of `run`.
+    """
     from capeval.paperclip.derivative import find_derivative, load_derivative
+    from capeval.paperclip.fakeagent import check_plans
     from capeval.problems import ProblemsError
 
     path = file or find_derivative()
+    rows = load_derivative(path)
+    problems = check_plans(rows, file=str(path))
+    if problems:
+        raise ProblemsError(problems)
+    return path, rows
+
+
+def _load(file: Path | None) -> tuple[Path, list[Row]]:
+    """`_checked_rows` for the commands that go on to run: problems on stderr, exit 2."""
+    from capeval.problems import ProblemsError
+
     try:
-        return path, load_derivative(path)
+        return _checked_rows(file)
     except ProblemsError as exc:
         _echo_problems(exc.problems, "; fix the derivative and run again.")
         raise SystemExit(2) from exc
+
+
+def _evidence_dir() -> Path:
+    """`.capeval/evidence/paperclip/` under the workspace root the other commands use
+    (the nearest ancestor holding evals/capability/cases), else the current directory.
+
+    Not beside the derivative: a `--file` can live anywhere, and evidence
+    belongs to the workspace the user is working in.
+    """
+    from capeval.paperclip.report import DEFAULT_OUT
+    from capeval.problems import ProblemsError
+    from capeval.workspace import find_root
+
+    try:
+        root = find_root()
+    except ProblemsError:
+        root = Path.cwd()
+    return root / DEFAULT_OUT
 
 
 def _shown(path: Path) -> Path:
@@ -53,11 +92,9 @@ def _shown(path: Path) -> Path:
 
 
 def _suite_line(result: SuiteResult) -> str:
-    return (
-        f"{result.passed} passed, {result.failed} failed of {len(result.results)} "
-        f"configurations; parity {len(result.fake_agent_operations)}/"
-        f"{len(result.codex_operations)}"
-    )
+    from capeval.paperclip.report import summary, verdict_line
+
+    return verdict_line(summary(result))
 
 
 @click.group()
@@ -70,25 +107,23 @@ def paperclip() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
 def validate(file: Path | None, as_json: bool) -> None:
     """Check the traceability derivative against every rule; exit 2 listing each problem."""
-    from capeval.paperclip.derivative import find_derivative, load_derivative
     from capeval.problems import ProblemsError
 
-    path = file or find_derivative()
     try:
-        rows = load_derivative(path)
+        path, rows = _checked_rows(file)
     except ProblemsError as exc:
         if as_json:
             click.echo(
                 json.dumps({"ok": False, "problems": [p.to_json() for p in exc.problems]}, indent=2)
             )
         else:
-            _echo_problems(exc.problems, f" in {path}")
+            _echo_problems(exc.problems, f" in {file}" if file else "")
         raise SystemExit(2) from exc
     groups = sorted({r.group for r in rows})
     if as_json:
         click.echo(json.dumps({"ok": True, "rows": len(rows), "groups": len(groups)}))
     else:
-        click.echo(f"ok: {path}: {len(rows)} rows in {len(groups)} groups")
+        click.echo(f"ok: {_shown(path)}: {len(rows)} rows in {len(groups)} groups")
 
 
 @paperclip.command()
@@ -103,7 +138,7 @@ def validate(file: Path | None, as_json: bool) -> None:
 @click.option("--force", is_flag=True, help="Overwrite an existing --jsonl file.")
 def run(file: Path | None, as_json: bool, jsonl: Path | None, force: bool) -> None:
     """Run every configuration (optional rows granted and ungranted); exit 1 on any failure."""
-    from capeval.paperclip.report import write_rows
+    from capeval.paperclip.report import summary, write_rows
     from capeval.paperclip.suite import run_suite
 
     if jsonl is not None and jsonl.exists() and not force:
@@ -114,24 +149,14 @@ def run(file: Path | None, as_json: bool, jsonl: Path | None, force: bool) -> No
     result = run_suite(rows)
     if jsonl is not None:
         write_rows(result, jsonl)
-    summary = {
-        "configurations": len(result.results),
-        "passed": result.passed,
-        "failed": result.failed,
-        "parity": {
-            "fakeAgent": len(result.fake_agent_operations),
-            "codex": len(result.codex_operations),
-            "identical": result.parity,
-        },
-        "failures": [f.to_json() for f in result.failures],
-    }
     if as_json:
-        click.echo(json.dumps(summary, indent=2, sort_keys=True))
+        out = {**summary(result), "failures": [f.to_json() for f in result.failures]}
+        click.echo(json.dumps(out, indent=2, sort_keys=True))
     else:
         for f in result.failures:
             click.echo(f"FAIL {f}")
         click.echo(_suite_line(result))
-    if result.failures:
+    if not result.ok:
         raise SystemExit(1)
 
 
@@ -146,11 +171,11 @@ def run(file: Path | None, as_json: bool, jsonl: Path | None, force: bool) -> No
 @click.option("--json", "as_json", is_flag=True, help="Print the written paths as JSON.")
 def report(file: Path | None, out: Path | None, as_json: bool) -> None:
     """Run the suite and write the parity report (JSON and Markdown) plus its row stream."""
-    from capeval.paperclip.report import DEFAULT_OUT, write_report
+    from capeval.paperclip.report import write_report
     from capeval.paperclip.suite import run_suite
 
-    path, rows = _load(file)
-    out_dir = out or (path.resolve().parents[2] / DEFAULT_OUT)
+    _, rows = _load(file)
+    out_dir = out or _evidence_dir()
     result = run_suite(rows)
     json_path, md_path, rows_path = write_report(result, out_dir)
     if as_json:
@@ -160,6 +185,7 @@ def report(file: Path | None, out: Path | None, as_json: bool) -> None:
                     "json": str(json_path),
                     "markdown": str(md_path),
                     "rows": str(rows_path),
+                    "verdict": "passed" if result.ok else "failed",
                     "passed": result.passed,
                     "failed": result.failed,
                 }
@@ -168,7 +194,7 @@ def report(file: Path | None, out: Path | None, as_json: bool) -> None:
     else:
         click.echo(f"wrote {_shown(json_path)}\nwrote {_shown(md_path)}\nwrote {_shown(rows_path)}")
         click.echo(_suite_line(result))
-    if result.failures:
+    if not result.ok:
         raise SystemExit(1)
 
 
@@ -226,7 +252,6 @@ def live(
         run_matrix,
     )
     from capeval.paperclip.livejudge import live_cases
-    from capeval.paperclip.report import DEFAULT_OUT
 
     path, rows = _load(file)
     try:
@@ -243,7 +268,7 @@ def live(
     settings = LiveSettings(
         binary, path.resolve(), model, config, scripted=scripted, timeout_s=timeout
     )
-    rows_path = (out or (path.resolve().parents[2] / DEFAULT_OUT / "live")) / "live-rows.jsonl"
+    rows_path = (out or (_evidence_dir() / "live")) / "live-rows.jsonl"
 
     def show(row: dict[str, Any]) -> None:
         if as_json:

@@ -27,6 +27,8 @@ OPERATION_NOT_AVAILABLE_IN_TASK_MODE = "operation_not_available_in_task_mode"
 CONTROL_PLANE_OWNED_OPERATION = "control_plane_owned_operation"
 UNKNOWN_OPERATION = "unknown_operation"
 TASK_OUT_OF_SCOPE = "task_out_of_scope"
+RUN_NOT_ACTIVE = "run_not_active"
+EXECUTION_LOCK_NOT_HELD = "execution_lock_not_held"
 REASONS: tuple[str, ...] = (
     TASK_SCOPED_ALWAYS_TOOL,
     REQUIRED_CLAIMS_GRANTED,
@@ -36,7 +38,11 @@ REASONS: tuple[str, ...] = (
     CONTROL_PLANE_OWNED_OPERATION,
     UNKNOWN_OPERATION,
     TASK_OUT_OF_SCOPE,
+    RUN_NOT_ACTIVE,
+    EXECUTION_LOCK_NOT_HELD,
 )
+
+RUNNING = "running"  # the only run status in which an agent may write
 
 
 @dataclass(frozen=True)
@@ -115,6 +121,38 @@ def decide(
     if missing:
         return Decision(operation, granted, REQUIRED_CLAIM_MISSING, missing)
     return Decision(operation, ok, REQUIRED_CLAIMS_GRANTED)
+
+
+def decide_execution(
+    operation: str,
+    *,
+    run_status: str | None,
+    run_id: str,
+    task_lock: str | None = None,
+    targets_task: bool = False,
+    catalog: Catalog = CATALOG,
+) -> Decision | None:
+    """Whether the run may make an allowed write now; None when it may.
+
+    Authorization says what the actor may do at all; this says what this run
+    may do at this moment. Checkout is an atomic execution lock, so a write
+    is refused when the run is not running (a 409 conflict, a budget stop,
+    an idle wake that checked nothing out) and, for a write on a task, when
+    the task's execution lock (`task_lock`, its executionRunId) is not this
+    run's. A delegation write on another task (`acts_on_other_tasks`) needs
+    only that no other run holds that task. Reads are never refused here:
+    looking is how an agent finds out it should stop.
+    """
+    op = catalog.get(operation)
+    if op is None or not op.mutates:
+        return None
+    if run_status != RUNNING:
+        return Decision(operation, DENIED, RUN_NOT_ACTIVE)
+    if not targets_task or task_lock == run_id:
+        return None
+    if task_lock is None and op.acts_on_other_tasks:
+        return None
+    return Decision(operation, DENIED, EXECUTION_LOCK_NOT_HELD)
 
 
 def surface(

@@ -32,6 +32,10 @@ class Operation:
     properties: Mapping[str, Any] = field(default_factory=dict)
     required: tuple[str, ...] = ()
     counts_as_coverage: bool = True
+    # A delegation write on someone else's task (its blockers, its assignee): the
+    # run does not execute that task, so it needs only that no other run holds it,
+    # where a write on the run's own task needs the run to hold its lock.
+    acts_on_other_tasks: bool = False
 
     @property
     def mutates(self) -> bool:
@@ -290,6 +294,7 @@ OPTIONAL_TOOLS: tuple[Operation, ...] = (
         "delegation:dependencies:write",
         kind=WRITE,
         modes=_DELEGATE,
+        acts_on_other_tasks=True,
         properties={**TASK, "blockerIds": _IDS},
         required=("blockerIds", "task"),
     ),
@@ -299,6 +304,7 @@ OPTIONAL_TOOLS: tuple[Operation, ...] = (
         "delegation:tasks:reassign",
         kind=WRITE,
         modes=_DELEGATE,
+        acts_on_other_tasks=True,
         properties={**TASK, "assigneeId": _S},
         required=("assigneeId", "task"),
     ),
@@ -409,8 +415,18 @@ OPTIONAL_TOOLS: tuple[Operation, ...] = (
     ),
 )
 
+# The lock operations name their task, so a catalog that wrongly hands one to an
+# agent gets a call the mock can really run (and the suite must then catch).
+_ON_TASK = frozenset({"checkout_task", "release_task"})
+
 CONTROL_PLANE_OPERATIONS: tuple[Operation, ...] = tuple(
-    _op(name, CONTROL_PLANE, description, kind=WRITE)
+    _op(
+        name,
+        CONTROL_PLANE,
+        description,
+        kind=WRITE,
+        **({"properties": TASK, "required": ("task",)} if name in _ON_TASK else {}),
+    )
     for name, description in (
         ("checkout_task", "Take the task's atomic execution lock for a run."),
         ("release_task", "Release the task's execution lock."),

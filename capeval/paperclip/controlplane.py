@@ -2,11 +2,15 @@
 
 Every agent call goes through `ControlPlane.call`, which asks
 `authorization.decide` first: a refused call returns its decision and touches
-nothing. An allowed write runs its effect on a copy of the state and commits
-only on success, so a failed write (a revision conflict, a missing task) also
-leaves no trace. Successful writes bump the state revision, store their
-idempotency record and append an audit record; a retry with a known key
-replays the stored result without a second effect.
+nothing. An allowed call's arguments are then checked against the operation's
+published input schema (a malformed call fails with `invalid_arguments`
+instead of reaching a handler), and an allowed write must also be one the run
+may make now (`authorization.decide_execution`: the run is running and holds
+the task's execution lock). An allowed write runs its effect on a copy of the
+state and commits only on success, so a failed write (a revision conflict, a
+missing task) also leaves no trace. Successful writes bump the state revision,
+store their idempotency record and append an audit record; a retry with a
+known key replays the stored result without a second effect.
 """
 
 from __future__ import annotations
@@ -16,11 +20,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from capeval.paperclip.authorization import ALLOWED, AuthContext, Decision, decide
-from capeval.paperclip.catalog import CATALOG, INTERACTION_KINDS, Catalog
+from capeval.paperclip.authorization import (
+    ALLOWED,
+    RUN_NOT_ACTIVE,
+    AuthContext,
+    Decision,
+    decide,
+    decide_execution,
+)
+from capeval.paperclip.catalog import CATALOG, CONTINUATIONS, INTERACTION_KINDS, Catalog, Operation
 from capeval.paperclip.fixtures import AGENT, COMPANY, Fixture
 
 CONTROL_PLANE_ACTOR = "control-plane"
+INVALID_ARGUMENTS = "invalid_arguments"
 
 
 class EffectError(Exception):
@@ -40,6 +52,7 @@ class CallResult:
     entity_id: str | None = None
     error: str | None = None
     replayed: bool = False
+    detail: str | None = None  # why, in words: the schema message, the lock holder
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -49,6 +62,7 @@ class CallResult:
             "ok": self.ok,
             "entityId": self.entity_id,
             "error": self.error,
+            "detail": self.detail,
             "replayed": self.replayed,
         }
 
@@ -82,6 +96,7 @@ class ControlPlane:
         self.catalog = catalog
         self.run_id = run_id
         self.calls: list[CallResult] = []
+        self._validators: dict[str, Any] = {}
         self.state["actors"][AGENT]["role"] = ctx.role
 
     # -- the control plane's own actions -------------------------------------------------
@@ -165,6 +180,7 @@ class ControlPlane:
         return surface(self.ctx, catalog=self.catalog)
 
     def call(self, operation: str, args: dict[str, Any]) -> CallResult:
+        """Decide, check and (when allowed) run one agent call; every attempt is recorded."""
         decision = decide(operation, self.ctx, target_task=args.get("task"), catalog=self.catalog)
         if decision.decision != ALLOWED:
             return self._record(CallResult(operation, decision, ok=False, error=decision.reason))
@@ -175,63 +191,131 @@ class ControlPlane:
             return self._record(
                 CallResult(operation, decision, ok=False, error="operation_not_implemented")
             )
+        args = _without_null_options(op, args)
+        rejected = self._reject(op, decision, args)
+        if rejected is not None:
+            return self._record(rejected)
         if not op.mutates:
-            try:
-                _, data = handler(self, self.state, args)
-            except EffectError as exc:
-                out: dict[str, Any] = {"ok": False, "data": None, "error": exc.code}
-                return self._record(
-                    CallResult(operation, decision, ok=False, output=out, error=exc.code)
-                )
-            return self._record(
-                CallResult(
-                    operation, decision, ok=True, output={"ok": True, "data": data, "error": None}
-                )
+            return self._record(self._read(op, decision, handler, args))
+        return self._record(self._write(op, decision, handler, args))
+
+    def _reject(self, op: Operation, decision: Decision, args: dict[str, Any]) -> CallResult | None:
+        """Why an allowed call cannot run as given, before anything is touched; else None.
+
+        In order: a write without an idempotency key, arguments its published
+        schema refuses, a write this run may not make now (`decide_execution`).
+        """
+        name = op.name
+        if op.mutates and not args.get("idempotencyKey"):
+            return CallResult(name, decision, ok=False, error="idempotency_key_required")
+        problem = self._argument_problem(op, args)
+        if problem is not None:
+            out = self._failed_output(op, INVALID_ARGUMENTS)
+            return CallResult(
+                name, decision, ok=False, output=out, error=INVALID_ARGUMENTS, detail=problem
             )
-        key = args.get("idempotencyKey")
-        if not key:
-            return self._record(
-                CallResult(operation, decision, ok=False, error="idempotency_key_required")
-            )
+        refusal = self._execution_refusal(op, args)
+        if refusal is not None:
+            gate, why = refusal
+            return CallResult(name, gate, ok=False, error=gate.reason, detail=why)
+        return None
+
+    def _read(
+        self, op: Operation, decision: Decision, handler: Handler, args: dict[str, Any]
+    ) -> CallResult:
+        try:
+            _, data = handler(self, self.state, args)
+        except EffectError as exc:
+            out = self._failed_output(op, exc.code)
+            return CallResult(op.name, decision, ok=False, output=out, error=exc.code)
+        out = {"ok": True, "data": data, "error": None}
+        return CallResult(op.name, decision, ok=True, output=out)
+
+    def _write(
+        self, op: Operation, decision: Decision, handler: Handler, args: dict[str, Any]
+    ) -> CallResult:
+        """Replay a known idempotency key, else run the effect on a draft and commit it."""
+        operation, key = op.name, args["idempotencyKey"]
         known = self.state["idempotency"].get(key)
         if known is not None:
             if known["operation"] != operation:
-                return self._record(
-                    CallResult(operation, decision, ok=False, error="idempotency_key_reused")
-                )
+                return CallResult(operation, decision, ok=False, error="idempotency_key_reused")
             out = dict(known["result"])
-            return self._record(
-                CallResult(
-                    operation,
-                    decision,
-                    ok=True,
-                    output=out,
-                    entity_id=out["entityId"],
-                    replayed=True,
-                )
+            return CallResult(
+                operation,
+                decision,
+                ok=True,
+                output=out,
+                entity_id=out["entityId"],
+                replayed=True,
             )
         draft = copy.deepcopy(self.state)
         try:
             entity_id, _ = handler(self, draft, args)
         except EffectError as exc:
-            out = {
-                "ok": False,
-                "revision": self.state["revision"],
-                "entityId": None,
-                "error": exc.code,
-            }
-            return self._record(
-                CallResult(operation, decision, ok=False, output=out, error=exc.code)
-            )
+            out = self._failed_output(op, exc.code)
+            return CallResult(operation, decision, ok=False, output=out, error=exc.code)
         draft["revision"] += 1
         out = {"ok": True, "revision": draft["revision"], "entityId": entity_id, "error": None}
         draft["idempotency"][key] = {"operation": operation, "result": out, "runId": self.run_id}
         entity = _ENTITY_OF.get(operation) or str(getattr(handler, "collection", "tasks"))
         self._audit(draft, AGENT, operation, entity, entity_id)
         self.state = draft
-        return self._record(
-            CallResult(operation, decision, ok=True, output=out, entity_id=entity_id)
+        return CallResult(operation, decision, ok=True, output=out, entity_id=entity_id)
+
+    def _argument_problem(self, op: Operation, args: dict[str, Any]) -> str | None:
+        """The schema's complaint about `args`, or None: handlers may trust what they get.
+
+        The input schema is the one the bindings publish, so an agent that
+        follows what it was shown never sees this; one that does not gets a
+        failed call it can read, not a control plane that falls over.
+        """
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import best_match
+
+        validator = self._validators.get(op.name)
+        if validator is None:
+            validator = self._validators[op.name] = Draft202012Validator(op.input_schema())
+        error = best_match(validator.iter_errors(args))
+        if error is None:
+            return None
+        where = ".".join(str(p) for p in error.absolute_path)
+        return f"{where}: {error.message}" if where else error.message
+
+    def _execution_refusal(
+        self, op: Operation, args: dict[str, Any]
+    ) -> tuple[Decision, str] | None:
+        """A write this run may not make now (see `decide_execution`), with the reason in words."""
+        run = self.state["runs"].get(self.run_id) or {}
+        status = run.get("status")
+        task_id = args.get("task") if "task" in op.properties else None
+        task = self.state["tasks"].get(task_id) if isinstance(task_id, str) else None
+        lock = task.get("executionRunId") if task is not None else None
+        gate = decide_execution(
+            op.name,
+            run_status=status,
+            run_id=self.run_id,
+            task_lock=lock,
+            targets_task=task is not None,
+            catalog=self.catalog,
         )
+        if gate is None:
+            return None
+        if gate.reason == RUN_NOT_ACTIVE:
+            return gate, f"run {self.run_id} is {status or 'not open'}, not running"
+        holder = f"held by {lock}" if lock else "not held by any run"
+        return gate, f"task {task_id}'s execution lock is {holder}, not by {self.run_id}"
+
+    def _failed_output(self, op: Operation, code: str) -> dict[str, Any]:
+        """A failed call's typed output: the same shape a successful one has."""
+        if op.mutates:
+            return {
+                "ok": False,
+                "revision": self.state["revision"],
+                "entityId": None,
+                "error": code,
+            }
+        return {"ok": False, "data": None, "error": code}
 
     def _record(self, result: CallResult) -> CallResult:
         self.calls.append(result)
@@ -257,6 +341,13 @@ class ControlPlane:
             "outcome": outcome,
             "revision": s["revision"],
         }
+
+
+def _without_null_options(op: Operation, args: dict[str, Any]) -> dict[str, Any]:
+    """`args` without null optional arguments: the Codex binding's strict parameters make
+    every optional property nullable, and a null there means "not given"."""
+    required = set(op.input_schema()["required"])
+    return {k: v for k, v in args.items() if v is not None or k in required}
 
 
 # -- effects -------------------------------------------------------------------------------
@@ -333,6 +424,8 @@ def _request_human_input(
     task = _task_of(s, a)
     if a["kind"] not in INTERACTION_KINDS:
         raise EffectError("invalid_interaction_kind", a["kind"])
+    if a["continuation"] not in CONTINUATIONS:
+        raise EffectError("invalid_continuation", a["continuation"])
     iid = _next_id(s, "int")
     s["interactions"][iid] = {
         "taskId": a["task"],
@@ -375,6 +468,9 @@ def _create_task(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> tupl
     if parent is not None and parent not in s["tasks"]:
         raise EffectError("task_not_found", parent)
     blockers = list(a.get("blockerIds") or [])
+    missing = [b for b in blockers if b not in s["tasks"]]
+    if missing:
+        raise EffectError("blocker_not_found", ", ".join(missing))
     tid = _next_id(s, "i-9")
     s["tasks"][tid] = {
         "title": a["title"],

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from capeval.paperclip.fixtures import FIXTURE_NAMES, ROLE_CLAIMS
 from capeval.paperclip.policy import (
     ASSERTION_CLASSES,
+    CORPUS_CASE_IDS,
     DISPOSITIONS,
     GROUP_COUNTS,
     GROUPS,
@@ -38,8 +40,10 @@ ROW_SCHEMA: dict[str, Any] = {
         "group": {"type": "string", "enum": sorted(GROUPS)},
         "legacyGroup": {"type": "integer", "minimum": 1, "maximum": 16},
         "fixture": {"type": "string", "pattern": r"^[a-z0-9][a-z0-9-]*$"},
+        # actor, taskMode and fixture are checked by name in `_check_row_names`, with
+        # the known values and the fix in the message; the schema only wants text.
         "actor": _TEXT,
-        "taskMode": {"type": "string", "enum": list(TASK_MODES)},
+        "taskMode": _TEXT,
         "scenario": _TEXT,
         "expectedOutcome": _TEXT,
         "primaryDisposition": {"type": "string", "enum": list(DISPOSITIONS)},
@@ -117,6 +121,22 @@ def _path(parts: Any) -> str:
     return out
 
 
+def _row_label(rows: Any, index: int) -> str:
+    """`rows[i] (id)`: the index finds the row in the file, the id names the case."""
+    row = rows[index] if isinstance(rows, list) and index < len(rows) else None
+    rid = row.get("id") if isinstance(row, Mapping) else None
+    return f"rows[{index}] ({rid})" if isinstance(rid, str) else f"rows[{index}]"
+
+
+def _schema_location(obj: Mapping[str, Any], parts: list[Any]) -> str:
+    """A schema error's field, with the row's id beside its index when the error is in a row."""
+    if len(parts) >= 2 and parts[0] == "rows" and isinstance(parts[1], int):
+        rest = _path(parts[2:])
+        label = _row_label(obj.get("rows"), parts[1])
+        return f"{label}.{rest}" if rest else label
+    return _path(parts)
+
+
 def check_derivative(obj: Any, *, file: str = str(DERIVATIVE_PATH)) -> list[Problem]:
     """Every way `obj` (the parsed YAML) breaks section 1; empty when it is sound."""
     from jsonschema import Draft202012Validator
@@ -137,7 +157,7 @@ def check_derivative(obj: Any, *, file: str = str(DERIVATIVE_PATH)) -> list[Prob
     for err in sorted(validator.iter_errors(obj), key=lambda e: list(map(str, e.absolute_path))):
         if list(err.absolute_path) == ["schemaVersion"]:
             continue  # reported above with a friendlier message
-        problems.append(Problem(file, _path(err.absolute_path), err.message))
+        problems.append(Problem(file, _schema_location(obj, list(err.absolute_path)), err.message))
     rows = obj.get("rows")
     if not isinstance(rows, list):
         return problems
@@ -145,13 +165,8 @@ def check_derivative(obj: Any, *, file: str = str(DERIVATIVE_PATH)) -> list[Prob
         problems.append(
             Problem(file, "rows", f"must hold exactly {TOTAL_ROWS} rows, found {len(rows)}")
         )
+    problems.extend(_check_ids(rows, file))
     good = [r for r in rows if isinstance(r, Mapping)]
-    ids = Counter(r.get("id") for r in good)
-    for case_id, n in sorted(ids.items(), key=lambda kv: str(kv[0])):
-        if n > 1:
-            problems.append(
-                Problem(file, "rows", f"case id {case_id!r} appears {n} times; ids must be unique")
-            )
     groups = Counter(r.get("group") for r in good if isinstance(r.get("group"), str))
     if len(groups) != len(GROUPS):
         problems.append(
@@ -173,17 +188,88 @@ def check_derivative(obj: Any, *, file: str = str(DERIVATIVE_PATH)) -> list[Prob
             )
     for i, row in enumerate(rows):
         if isinstance(row, Mapping):
-            problems.extend(_check_row_policy(row, f"rows[{i}]", file))
+            label = _row_label(rows, i)
+            problems.extend(_check_row_names(row, label, file))
+            problems.extend(_check_row_policy(row, label, file))
     return problems
 
 
-def _check_row_policy(row: Mapping[str, Any], where: str, file: str) -> list[Problem]:
+def _check_ids(rows: list[Any], file: str) -> list[Problem]:
+    """Duplicate ids with the rows that carry them, and corpus cases no row carries.
+
+    A count that is off says something drifted; the ids and indexes say what,
+    so the fix does not start with a search through 106 rows.
+    """
+    out: list[Problem] = []
+    where: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        rid = row.get("id") if isinstance(row, Mapping) else None
+        if isinstance(rid, str):
+            where.setdefault(rid, []).append(i)
+    for case_id, indexes in sorted(where.items()):
+        if len(indexes) > 1:
+            at = ", ".join(f"rows[{i}]" for i in indexes)
+            out.append(
+                Problem(
+                    file,
+                    "rows",
+                    f"case id {case_id!r} appears {len(indexes)} times ({at}); ids must be "
+                    "unique: give each row its own corpus case id",
+                )
+            )
+    missing = [c for c in CORPUS_CASE_IDS if c not in where]
+    if missing:
+        out.append(
+            Problem(
+                file,
+                "rows",
+                f"missing corpus case id(s): {', '.join(missing)}; "
+                "every corpus case needs exactly one row",
+            )
+        )
+    return out
+
+
+# The values a row may name, and where a new one would have to be added first.
+_NAMED_VALUES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
+    (
+        "actor",
+        "actor role",
+        tuple(sorted(ROLE_CLAIMS)),
+        "ROLE_CLAIMS in capeval/paperclip/fixtures.py",
+    ),
+    ("taskMode", "task mode", TASK_MODES, "TASK_MODES in capeval/paperclip/policy.py"),
+    ("fixture", "fixture", FIXTURE_NAMES, "capeval/paperclip/fixtures.py"),
+)
+
+
+def _check_row_names(row: Mapping[str, Any], label: str, file: str) -> list[Problem]:
+    """Names the suite looks up (role, task mode, fixture) must be ones it knows.
+
+    An unknown role would otherwise run as a role with no claims and an
+    unknown fixture would crash the run: both are typos the loader can name.
+    """
+    out: list[Problem] = []
+    for name, what, known, home in _NAMED_VALUES:
+        value = row.get(name)
+        if isinstance(value, str) and value not in known:
+            out.append(
+                Problem(
+                    file,
+                    f"{label}.{name}",
+                    f"unknown {what} {value!r}; known: {', '.join(known)}. "
+                    f"Use one of these (names are case-sensitive) or add it to {home}",
+                )
+            )
+    return out
+
+
+def _check_row_policy(row: Mapping[str, Any], label: str, file: str) -> list[Problem]:
     policy = GROUPS.get(row.get("group"))  # type: ignore[arg-type]
     if policy is None:
         return []  # the schema already named the unknown group
     out: list[Problem] = []
     rid = row.get("id")
-    label = f"{where} ({rid})"
     if isinstance(rid, str) and not rid.startswith(f"{policy.code}-"):
         out.append(
             Problem(file, f"{label}.id", f"must start with its group prefix '{policy.code}-'")
@@ -230,10 +316,25 @@ def load_derivative(path: Path, *, label: str | None = None) -> list[Row]:
 
 
 def find_derivative(start: Path | None = None) -> Path:
-    """The derivative of the nearest ancestor workspace, else the one shipped beside the package."""
+    """The derivative in `start` (default: the current directory) or its nearest ancestor.
+
+    Deliberately no fallback to the copy beside the installed package: a user
+    who forgot `--file` outside a checkout would validate and run a derivative
+    that is not theirs and believe the verdict. Raises ProblemsError saying
+    where it looked and how to point at a file.
+    """
     here = (start or Path.cwd()).resolve()
     for base in (here, *here.parents):
         candidate = base / DERIVATIVE_PATH
         if candidate.is_file():
             return candidate
-    return Path(__file__).resolve().parents[2] / DERIVATIVE_PATH
+    raise ProblemsError(
+        [
+            Problem(
+                str(here),
+                "",
+                f"no {DERIVATIVE_PATH.as_posix()} here or in any parent directory; "
+                "run capeval from the checkout that holds it, or pass --file PATH",
+            )
+        ]
+    )

@@ -14,13 +14,14 @@ drawn from the fixture seed, so repeat runs are byte-identical.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from capeval.paperclip.authorization import AuthContext, decide
 from capeval.paperclip.catalog import CATALOG
 from capeval.paperclip.derivative import Row
-from capeval.paperclip.fixtures import AGENT, ROLE_CLAIMS, build_fixture
+from capeval.paperclip.fixtures import AGENT, ROLE_CLAIMS, Fixture, build_fixture
 from capeval.paperclip.policy import (
     AUTHORIZATION_POLICY,
     COMBINED_MULTI_HOP,
@@ -28,6 +29,7 @@ from capeval.paperclip.policy import (
     claims_for_grants,
 )
 from capeval.paperclip.semantics import OTHER_TASK, classify, parse
+from capeval.problems import Problem
 
 CALL = "call"  # attempted; must be allowed (or fail with `error`)
 PROBE = "probe"  # attempted; must be refused (absent or denied) and change nothing
@@ -97,6 +99,10 @@ SUFFIX: dict[str, tuple[tuple[str, dict[str, Any]], ...]] = {
     "se-q-filters-01": (("answer_status_question", {}),),
     "se-q-topic-01": (("answer_status_question", {}),),
 }
+# Rows whose scenario has the agent act from a context with no execution run: the
+# control plane checks nothing out for them (the run stays idle), so a write the
+# agent made would be one outside any run, which is what the case forbids.
+NO_EXECUTION_RUN: frozenset[str] = frozenset({"co-runid-header-01"})
 # A human accepts the latest interaction before the step with this operation.
 HUMAN_BEFORE: dict[str, str] = {"mh-plan-confirm-01": "create_task"}
 # Step n (0-based among request_human_input steps) retries step n-1 with the same key.
@@ -167,16 +173,51 @@ class Plan:
         return [s for s in self.steps if s.kind in (CALL, PROBE)]
 
 
+class PlanError(ValueError):
+    """A row the fake agent cannot turn into a plan that tests what the row claims.
+
+    Carries the row field at fault, so the loader can report it like any other
+    derivative problem instead of the run stopping with a traceback.
+    """
+
+    def __init__(self, case_id: str, field: str, message: str) -> None:
+        super().__init__(f"{case_id}: {field}: {message}")
+        self.case_id = case_id
+        self.field = field
+        self.message = message
+
+
+def role_claims(role: str) -> frozenset[str]:
+    """The claims an actor role carries; an unknown role is an error, never "no claims".
+
+    Defaulting to no claims would quietly turn a typo into a different case
+    that still passes; the loader rejects such rows, and this guards the rest.
+    """
+    if role not in ROLE_CLAIMS:
+        raise ValueError(f"unknown actor role {role!r}; known: {', '.join(sorted(ROLE_CLAIMS))}")
+    return frozenset(ROLE_CLAIMS[role])
+
+
 def auth_context(row: Row, run_task: str | None, *, granted: bool) -> AuthContext:
     """The union of the actor's and (when granted) the scenario's claims."""
-    claims = set(ROLE_CLAIMS.get(row.actor, ()))
+    claims = set(role_claims(row.actor))
     if granted:
         claims |= claims_for_grants(row.requiredGrants)
     return AuthContext(row.actor, frozenset(claims), row.taskMode, run_task)
 
 
+def plan_fixture(plan: Plan) -> Fixture:
+    """The fixture a plan runs on, with the plan's run task (None: no execution run).
+
+    Every place that opens a run for a plan (suite, live scripts, MCP server)
+    uses this, so they all check out the same task, or none.
+    """
+    fixture = build_fixture(plan.fixture, run_task=plan.run_task)
+    return fixture if plan.run_task is not None else replace(fixture, run_task=None)
+
+
 def _run_task(row: Row, default: str | None) -> str | None:
-    if default is None:
+    if default is None or row.id in NO_EXECUTION_RUN:
         return None
     for entry in row.expectedSemantics:
         target = classify(parse(entry))
@@ -194,7 +235,7 @@ def derive_plan(row: Row) -> Plan:
     run_task = _run_task(row, fixture.run_task)
     rng = random.Random(fixture.seed ^ sum(map(ord, row.id)))
     ctx = auth_context(row, run_task, granted=True)
-    actor_claims = frozenset(ROLE_CLAIMS.get(row.actor, ()))
+    actor_claims = role_claims(row.actor)
     intents = list(INTENTS.get(row.id, ()))
     creates = list(CREATE_BLOCKERS.get(row.id, ()))
     raw: list[tuple[str, dict[str, Any], str, str | None]] = []  # op, args, source, intent
@@ -256,8 +297,31 @@ def derive_plan(row: Row) -> Plan:
     if row.has(COMBINED_MULTI_HOP) and not restraint:
         steps = _at_least_two_hops(steps, run_task)
     if row.has(AUTHORIZATION_POLICY) and not any(s.gated and s.kind == CALL for s in steps):
-        raise ValueError(f"{row.id}: an authorization_policy row needs a step its grant unlocks")
+        ops = sorted({s.operation for s in steps if s.operation})
+        raise PlanError(
+            row.id,
+            "expectedSemantics",
+            "an authorization_policy row needs a call its requiredGrants "
+            f"{list(row.requiredGrants)} unlock, but its entries map to none "
+            f"(they map to: {', '.join(ops) or 'nothing'}); add the REST call the grant "
+            "is for, or correct requiredGrants",
+        )
     return Plan(row.id, row.fixture, fixture.seed, run_task, row.actor, row.taskMode, tuple(steps))
+
+
+def check_plans(rows: Sequence[Row], *, file: str) -> list[Problem]:
+    """Every row the fake agent cannot plan for, as problems naming file, row and field.
+
+    Rows must already have passed `check_derivative` (known fixtures and roles);
+    this is the part of "runnable" only a derived plan can tell.
+    """
+    problems: list[Problem] = []
+    for i, row in enumerate(rows):
+        try:
+            derive_plan(row)
+        except PlanError as exc:
+            problems.append(Problem(file, f"rows[{i}] ({row.id}).{exc.field}", exc.message))
+    return problems
 
 
 def _at_least_two_hops(steps: list[Step], run_task: str | None) -> list[Step]:

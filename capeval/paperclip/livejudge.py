@@ -27,8 +27,7 @@ from capeval.paperclip.authorization import ALLOWED
 from capeval.paperclip.controlplane import CallResult, ControlPlane
 from capeval.paperclip.derivative import Row
 from capeval.paperclip.diff import Change
-from capeval.paperclip.fakeagent import CALL, PROBE, Step, auth_context, derive_plan
-from capeval.paperclip.fixtures import build_fixture
+from capeval.paperclip.fakeagent import CALL, PROBE, Step, auth_context, derive_plan, plan_fixture
 from capeval.paperclip.policy import RESTRAINT_NO_CALL
 from capeval.paperclip.suite import (
     CONTROL_PLANE_NAMES,
@@ -93,7 +92,7 @@ def scripted_turn(case: LiveCase) -> list[dict[str, Any]]:
     row = case.row
     plan = derive_plan(row)
     cp = ControlPlane(
-        build_fixture(row.fixture, run_task=plan.run_task),
+        plan_fixture(plan),
         auth_context(row, plan.run_task, granted=True),
     )
     cp.open_run()

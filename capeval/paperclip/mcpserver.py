@@ -35,13 +35,14 @@ from capeval.paperclip.bindings import codex_binding
 from capeval.paperclip.controlplane import ControlPlane
 from capeval.paperclip.derivative import Row, find_derivative, load_derivative
 from capeval.paperclip.diff import state_diff
-from capeval.paperclip.fakeagent import auth_context, derive_plan
-from capeval.paperclip.fixtures import build_fixture
+from capeval.paperclip.fakeagent import auth_context, derive_plan, plan_fixture
+from capeval.problems import ProblemsError
 
 SERVER_NAME = "paperclip"
 PROTOCOL_VERSION = "2025-06-18"
 _METHOD_NOT_FOUND = -32601
 _INVALID_PARAMS = -32602
+_INTERNAL_ERROR = -32603
 
 
 class ControlPlaneServer:
@@ -50,7 +51,7 @@ class ControlPlaneServer:
     def __init__(self, row: Row, journal: IO[str], *, granted: bool = True) -> None:
         plan = derive_plan(row)
         self.ctx = auth_context(row, plan.run_task, granted=granted)
-        self.cp = ControlPlane(build_fixture(row.fixture, run_task=plan.run_task), self.ctx)
+        self.cp = ControlPlane(plan_fixture(plan), self.ctx)
         self.cp.open_run()
         self.tools = codex_binding(ctx=self.ctx)
         self.names = {t["name"] for t in self.tools}
@@ -119,6 +120,8 @@ class ControlPlaneServer:
             body["output"] = res.output
         else:
             body["error"] = res.error
+            if res.detail:
+                body["detail"] = res.detail
         return {"content": [{"type": "text", "text": json.dumps(body)}], "isError": not res.ok}
 
 
@@ -138,7 +141,15 @@ def serve(server: ControlPlaneServer, lines: Iterable[str], out: IO[str]) -> Non
             continue
         if not isinstance(message, dict):
             continue
-        response = server.handle(message)
+        try:
+            response = server.handle(message)
+        except Exception as exc:  # one bad request must not end the turn
+            # Codex would see the server vanish and the journal stop mid-turn; an
+            # error response keeps both going, and the journal says what broke.
+            server._record({"kind": "error", "message": f"{type(exc).__name__}: {exc}"})
+            if message.get("id") is None:
+                continue
+            response = _error(message.get("id"), _INTERNAL_ERROR, f"internal error: {exc}")
         if response is not None:
             out.write(json.dumps(response) + "\n")
             out.flush()
@@ -151,7 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--derivative", type=Path, default=None, help="the corpus derivative")
     parser.add_argument("--ungranted", action="store_true", help="withhold the row's grants")
     args = parser.parse_args(argv)
-    rows = {r.id: r for r in load_derivative(args.derivative or find_derivative())}
+    try:
+        rows = {r.id: r for r in load_derivative(args.derivative or find_derivative())}
+    except ProblemsError as exc:
+        parser.error(str(exc))
     if args.case not in rows:
         parser.error(f"unknown case {args.case!r}")
     with open(args.journal, "a", encoding="utf-8") as journal:

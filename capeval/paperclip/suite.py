@@ -29,8 +29,17 @@ from capeval.paperclip.contracts import (
 from capeval.paperclip.controlplane import CONTROL_PLANE_ACTOR, CallResult, ControlPlane
 from capeval.paperclip.derivative import Row
 from capeval.paperclip.diff import Change, state_diff
-from capeval.paperclip.fakeagent import CALL, HUMAN, PROBE, Plan, Step, auth_context, derive_plan
-from capeval.paperclip.fixtures import AGENT, build_fixture
+from capeval.paperclip.fakeagent import (
+    CALL,
+    HUMAN,
+    PROBE,
+    Plan,
+    Step,
+    auth_context,
+    derive_plan,
+    plan_fixture,
+)
+from capeval.paperclip.fixtures import AGENT
 from capeval.paperclip.policy import (
     AGENT_TOOL_CONTRACT,
     AUTHORIZATION_POLICY,
@@ -62,24 +71,36 @@ UNGRANTED = "ungranted"
 SINGLE = "single"
 
 
+def _diff_text(changes: list[Change], limit: int = 12) -> str:
+    # Domain changes first: the audit/idempotency/revision bookkeeping every write
+    # leaves would otherwise bury the change that matters.
+    shown = sorted(changes, key=lambda c: c.entity in _BOOKKEEPING)
+    text = "; ".join(str(c) for c in shown[:limit]) or "(empty)"
+    return text + (f" (+{len(changes) - limit} more)" if len(changes) > limit else "")
+
+
 @dataclass
 class Failure:
+    """One failed check. `state_diff` is the configuration's final diff (what the run
+    left behind, as the spec asks); `step_diff` is what the failing call itself changed,
+    when the failure is about one call."""
+
     case_id: str
     assertion_class: str
     operation: str
     decision: str
     message: str
     state_diff: list[Change] = field(default_factory=list)
+    step_diff: list[Change] = field(default_factory=list)
 
     def __str__(self) -> str:
-        # Domain changes first: the audit/idempotency/revision bookkeeping every write
-        # leaves would otherwise bury the change that matters.
-        shown = sorted(self.state_diff, key=lambda c: c.entity in _BOOKKEEPING)
-        diff = "; ".join(str(c) for c in shown[:12]) or "(empty)"
-        more = f" (+{len(self.state_diff) - 12} more)" if len(self.state_diff) > 12 else ""
+        step = ""
+        if self.step_diff and self.step_diff != self.state_diff:
+            step = f"; step diff: {_diff_text(self.step_diff)}"
         return (
             f"{self.case_id} [{self.assertion_class}] {self.operation or '-'} "
-            f"decision={self.decision or '-'}: {self.message}; state diff: {diff}{more}"
+            f"decision={self.decision or '-'}: {self.message}{step}; "
+            f"state diff: {_diff_text(self.state_diff)}"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -90,6 +111,7 @@ class Failure:
             "decision": self.decision,
             "message": self.message,
             "stateDiff": [c.to_json() for c in self.state_diff],
+            "stepDiff": [c.to_json() for c in self.step_diff],
         }
 
 
@@ -106,24 +128,41 @@ class ConfigResult:
     def passed(self) -> bool:
         return not self.failures
 
+    def headline(self) -> tuple[str | None, str]:
+        """The configuration's headline call as (operation, decision), taken from one call.
+
+        The first call the row's grant unlocks, else the first call its evidence
+        asked for (not a look the fake agent took on its own), else the first
+        call; (None, "none") when the configuration made no call.
+        """
+        picks = (
+            [c for c in self.calls if c[0].gated],
+            [c for c in self.calls if c[0].source != "plan"],
+            self.calls,
+        )
+        for pick in picks:
+            if pick:
+                step, res = pick[0]
+                return step.operation, res.decision.decision
+        return None, "none"
+
     def decision(self) -> str:
-        """The configuration's headline decision: that of its first gated call, else its first call."""
-        for step, res in self.calls:
-            if step.gated:
-                return res.decision.decision
-        return self.calls[0][1].decision.decision if self.calls else "none"
+        """The headline call's authorization decision (see `headline`)."""
+        return self.headline()[1]
 
     def to_row(self) -> dict[str, Any]:
         """The JSON Lines row for this configuration."""
+        operation, decision = self.headline()
         return {
             "caseId": self.row.id,
             "group": self.row.group,
             "assertionClasses": list(self.row.assertionClasses),
             "grants": self.grants,
             "requiredGrants": list(self.row.requiredGrants),
+            "operation": operation,
             "operations": [s.operation for s, _ in self.calls],
             "decisions": [r.decision.decision for _, r in self.calls],
-            "authorizationDecision": self.decision(),
+            "authorizationDecision": decision,
             "controlPlaneActions": self.control_plane_actions,
             "passed": self.passed,
             "stateDiffSize": len(self.diff),
@@ -157,7 +196,7 @@ def run_configuration(
     row: Row, grants: str, *, catalog: Catalog = CATALOG, plan: Plan | None = None
 ) -> ConfigResult:
     plan = plan or derive_plan(row)
-    fixture = build_fixture(row.fixture, run_task=plan.run_task)
+    fixture = plan_fixture(plan)
     ctx = auth_context(row, plan.run_task, granted=grants != UNGRANTED)
     cp = ControlPlane(fixture, ctx, catalog=catalog)
     actions = cp.open_run()
@@ -167,8 +206,9 @@ def run_configuration(
     memory: dict[str, Any] = {}
     folded: dict[tuple[str, str | None, str], FieldIs] = {}
 
-    def fail(cls: str, op: str, decision: str, message: str, diff: list[Change]) -> None:
-        failures.append(Failure(row.id, cls, op, decision, message, diff))
+    def fail(cls: str, op: str, decision: str, message: str, step_diff: list[Change]) -> None:
+        # The final diff is known only at the end; it is filled in below.
+        failures.append(Failure(row.id, cls, op, decision, message, [], step_diff))
 
     steps = [s for s in plan.steps if s.kind in (CALL, PROBE, HUMAN)]
     if grants == UNGRANTED:
@@ -199,10 +239,11 @@ def run_configuration(
             elif step_diff:
                 fail(cls, step.operation, decision, "a refused call changed state", step_diff)
             continue
-        if decision != ALLOWED:
-            fail(cls, step.operation, decision, f"expected allowed ({res.decision.reason})", [])
-            continue
         op = catalog.get(step.operation)
+        if decision != ALLOWED:
+            if not _restraint_write(row, step, catalog):  # that check reports it, by its name
+                fail(cls, step.operation, decision, f"expected allowed ({res.decision.reason})", [])
+            continue
         if op is not None:
             from jsonschema import Draft202012Validator
 
@@ -244,8 +285,16 @@ def run_configuration(
 
     diff = state_diff(start, cp.state)
     _check_shared(row, cp, ctx, catalog, diff, fail)
-    _check_classes(row, grants, plan, calls, diff, cp, actions, folded, fail)
+    _check_classes(row, grants, plan, calls, diff, cp, actions, folded, fail, catalog)
+    for f in failures:
+        f.state_diff = diff
     return ConfigResult(row, grants, calls, actions, diff, failures)
+
+
+def _restraint_write(row: Row, step: Step, catalog: Catalog) -> bool:
+    """A write the agent itself meant to make (not a probe) in a restraint row."""
+    op = catalog.get(step.operation)
+    return row.has(RESTRAINT_NO_CALL) and step.kind == CALL and op is not None and op.mutates
 
 
 def _class_for(row: Row, step: Step, grants: str) -> str:
@@ -349,6 +398,7 @@ def _check_classes(
     actions: list[str],
     folded: dict[tuple[str, str | None, str], FieldIs],
     fail: Callable[..., None],
+    catalog: Catalog = CATALOG,
 ) -> None:
     executed = [(s, r) for s, r in calls if s.source != "plan" or s.operation != "list_documents"]
     if row.has(AUTHORIZATION_POLICY):
@@ -405,8 +455,22 @@ def _check_classes(
                     "control-plane operation not absent",
                     diff,
                 )
-    if row.has(RESTRAINT_NO_CALL) and diff:
-        fail(RESTRAINT_NO_CALL, _first_write(calls), ALLOWED, "restraint row changed state", diff)
+    if row.has(RESTRAINT_NO_CALL):
+        if diff:
+            fail(
+                RESTRAINT_NO_CALL, _first_write(calls), ALLOWED, "restraint row changed state", diff
+            )
+        # Restraint is not making the call: a write the control plane refused left the
+        # state alone, but the agent still tried it, and that is what the case forbids.
+        for s, r in calls:
+            if _restraint_write(row, s, catalog) and not r.ok:
+                fail(
+                    RESTRAINT_NO_CALL,
+                    s.operation,
+                    r.decision.decision,
+                    f"restraint row attempted a write (not made: {r.error})",
+                    [],
+                )
     if row.has(COMBINED_MULTI_HOP) and grants != UNGRANTED:
         if len(executed) + sum(1 for s in plan.steps if s.kind == HUMAN) < 2 and not row.has(
             RESTRAINT_NO_CALL
@@ -427,6 +491,23 @@ def _first_write(calls: list[tuple[Step, CallResult]]) -> str:
     return ""
 
 
+BINDING_PARITY = "binding_parity"
+CODEX_SAMPLE = "codex_sample"
+
+
+@dataclass(frozen=True)
+class SuiteCheck:
+    """A whole-suite check (binding parity, the bounded Codex sample): it has no
+    configuration of its own, but the suite's verdict and totals include it."""
+
+    name: str
+    passed: bool
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"check": self.name, "passed": self.passed, "detail": self.detail}
+
+
 @dataclass
 class SuiteResult:
     results: list[ConfigResult]
@@ -434,14 +515,36 @@ class SuiteResult:
     codex_operations: list[str]
     codex_sample: list[dict[str, Any]]
     failures: list[Failure]
+    suite_checks: list[SuiteCheck] = field(default_factory=list)
+    codex_sample_skipped: list[str] = field(default_factory=list)  # sample groups with no rows
+    uncounted_operations: frozenset[str] = frozenset()  # executions that are not coverage
 
     @property
-    def passed(self) -> int:
+    def configurations_passed(self) -> int:
         return sum(r.passed for r in self.results)
 
     @property
+    def configurations_failed(self) -> int:
+        return len(self.results) - self.configurations_passed
+
+    @property
+    def checks(self) -> int:
+        """Every pass/fail unit: each configuration and each whole-suite check."""
+        return len(self.results) + len(self.suite_checks)
+
+    @property
+    def passed(self) -> int:
+        """Checks passed, suite-level ones included, so the totals agree with the verdict."""
+        return self.configurations_passed + sum(c.passed for c in self.suite_checks)
+
+    @property
     def failed(self) -> int:
-        return len(self.results) - self.passed
+        return self.checks - self.passed
+
+    @property
+    def ok(self) -> bool:
+        """The suite's verdict: what the exit code says."""
+        return not self.failures and self.failed == 0
 
     @property
     def parity(self) -> bool:
@@ -449,16 +552,51 @@ class SuiteResult:
             self.codex_operations
         )
 
+    def _calls(self) -> Iterable[tuple[Step, CallResult]]:
+        return (c for r in self.results for c in r.calls)
+
     def operation_counts(self) -> dict[str, int]:
-        counts = Counter(s.operation for r in self.results for s, _ in r.calls)
+        """Calls that executed (allowed) per operation, coverage only: a refused attempt
+        exercised the policy, not the operation, and the escape hatch is never coverage."""
+        counts = Counter(
+            s.operation
+            for s, r in self._calls()
+            if r.decision.decision == ALLOWED and s.operation not in self.uncounted_operations
+        )
         return {k: counts[k] for k in sorted(counts)}
+
+    def uncounted_executions(self) -> dict[str, int]:
+        """Allowed calls of operations that never count as coverage (the generic API)."""
+        counts = Counter(
+            s.operation
+            for s, r in self._calls()
+            if r.decision.decision == ALLOWED and s.operation in self.uncounted_operations
+        )
+        return {k: counts[k] for k in sorted(counts)}
+
+    def refused_attempts(self) -> dict[str, dict[str, int]]:
+        """Refused calls per operation and decision (absent or denied)."""
+        counts = Counter(
+            (s.operation, r.decision.decision)
+            for s, r in self._calls()
+            if r.decision.decision != ALLOWED
+        )
+        out: dict[str, dict[str, int]] = {}
+        for (op, decision), n in sorted(counts.items()):
+            out.setdefault(op, {})[decision] = n
+        return out
 
 
 def codex_sample(rows: Iterable[Row], codex_ops: list[str]) -> list[dict[str, Any]]:
-    """One representative row per sampled group: its headline operation, and whether Codex has it."""
+    """One representative row per sampled group present in `rows`: its headline operation,
+    and whether Codex has it. Groups with no rows are left out (see `sample_skipped`)."""
+    rows = list(rows)
     sample = []
     for code in CODEX_SAMPLE_GROUPS:
-        row, operation = representative([r for r in rows if r.group == code])
+        members = [r for r in rows if r.group == code]
+        if not members:
+            continue
+        row, operation = representative(members)
         sample.append(
             {
                 "caseId": row.id,
@@ -471,9 +609,17 @@ def codex_sample(rows: Iterable[Row], codex_ops: list[str]) -> list[dict[str, An
     return sample
 
 
+def sample_skipped(rows: Iterable[Row]) -> list[str]:
+    """The sampled groups a run of `rows` has no row for (a subset run), in sample order."""
+    present = {r.group for r in rows}
+    return [g for g in CODEX_SAMPLE_GROUPS if g not in present]
+
+
 def representative(rows: list[Row]) -> tuple[Row, str]:
     """The group's first row (by id) whose plan makes a surface write, preferring a write its
     grant unlocks; control-plane groups are represented by the operation they own."""
+    if not rows:
+        raise ValueError("representative() needs at least one row of the group")
     rows = sorted(rows, key=lambda r: r.id)
     if rows[0].primaryDisposition == "control_plane_owned":
         return rows[0], "checkout_task"
@@ -498,6 +644,11 @@ def run_suite(
     plans: dict[str, Plan] | None = None,
     progress: Callable[[ConfigResult], None] | None = None,
 ) -> SuiteResult:
+    """Run every configuration of `rows` (all 106, or a subset) and the whole-suite checks.
+
+    A subset samples only the Codex-sample groups it has rows for and lists
+    the others in `codex_sample_skipped`.
+    """
     results: list[ConfigResult] = []
     for row in rows:
         plan = (plans or {}).get(row.id)
@@ -509,26 +660,51 @@ def run_suite(
     fake = [t.operation_id for t in fake_agent_binding(catalog)]
     codex = [t["name"] for t in codex_binding(catalog)]
     failures = [f for r in results for f in r.failures]
-    if operation_names_json(fake) != operation_names_json(codex) or len(fake) != SURFACE_SIZE:
-        failures.append(
-            Failure(
-                "-",
-                "binding_parity",
-                "",
-                "",
-                f"fake agent {len(fake)} vs Codex {len(codex)} operations; expected {SURFACE_SIZE} identical",
-            )
-        )
+    parity_check, parity_failures = _parity_check(fake, codex)
     sample = codex_sample(rows, codex)
-    for item in sample:
-        if item["presentInCodex"] != item["expectedPresent"]:
-            failures.append(
-                Failure(
-                    item["caseId"],
-                    "codex_sample",
-                    item["operation"],
-                    "",
-                    f"presentInCodex={item['presentInCodex']}, expected {item['expectedPresent']}",
-                )
-            )
-    return SuiteResult(results, fake, codex, sample, failures)
+    skipped = sample_skipped(rows)
+    sample_check, sample_failures = _sample_check(sample, skipped)
+    uncounted = frozenset(n for n, op in catalog.operations.items() if not op.counts_as_coverage)
+    return SuiteResult(
+        results,
+        fake,
+        codex,
+        sample,
+        [*failures, *parity_failures, *sample_failures],
+        [parity_check, sample_check],
+        skipped,
+        uncounted,
+    )
+
+
+def _parity_check(fake: list[str], codex: list[str]) -> tuple[SuiteCheck, list[Failure]]:
+    """18/18: the two bindings list the same operations, byte for byte, and 18 of them."""
+    ok = operation_names_json(fake) == operation_names_json(codex) and len(fake) == SURFACE_SIZE
+    detail = (
+        f"fake agent {len(fake)} vs Codex {len(codex)} operations"
+        f"{'' if operation_names_json(fake) == operation_names_json(codex) else ', different'}"
+        f"; expected {SURFACE_SIZE} identical"
+    )
+    failures = [] if ok else [Failure("-", BINDING_PARITY, "", "", detail)]
+    return SuiteCheck(BINDING_PARITY, ok, detail), failures
+
+
+def _sample_check(
+    sample: list[dict[str, Any]], skipped: list[str]
+) -> tuple[SuiteCheck, list[Failure]]:
+    """Each sampled operation present in the Codex surface exactly when it should be."""
+    failures = [
+        Failure(
+            item["caseId"],
+            CODEX_SAMPLE,
+            item["operation"],
+            "",
+            f"presentInCodex={item['presentInCodex']}, expected {item['expectedPresent']}",
+        )
+        for item in sample
+        if item["presentInCodex"] != item["expectedPresent"]
+    ]
+    detail = f"{len(sample) - len(failures)}/{len(sample)} sampled groups as expected"
+    if skipped:
+        detail += f"; not sampled (no rows in this run): {', '.join(skipped)}"
+    return SuiteCheck(CODEX_SAMPLE, not failures, detail), failures
