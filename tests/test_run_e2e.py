@@ -291,3 +291,25 @@ def test_a_scripted_cell_without_its_trajectory_is_refused_before_any_agent(
         "(case 'alpha', variant scripted:sloppy)" in proc.stderr
     )
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_an_at_sign_in_a_model_name_gets_a_hint_not_just_an_unknown_agent(
+    tmp_path: Path,
+) -> None:
+    write_case(tmp_path, "alpha")
+    proc = capeval(tmp_path, "--dry-run", "--matrix", "vertex:claude-sonnet-4@20250514")
+    assert proc.returncode == 2
+    assert "unknown agent '20250514'" in proc.stderr
+    assert "(vertex:claude-sonnet-4@20250514@<agent>)" in proc.stderr
+
+
+def test_resume_on_a_v3_file_says_which_file_it_needs(tmp_path: Path) -> None:
+    write_case(tmp_path, "alpha")
+    out = tmp_path / "r.json"
+    assert (
+        capeval(tmp_path, "--jsonl", str(tmp_path / "r.jsonl"), "--out", str(out)).returncode == 0
+    )
+    proc = capeval(tmp_path, "--resume", str(out))
+    assert proc.returncode == 2
+    assert "this is a v3 results file (written by --out)" in proc.stderr
+    assert "Repair or delete" not in proc.stderr

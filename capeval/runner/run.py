@@ -214,7 +214,11 @@ def plan_run(options: RunOptions) -> RunPlan:
     for v in variants:
         name = v.agent or default_agent
         if name not in agents:
-            raise RunError(_unknown_agent(name, agents, f"variant {v.id}"))
+            hint = (
+                f"; if '@{name}' is part of the model name, name the agent after it "
+                f"({v.provider}:{v.model}@{name}@<agent>)"
+            )
+            raise RunError(_unknown_agent(name, agents, f"variant {v.id}") + hint)
         used[name] = agents[name]
 
     repeats = options.repeats if options.repeats is not None else config.repeats
@@ -467,6 +471,11 @@ def _resume(options: RunOptions) -> tuple[RunOptions, list[Row], str, str]:
         raise RunError(
             f"--resume {path}: no such file; pass the .jsonl stream of the run to finish"
         )
+    if _is_v3(path):
+        raise RunError(
+            f"--resume {path}: this is a v3 results file (written by --out); --resume takes "
+            "the run's .jsonl row stream, which holds every finished repeat"
+        )
     rows, _warnings = read_jsonl(path)
     stored: dict[str, Any] = {}
     meta = plan_path(path)
@@ -495,6 +504,22 @@ def _resume(options: RunOptions) -> tuple[RunOptions, list[Row], str, str]:
         (r["runStartedAt"] for r in rows if r.get("runStartedAt")), None
     )
     return options, rows, run_id or new_run_id(), started or now_iso()
+
+
+def _is_v3(path: Path) -> bool:
+    """A v3 document rather than a row stream: one object with `version` or `cases`."""
+    with open(path, "rb") as handle:
+        first = handle.readline(1 << 20).strip()
+    try:
+        head = json.loads(first) if first else None
+    except ValueError:
+        head = None
+        if first.startswith(b"{"):  # pretty-printed: read the whole document
+            try:
+                head = json.loads(path.read_bytes())
+            except ValueError:
+                return False
+    return isinstance(head, dict) and bool({"version", "cases"} & head.keys())
 
 
 def write_plan(plan: RunPlan) -> None:
