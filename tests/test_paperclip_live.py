@@ -315,6 +315,20 @@ def test_missing_codex_is_a_skip_that_says_how_to_install(tmp_path: Path) -> Non
         find_codex(str(tmp_path / "codex"))
 
 
+def test_a_relative_codex_path_is_made_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Codex runs in a scratch directory: a relative path would name nothing there.
+    (tmp_path / "bin").mkdir()
+    exe = tmp_path / "bin" / "codex"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    assert find_codex("bin/codex") == str(exe)
+    monkeypatch.setenv("PATH", "bin")  # a relative PATH entry, too
+    assert find_codex() == str(exe)
+
+
 def test_unconfigured_codex_is_a_skip_naming_the_ways_to_configure(tmp_path: Path) -> None:
     home = tmp_path / "codex-home"
     with pytest.raises(LiveSkipped, match=r"OPENAI_API_KEY.*codex login"):

@@ -33,11 +33,16 @@ _VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:[-+.][0-9A-Za-z.-]+)?")
 
 
 def resolve_binary(command: str) -> str | None:
-    """The executable `command` names (a path or a name on PATH), or None."""
+    """The executable `command` names (a path or a name on PATH), as an absolute path, or None.
+
+    Absolute because the CLI is started in the repeat's workdir: a relative
+    path (or a relative PATH entry) would name another file, or none, there.
+    """
     if os.sep in command or (os.altsep and os.altsep in command):
         path = Path(command).expanduser()
-        return str(path) if path.is_file() and os.access(path, os.X_OK) else None
-    return shutil.which(command)
+        return os.path.abspath(path) if path.is_file() and os.access(path, os.X_OK) else None
+    found = shutil.which(command)
+    return os.path.abspath(found) if found else None
 
 
 def probe_version(exe: str, args: tuple[str, ...] = ("--version",)) -> str | None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from capeval.agents.cliadapter import resolve_binary
 from capeval.paperclip.livejudge import LiveCase, judge, live_row, prompt, scripted_turn
 from capeval.paperclip.mcpserver import SERVER_NAME
 from capeval.runner.process import run_process
@@ -55,8 +55,9 @@ class LiveSettings:
 
 
 def find_codex(binary: str | None = None) -> str:
-    """The Codex binary to drive, or `LiveSkipped` saying it is not installed."""
-    found = shutil.which(binary or "codex")
+    """The Codex binary to drive (an absolute path: Codex runs in a scratch
+    directory), or `LiveSkipped` saying it is not installed."""
+    found = resolve_binary(binary or "codex")
     if found is None:
         where = f"{binary!r} is not an executable" if binary else "`codex` is not on PATH"
         raise LiveSkipped(
