@@ -351,3 +351,26 @@ def test_command_modules_import_no_heavy_library() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.stdout.strip() == "[]", proc.stderr
+
+
+def test_start_times_with_an_offset_are_converted_to_utc(tmp_path: Path) -> None:
+    # A cast to TIMESTAMP dropped the offset: A (04:00Z next day) sorted before B.
+    rows = [
+        row("A", "v", "c", 0, True, runStartedAt="2026-01-01T20:00:00-08:00"),
+        row("B", "v", "c", 0, True, runStartedAt="2026-01-02T00:00:00+09:00"),
+        row("C", "v", "c", 0, True, runStartedAt="2026-01-01T01:00:00.5Z"),
+        row("D", "v", "c", 0, True, runStartedAt="2026-01-01T02:00:00"),  # no offset: UTC
+    ]
+    write_jsonl(tmp_path / "r.jsonl", rows)
+    for con in (connect([tmp_path]), connect([tmp_path], tmp_path / "h.duckdb")):
+        con.execute("SET TimeZone = 'Asia/Tokyo'")  # the session's zone must not matter
+        got = con.execute(
+            "SELECT runId, strftime(startedAt, '%Y-%m-%dT%H:%M:%S') FROM runs ORDER BY startedAt"
+        ).fetchall()
+        assert got == [
+            ("C", "2026-01-01T01:00:00"),
+            ("D", "2026-01-01T02:00:00"),
+            ("B", "2026-01-01T15:00:00"),
+            ("A", "2026-01-02T04:00:00"),
+        ]
+        con.close()

@@ -191,3 +191,15 @@ def test_plot_command_errors_exit_2(tmp_path: Path) -> None:
         "plot", "behaviors", str(SAMPLES), "--metric", "x", "-o", str(tmp_path / "b.png")
     )
     assert metric.returncode == 2 and "unknown metric" in metric.stderr
+
+
+def test_plot_compare_names_the_file_of_a_mistyped_field(tmp_path: Path) -> None:
+    row = {"resultKey": "v::c", "id": "c", "variantId": "v", "passed": True, "repeat": 0}
+    (tmp_path / "bad.jsonl").write_text(json.dumps({**row, "turnsUsed": "two"}) + "\n")
+    (tmp_path / "good.jsonl").write_text(json.dumps({**row, "turnsUsed": 2}) + "\n")
+    proc = capeval(
+        "plot", "compare", str(tmp_path / "good.jsonl"), str(tmp_path / "bad.jsonl"),
+        "-o", str(tmp_path / "c.png"),
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr  # was a traceback, exit 1
+    assert "bad.jsonl: row 0: field 'turnsUsed': expected int" in proc.stderr

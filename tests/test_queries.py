@@ -282,3 +282,13 @@ def test_cost_per_pass_divides_the_agents_reported_cost(tmp_path: Path) -> None:
     found = {r["variantId"]: r for r in run_query(con, "cost_per_pass")}
     assert found["claude"]["costUsdPerPass"] == pytest.approx(1.5 / 2)  # failures paid for too
     assert found["codex"]["costUsdPerPass"] is None  # no cost stated, not zero
+
+
+def test_query_json_writes_uuid_and_blob_values(tmp_path: Path) -> None:
+    from tests.test_history import row, write_jsonl
+
+    write_jsonl(tmp_path / "r.jsonl", [row("r1", "v", "c", 0, True)])
+    sql = "SELECT '00000000-0000-0000-0000-000000000001'::UUID AS u, '\\xAA'::BLOB AS b"
+    proc = capeval("query", sql, "--from", str(tmp_path / "r.jsonl"), "--json")
+    assert proc.returncode == 0, proc.stderr  # was: TypeError, not JSON serializable
+    assert json.loads(proc.stdout) == [{"u": "00000000-0000-0000-0000-000000000001", "b": "aa"}]

@@ -230,7 +230,10 @@ def load_frame(
         part = fast_parts.get(index)
         if part is None:
             flat = [_flatten(row, str(path)) for row in read_rows(path, on_warning=on_warning)]
-            part = _Part.from_flat(flat)
+            try:
+                part = _Part.from_flat(flat)
+            except FrameError as exc:
+                raise FrameError(f"{path}: {exc}") from None
         parts.append(part)
     try:
         return _assemble(parts)

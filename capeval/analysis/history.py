@@ -168,10 +168,10 @@ def _select_sql(facts: dict[str, str] = _STAGED_FACTS) -> str:
         f"{facts['source']} AS source",
         f"{facts['format']} AS format",
         *plain,
-        f"try_cast(coalesce(r.runStartedAt, {facts['headerStartedAt']}) AS TIMESTAMP) AS runStartedAt",
-        f"try_cast({facts['headerFinishedAt']} AS TIMESTAMP) AS runFinishedAt",
-        "try_cast(r.startedAt AS TIMESTAMP) AS startedAt",
-        "try_cast(r.finishedAt AS TIMESTAMP) AS finishedAt",
+        _utc("coalesce(r.runStartedAt, " + facts["headerStartedAt"] + ")") + " AS runStartedAt",
+        f"{_utc(facts['headerFinishedAt'])} AS runFinishedAt",
+        f"{_utc('r.startedAt')} AS startedAt",
+        f"{_utc('r.finishedAt')} AS finishedAt",
         *(f'CAST(r.tokenUsage."{key}" AS BIGINT) AS {col}' for col, key in TOKEN_COLUMNS.items()),
         "r.behaviors IS NOT NULL AS behaviorsCaptured",
         *(f'{_metric_sql(m)} AS "{m}"' for m in METRIC_NAMES),
@@ -180,6 +180,21 @@ def _select_sql(facts: dict[str, str] = _STAGED_FACTS) -> str:
         "r.bait.threshold AS baitThreshold",
     ]
     return ",\n  ".join(parts)
+
+
+def _utc(text_sql: str) -> str:
+    """An ISO time string as a UTC TIMESTAMP.
+
+    A cast to TIMESTAMP drops a UTC offset instead of applying it, which puts
+    a run written at 20:00-08:00 before one written at 00:00+09:00 the next
+    day. Strings with an offset are converted; those without are taken as
+    UTC, as the frames take them, whatever the session's time zone.
+    """
+    return (
+        f"CASE WHEN regexp_matches({text_sql}, '([zZ]|[+-][0-9][0-9](:?[0-9][0-9])?)$') "
+        f"THEN timezone('UTC', try_cast({text_sql} AS TIMESTAMPTZ)) "
+        f"ELSE try_cast({text_sql} AS TIMESTAMP) END"
+    )
 
 
 _SCHEMA_SQL = """
@@ -835,4 +850,8 @@ def _json_value(value: Any) -> Any:
         return [_json_value(v) for v in value]
     if isinstance(value, dict):
         return {k: _json_value(v) for k, v in value.items()}
-    return value
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()  # a BLOB: hex, as DuckDB prints it without escapes
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    return str(value)  # UUID, intervals and whatever else a query can return
