@@ -374,3 +374,46 @@ def test_start_times_with_an_offset_are_converted_to_utc(tmp_path: Path) -> None
             ("A", "2026-01-02T04:00:00"),
         ]
         con.close()
+
+
+def test_an_edit_in_place_that_keeps_the_size_replaces_the_rows(tmp_path: Path) -> None:
+    # Only the last 256 bytes were compared: this edit was "grown" by 0 rows.
+    stream = tmp_path / "run.jsonl"
+    write_jsonl(stream, [row("r1", "v", "c", i, True) for i in range(6)])
+    con = open_db(tmp_path / "h.duckdb")
+    ingest(con, [tmp_path])
+    text = stream.read_text()
+    edited = text.replace('"passed": true', '"passed":false', 1)  # the same size
+    assert len(edited) == len(text)
+    stream.write_text(edited)
+    report = ingest(con, [tmp_path])
+    assert (report.files_replaced, report.files_grown) == (1, 0)
+    assert count(con, "SELECT count(*) FROM repeats WHERE NOT passed") == 1
+
+
+def test_an_edit_before_an_append_is_not_missed(tmp_path: Path) -> None:
+    stream = tmp_path / "run.jsonl"
+    write_jsonl(stream, [row("r1", "v", "c", i, True) for i in range(3)])
+    con = open_db(tmp_path / "h.duckdb")
+    ingest(con, [tmp_path])
+    stream.write_text(stream.read_text().replace('"passed": true', '"passed": false', 1))
+    write_jsonl(stream, [row("r1", "v", "c", 3, True)])  # and a new row appended
+    report = ingest(con, [tmp_path])
+    assert report.files_replaced == 1
+    assert count(con, "SELECT count(*) FROM repeats") == 4
+    assert count(con, "SELECT count(*) FROM repeats WHERE NOT passed") == 1
+
+
+def test_rows_of_a_deleted_file_stay_and_the_ingest_says_so(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    write_jsonl(results / "a.jsonl", [row("ra", "v", "c", 0, True)])
+    write_jsonl(results / "b.jsonl", [row("rb", "v", "c", 0, True)])
+    con = open_db(tmp_path / "h.duckdb")
+    ingest(con, [results])
+    (results / "a.jsonl").unlink()
+    report = ingest(con, [results])
+    assert report.files_gone == [str((results / "a.jsonl").resolve())]
+    assert count(con, "SELECT count(DISTINCT runId) FROM repeats") == 2
+    con.close()
+    proc = capeval("history", str(results), "--db", str(tmp_path / "h.duckdb"))
+    assert "kept the rows of 1 file(s) no longer on disk" in proc.stderr

@@ -24,7 +24,8 @@ With a database file the ingest is incremental and idempotent: every file's
 size, mtime and ingested byte offset are recorded in `result_files`, so an
 unchanged file is skipped, a grown JSON Lines stream contributes only the
 rows after its recorded offset (after checking the bytes before it are
-unchanged) and a rewritten file replaces its rows. A torn last line (a run
+unchanged, by a hash of them all) and a rewritten or edited file replaces
+its rows. A torn last line (a run
 still writing, or one that crashed) is left for the next ingest, never
 half-read.
 """
@@ -36,7 +37,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,7 +56,7 @@ SKIP_DIRS = frozenset({".git", ".ipynb_checkpoints", "__pycache__", ".venv"})
 # Per-repeat evidence the runner keeps beside a stream (agent streams, run summaries).
 SKIP_DIR_SUFFIXES = (".artifacts",)
 _HEAD = 1 << 16
-_TAIL_CHECK = 256  # bytes before the ingested offset that must not change
+_HASH_CHUNK = 1 << 20
 
 TOKEN_COLUMNS: dict[str, str] = {
     "tokenInput": "input",
@@ -317,6 +318,9 @@ class IngestReport:
     files_grown: int = 0
     files_replaced: int = 0
     rows_added: int = 0
+    # Files ingested before, under the paths scanned now, that are gone from
+    # disk: their rows stay (the database is the history), and this says so.
+    files_gone: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -328,6 +332,7 @@ class IngestReport:
             "filesGrown": self.files_grown,
             "filesReplaced": self.files_replaced,
             "rowsAdded": self.rows_added,
+            "filesGone": list(self.files_gone),
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
             "warnings": list(self.warnings),
         }
@@ -400,10 +405,25 @@ def _sniff(path: Path) -> str:
     return "other"
 
 
-def _tail_hash(handle: Any, offset: int) -> str:
-    start = max(0, offset - _TAIL_CHECK)
-    handle.seek(start)
-    return hashlib.sha1(handle.read(offset - start)).hexdigest()
+def _prefix_hashes(handle: Any, *offsets: int) -> list[str]:
+    """SHA-1 of the file's first `offset` bytes, for each offset (ascending), in one pass.
+
+    The whole ingested prefix, not just its tail: an edit in place keeps the
+    size and may keep the last bytes, and its rows must not stay stale.
+    Only files whose size or mtime changed are hashed.
+    """
+    hasher = hashlib.sha1()
+    handle.seek(0)
+    done, out = 0, []
+    for offset in offsets:
+        while done < offset:
+            chunk = handle.read(min(_HASH_CHUNK, offset - done))
+            if not chunk:
+                break
+            hasher.update(chunk)
+            done += len(chunk)
+        out.append(hasher.copy().hexdigest())
+    return out
 
 
 def _jsonl_end(handle: Any, size: int) -> tuple[int, bool]:
@@ -452,6 +472,22 @@ def _refresh_cells(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> No
     )
 
 
+def _gone(
+    known: Mapping[str, _Known], files: Sequence[Path], paths: Sequence[str | Path]
+) -> list[str]:
+    """Known result files under the scanned folders that no longer exist."""
+    roots = [Path(p).resolve() for p in paths]
+    present = {str(f) for f in files}
+    return sorted(
+        path
+        for path, fact in known.items()
+        if fact.format != "other"
+        and path not in present
+        and any(Path(path).is_relative_to(root) for root in roots)
+        and not Path(path).exists()
+    )
+
+
 def _runs_of(con: duckdb.DuckDBPyConnection, sources: Sequence[str]) -> set[str]:
     if not sources:
         return set()
@@ -477,8 +513,10 @@ def ingest(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> Inges
             "SELECT path, format, size, mtimeNs, ingestedOffset, tailHash FROM result_files"
         ).fetchall()
     }
+    paths = list(paths)
     files = discover(paths)
     report.files_seen = len(files)
+    report.files_gone = _gone(known, files, paths)
     inputs: list[_Input] = []
     replaced: list[str] = []
     file_rows: list[tuple[str, str, int, int, int, str | None]] = []
@@ -597,13 +635,13 @@ def _plan_file(
     with open(path, "rb") as handle:
         end, torn = _jsonl_end(handle, stat.st_size)
         start = 0
-        if (
-            known is not None
-            and known.format == "jsonl"
-            and stat.st_size >= known.offset
-            and end >= known.offset
-            and _tail_hash(handle, known.offset) == known.tail_hash
-        ):
+        grown = False
+        if known is not None and known.format == "jsonl" and end > known.offset:
+            before, tail = _prefix_hashes(handle, known.offset, end)
+            grown = before == known.tail_hash
+        else:
+            (tail,) = _prefix_hashes(handle, end)
+        if known is not None and grown:
             start = known.offset
             report.files_grown += 1
         elif known is not None:
@@ -611,7 +649,6 @@ def _plan_file(
             report.files_replaced += 1
         else:
             report.files_new += 1
-        tail = _tail_hash(handle, end)
         if torn:
             report.warnings.append(
                 f"{key}: the last line is incomplete (a run still writing, or one that "

@@ -107,6 +107,12 @@ def history(paths: tuple[Path, ...], db: Path | None, root: Path | None, as_json
             f"{report.files_unchanged} unchanged files)",
             err=True,
         )
+        if report.files_gone:
+            click.echo(
+                f"{db}: kept the rows of {len(report.files_gone)} file(s) no longer on disk "
+                f"(e.g. {report.files_gone[0]}); the database is the history",
+                err=True,
+            )
     if not found:
         click.echo("no runs found", err=True)
         return
