@@ -417,3 +417,20 @@ def test_rows_of_a_deleted_file_stay_and_the_ingest_says_so(tmp_path: Path) -> N
     con.close()
     proc = capeval("history", str(results), "--db", str(tmp_path / "h.duckdb"))
     assert "kept the rows of 1 file(s) no longer on disk" in proc.stderr
+
+
+@pytest.mark.parametrize("value", ["yes", "true", 1])
+def test_a_passed_that_is_not_a_boolean_is_refused_as_everywhere_else(
+    tmp_path: Path, value: object
+) -> None:
+    # A BOOLEAN column read "yes", "true" and 1 as passes that aggregate and the gate refuse.
+    stream = tmp_path / "r.jsonl"
+    write_jsonl(stream, [row("r1", "v", "c", 0, True), row("r1", "v", "c", 1, True)])
+    text = stream.read_text().splitlines()
+    text[1] = text[1].replace('"passed": true', f'"passed": {json.dumps(value)}')
+    stream.write_text("\n".join(text) + "\n")
+    for args in (("query", "SELECT count_if(passed) FROM repeats", "--from", str(stream)),
+                 ("history", str(tmp_path), "--db", str(tmp_path / "h.duckdb"))):  # fmt: skip
+        proc = capeval(*args)
+        assert proc.returncode == 2, proc.stdout
+        assert "r.jsonl:2: field 'passed' must be true or false" in proc.stderr

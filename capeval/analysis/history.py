@@ -75,7 +75,7 @@ _RAW_COLUMNS: dict[str, str] = {
     "variantId": "VARCHAR",
     "provider": "VARCHAR",
     "model": "VARCHAR",
-    "passed": "BOOLEAN",
+    "passed": "JSON",  # as text: a BOOLEAN column would read "yes", "true" and 1 as true
     "agentExitCode": "BIGINT",
     "verifyExitCode": "BIGINT",
     "durationMs": "DOUBLE",
@@ -157,6 +157,14 @@ def _select_sql(facts: dict[str, str] = _STAGED_FACTS) -> str:
             )
         elif column == "repeat":
             plain.append('coalesce(r."repeat", 0) AS "repeat"')
+        elif column == "passed":
+            # What every other reader refuses must not become a pass rate here.
+            plain.append(
+                "CASE r.passed::VARCHAR WHEN 'true' THEN true WHEN 'false' THEN false ELSE "
+                f"error(concat({facts['source']}, ': field ''passed'' must be true or false, "
+                "found ', coalesce(r.passed::VARCHAR, 'nothing'), ' (case ', "
+                "coalesce(r.id, '?'), ')')) END AS passed"
+            )
         elif column == "resultKey":
             plain.append("coalesce(r.resultKey, r.variantId || '::' || r.id) AS resultKey")
         elif column == "variantId":
