@@ -578,3 +578,18 @@ def test_a_line_that_is_not_an_object_is_an_error_naming_file_and_line(tmp_path:
     path.write_text(f"{good}\n[1, 2]\n{good}\n")
     with pytest.raises(ResultFileError, match=r"array\.jsonl:2"):
         load_sides([[path]])
+
+
+SAMPLE_RUN = Path(__file__).resolve().parents[1] / "evals/capability/results/samples/run2-dev-flaky"
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_runs_stream_beside_its_v3_export_is_warned_about(fast: bool) -> None:
+    # Both files hold the same 42 repeats: every one would count twice, silently.
+    paths = [SAMPLE_RUN.with_suffix(".json"), SAMPLE_RUN.with_suffix(".jsonl")]
+    (cells,), warnings = load_sides([paths], fast=fast)
+    assert sum(c.repeats for c in cells.values()) == 84  # still counted: data is never dropped
+    assert len(warnings) == 1 and "run2-dev-flaky.json" in warnings[0]
+    assert "pass one file per run" in warnings[0]
+    (alone,), quiet = load_sides([paths[1:]], fast=fast)
+    assert quiet == [] and sum(c.repeats for c in alone.values()) == 42

@@ -78,9 +78,13 @@ def load_sides(
             _check_readable(path)
     if fast:
         try:
-            return _load_duckdb(sides, with_values=with_values, headline=headline), []
+            cells = _load_duckdb(sides, with_values=with_values, headline=headline)
         except FastPathUnavailable:
             pass
+        else:
+            from capeval.results.overlap import same_run_warnings
+
+            return cells, [w for paths in sides for w in same_run_warnings(paths)]
     warnings: list[str] = []
     out = [cells_from_rows(_read_rows(paths, warnings), keep_values=with_values) for paths in sides]
     return out, warnings
@@ -97,12 +101,9 @@ def _check_readable(path: Path) -> None:
 
 
 def _read_rows(paths: Iterable[Path], warnings: list[str]) -> list[dict[str, Any]]:
-    from capeval.results.load import read_rows
+    from capeval.results.load import read_many
 
-    rows: list[dict[str, Any]] = []
-    for path in paths:
-        rows.extend(read_rows(path, on_warning=warnings.append))
-    return rows
+    return read_many(paths, on_warning=warnings.append)
 
 
 # -- probing files ------------------------------------------------------------

@@ -134,11 +134,34 @@ def _duplicates(rows: list[dict[str, Any]], path: Path) -> list[str]:
 def read_many(
     paths: Iterable[str | Path], *, on_warning: Callable[[str], None] | None = None
 ) -> list[dict[str, Any]]:
-    """Rows of several files, in file order then row order."""
+    """Rows of several files, in file order then row order.
+
+    Repeats that two files both hold (a run's v3 export passed beside its
+    stream) are all counted, as within one file, and reported once per pair.
+    """
     out: list[dict[str, Any]] = []
+    seen: dict[tuple[Any, ...], str] = {}
     for path in paths:
-        out.extend(read_rows(path, on_warning=on_warning))
+        rows = read_rows(path, on_warning=on_warning)
+        shared: dict[str, int] = {}
+        for row in rows:
+            if row.get("repeat") is None or row.get("runId") is None:
+                continue
+            key = (row.get("runId"), row_result_key(row), row["repeat"])
+            other = seen.get(key)
+            if other is not None and other != str(path):
+                shared[other] = shared.get(other, 0) + 1
+        for other, count in shared.items():
+            (on_warning or _default_warn)(
+                f"{path} holds {count} repeat(s) that {other} holds too (same run, cell and "
+                "repeat); both are counted: pass one file per run (its .jsonl or its v3 export)"
+            )
+        for row in rows:
+            if row.get("repeat") is not None and row.get("runId") is not None:
+                seen.setdefault((row.get("runId"), row_result_key(row), row["repeat"]), str(path))
+        out.extend(rows)
     return out
+
 
 
 def rows_by_file(
