@@ -203,3 +203,37 @@ def test_plot_compare_names_the_file_of_a_mistyped_field(tmp_path: Path) -> None
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr  # was a traceback, exit 1
     assert "bad.jsonl: row 0: field 'turnsUsed': expected int" in proc.stderr
+
+
+def _rows_file(tmp_path: Path, rows: list[dict]) -> Path:
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_a_clean_run_still_plots_its_behaviors(tmp_path: Path) -> None:
+    from capeval.metrics import METRIC_NAMES
+
+    clean = dict.fromkeys(METRIC_NAMES, 0)
+    rows = [
+        {"resultKey": "v::c", "id": "c", "variantId": "v", "passed": True, "repeat": r,
+         "behaviors": clean}
+        for r in range(2)
+    ]  # fmt: skip
+    frame = load_frame([_rows_file(tmp_path, rows)])
+    data = plots.behaviors_data(frame)
+    assert set(data["metric"].to_list()) == set(METRIC_NAMES)  # was: "no behavior metric has data"
+    assert isinstance(plots.behaviors(frame), Figure)
+
+
+def test_rows_naming_only_a_result_key_plot_under_its_variant(tmp_path: Path) -> None:
+    rows = [
+        {"resultKey": "v::c", "id": "c", "passed": r == 0, "repeat": r,
+         "behaviors": {"networkCommandCount": r}}
+        for r in range(2)
+    ]  # fmt: skip
+    frame = load_frame([_rows_file(tmp_path, rows)])
+    assert frame["variantId"].null_count() == 2
+    assert plots.heatmap_data(frame)["variantId"].to_list() == ["v"]
+    assert isinstance(plots.heatmap(frame), Figure)  # was: TypeError sorting None
+    assert isinstance(plots.behaviors(frame), Figure)

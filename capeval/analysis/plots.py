@@ -62,6 +62,20 @@ def _case_column(frame: pl.DataFrame) -> str:
     return "id" if "id" in frame.columns else "caseId"
 
 
+def _with_variants(frame: pl.DataFrame) -> pl.DataFrame:
+    """Rows that name only a resultKey get their variant from it, as the history views do.
+
+    The reference reader accepts such rows; a null variant would otherwise
+    break sorting and drop out of every plot.
+    """
+    import polars as pl
+
+    if "resultKey" not in frame.columns or frame["variantId"].null_count() == 0:
+        return frame
+    derived = pl.col("resultKey").str.extract(r"^(.*)::", 1)
+    return frame.with_columns(pl.coalesce(pl.col("variantId"), derived, pl.lit("?")))
+
+
 # -- heatmap: pass rate per variant x case ------------------------------------------------
 
 
@@ -71,6 +85,7 @@ def heatmap_data(repeats: pl.DataFrame) -> pl.DataFrame:
 
     case = _case_column(repeats)
     _require(repeats, ["variantId", case, "passed"], "heatmap")
+    repeats = _with_variants(repeats)
     return (
         repeats.group_by("variantId", pl.col(case).alias("caseId"))
         .agg(
@@ -228,8 +243,8 @@ def history_data(repeats: pl.DataFrame) -> pl.DataFrame:
         started = started.str.to_datetime(time_zone="UTC", strict=False).dt.replace_time_zone(None)
     if repeats["runStartedAt"].null_count() == repeats.height:
         raise PlotError(
-            "history: no run start times in these repeats; build the frame from the history "
-            "views (capeval.analysis.history.connect), which date old v3 files by their header"
+            "history: no run start times in these repeats (rows without runStartedAt, e.g. "
+            "old v3 files; the history views date those by the file's header)"
         )
     if "source" in repeats.columns:
         repeats = repeats.with_columns(pl.col("runId").fill_null(pl.col("source")))
@@ -303,12 +318,14 @@ def behaviors_data(repeats: pl.DataFrame, metrics: Sequence[str] | None = None) 
     """Long frame of behavior values: resultKey, variantId, caseId, metric, value.
 
     Only repeats whose behaviors were captured; by default the metrics that
-    are non-zero somewhere (an all-zero panel says nothing).
+    are non-zero somewhere (an all-zero panel says nothing), or every metric
+    when all are zero: a clean run is worth a picture too.
     """
     import polars as pl
 
     case = _case_column(repeats)
     _require(repeats, ["variantId", case], "behaviors")
+    repeats = _with_variants(repeats)
     unknown = [m for m in metrics or () if m not in METRIC_NAMES]
     if unknown:
         raise PlotError(
@@ -316,7 +333,9 @@ def behaviors_data(repeats: pl.DataFrame, metrics: Sequence[str] | None = None) 
         )
     present = [m for m in METRIC_NAMES if m in repeats.columns]
     if metrics is None:
-        metrics = [m for m in present if (repeats[m].fill_null(0) != 0).any()]
+        metrics = [m for m in present if (repeats[m].fill_null(0) != 0).any()] or [
+            m for m in present if repeats[m].null_count() < repeats.height
+        ]
     else:
         metrics = [m for m in metrics if m in present]
     if not metrics:
