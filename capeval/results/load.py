@@ -163,7 +163,6 @@ def read_many(
     return out
 
 
-
 def rows_by_file(
     paths: Iterable[str | Path], *, on_warning: Callable[[str], None] | None = None
 ) -> list[tuple[Path, list[dict[str, Any]]]]:
