@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 QUERY_DIR = "analysis"
+BUILTIN_QUERY_DIR = "builtin_queries"  # where a wheel carries analysis/ (pyproject.toml)
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
 
@@ -65,10 +66,17 @@ def query_dirs(root: Path | None = None) -> list[Path]:
             root = None
     if root is not None:
         dirs.append(Path(root) / QUERY_DIR)
-    builtin = Path(__file__).resolve().parents[2] / QUERY_DIR
-    if builtin not in [d.resolve() for d in dirs]:
-        dirs.append(builtin)
+    for builtin in _builtin_dirs():
+        if builtin.is_dir() and builtin.resolve() not in [d.resolve() for d in dirs]:
+            dirs.append(builtin)
+            break
     return [d for d in dirs if d.is_dir()]
+
+
+def _builtin_dirs() -> list[Path]:
+    """capeval's own queries: inside an installed wheel, else the checkout's analysis/."""
+    package = Path(__file__).resolve().parents[1]
+    return [package / BUILTIN_QUERY_DIR, package.parent / QUERY_DIR]
 
 
 def list_queries(root: Path | None = None) -> list[NamedQuery]:

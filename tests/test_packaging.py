@@ -1,0 +1,57 @@
+"""What an installed capeval (a wheel, no checkout) carries and finds."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
+         "-q", "-w", str(out)],
+        check=True, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    (found,) = out.glob("capeval-*.whl")
+    return found
+
+
+def test_the_wheel_carries_the_named_queries(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for sql in sorted((ROOT / "analysis").glob("*.sql")):
+        assert f"capeval/builtin_queries/{sql.name}" in names
+
+
+def test_an_installed_capeval_lists_its_queries_outside_any_workspace(
+    wheel: Path, tmp_path: Path
+) -> None:
+    # Found beside the sources before; an installed package has no analysis/ there.
+    target = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(target)
+    code = (
+        "import json, capeval; from capeval.analysis.queries import list_queries; "
+        "print(json.dumps([capeval.__file__, [q.name for q in list_queries()]]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(target)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    where, names = json.loads(proc.stdout)
+    assert Path(where).is_relative_to(target)  # the wheel's copy, not the checkout
+    assert names == sorted(p.stem for p in (ROOT / "analysis").glob("*.sql"))
