@@ -211,10 +211,25 @@ def test_codex_script_stream(agent_streams: Path) -> None:
         (1, "command_execution", SHELL, "cat hello.txt && echo ok > second.txt"),
     ]
     assert p.summary.turns[0].toolCalls[0].arguments == {
-        "changes": [{"path": "/tmp/work/hello.txt", "kind": "add"}]
+        "changes": [{"path": "/tmp/work/hello.txt", "kind": "add"}],
+        "item": "item_0",
     }
     assert p.summary.tokenUsage == TokenUsage(input=30, output=15)
     assert p.sessionId == "01a22d45-dcdf-7d92-89d3-7deaef731052"
+
+
+def test_codex_edits_of_one_file_are_not_repeated_calls() -> None:
+    from capeval.behaviors import derive_behaviors
+
+    change = {"path": "/w/a.py", "kind": "update"}
+    stream = ['{"type":"thread.started","thread_id":"t"}', '{"type":"turn.started"}']
+    for n in (1, 2):
+        edit = {"id": f"item_{n}", "type": "file_change", "changes": [change]}
+        text = {"id": f"m{n}", "type": "agent_message", "text": "ok"}
+        stream += [json.dumps({"type": "item.completed", "item": i}) for i in (edit, text)]
+    stream.append('{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":1}}')
+    p = parse_codex_stream(stream)
+    assert derive_behaviors(p.summary)["repeatedSearchCount"] == 0  # two edits, not a loop
 
 
 def test_codex_fallback_metadata_error_item_is_not_a_turn(agent_streams: Path) -> None:

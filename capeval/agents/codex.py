@@ -60,9 +60,11 @@ def _tool_call(item: Mapping[str, Any]) -> ToolCall:
             item.get("aggregated_output"),
         )
     if itype == "file_change":
-        return make_call(
-            item_id, "apply_patch", {"changes": item.get("changes") or []}, item.get("status")
-        )
+        # The stream names the files a patch touched, not the patch: without the
+        # item id, two different edits of one file would share a signature and
+        # count toward repeatedSearchCount (a loop bait) as a repeated call.
+        arguments = {"changes": item.get("changes") or [], "item": item_id}
+        return make_call(item_id, "apply_patch", arguments, item.get("status"))
     if itype == "mcp_tool_call":
         name = f"mcp__{item.get('server')}__{item.get('tool')}"
         return make_call(
