@@ -219,3 +219,12 @@ def test_a_refused_comparison_still_writes_a_report_saying_why(
     else:
         assert "REFUSED" in text and "exit 2" in text
         assert "--allow-provider-fallback" in text
+
+
+def test_tables_show_medians_without_floating_point_noise() -> None:
+    # (27.9 + 28.3) / 2 is 28.099999999999998 in binary floating point.
+    base = [row("a", maxTurnDurationMs=27.9, repeat=0), row("a", maxTurnDurationMs=28.3, repeat=1)]
+    cand = [row("a", maxTurnDurationMs=1, repeat=0)]
+    comparison = compare_cells(cells_from_rows(base), cells_from_rows(cand))
+    for text in (render_text(comparison), render(comparison, "md")):
+        assert "28.1" in text and "28.099999999999998" not in text

@@ -82,6 +82,18 @@ def json_number(value: float | int | None) -> float | int | None:
     return value
 
 
+def format_value(value: float | int | None) -> str:
+    """A number for a table: `format_number` without binary floating-point noise.
+
+    The median of 27.9 and 28.3 is 28.099999999999998 in binary floating
+    point; tables show 28.1 (12 significant digits are kept, more than any
+    metric carries). BAIT FLAG lines keep `format_number`, the spec's wording.
+    """
+    if isinstance(value, float) and math.isfinite(value):
+        value = float(f"{value:.12g}")
+    return format_number(value)
+
+
 def format_number(value: float | int | None) -> str:
     """A number as JavaScript's `String(n)` would print it (the BAIT FLAG wording depends on it)."""
     if value is None:

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from capeval.analysis.cells import Cell, format_number
+from capeval.analysis.cells import Cell, format_value
 from capeval.analysis.compare import STATUS_ORDER, BaitStatus, CellComparison, Comparison
 
 VERDICT_WORDS = {0: "CLEAN", 1: "REGRESSED", 3: "UNCLEAN (bait flags)"}
@@ -93,8 +93,8 @@ def render_text(comparison: Comparison) -> str:
                     b.verdict.upper(),
                     c.resultKey,
                     b.metric,
-                    format_number(b.baselineMedian),
-                    format_number(b.candidateMedian),
+                    format_value(b.baselineMedian),
+                    format_value(b.candidateMedian),
                 ]
                 for c, b in changes
             ],
@@ -240,9 +240,9 @@ def _behavior_change_rows(comparison: Comparison, key: Callable[[str], str]) -> 
                     b.verdict,
                     key(c.resultKey),
                     b.metric,
-                    format_number(b.baselineMedian),
-                    format_number(b.candidateMedian),
-                    f"[{format_number(ci[0])}, {format_number(ci[1])}]" if ci else "",
+                    format_value(b.baselineMedian),
+                    format_value(b.candidateMedian),
+                    f"[{format_value(ci[0])}, {format_value(ci[1])}]" if ci else "",
                 ]
             )
     return rows
@@ -254,11 +254,11 @@ def _bait_rows(comparison: Comparison, key: Callable[[str], str]) -> list[list[s
         [
             key(c.resultKey),
             c.bait.metric,
-            format_number(c.bait.threshold),
-            format_number(c.bait.baselineMedian)
+            format_value(c.bait.threshold),
+            format_value(c.bait.baselineMedian)
             if c.bait.baselineMedian is not None
             else "no stats",
-            format_number(c.bait.candidateMedian)
+            format_value(c.bait.candidateMedian)
             if c.bait.candidateMedian is not None
             else "no stats",
             {True: "yes", False: "no", None: "-"}[c.bait.misbehaving],
@@ -422,7 +422,7 @@ def render_junit(comparison: Comparison) -> str:
             ET.SubElement(case, "skipped", message="cell missing from the candidate")
         out = [f"{cell.status}: baseline {_rate(cell.baseline)}, candidate {_rate(cell.candidate)}"]
         out += [
-            f"{b.metric}: {format_number(b.baselineMedian)} -> {format_number(b.candidateMedian)} ({b.verdict})"
+            f"{b.metric}: {format_value(b.baselineMedian)} -> {format_value(b.candidateMedian)} ({b.verdict})"
             for b in cell.behaviors
             if b.verdict != "neutral"
         ]
