@@ -434,3 +434,14 @@ def test_a_passed_that_is_not_a_boolean_is_refused_as_everywhere_else(
         proc = capeval(*args)
         assert proc.returncode == 2, proc.stdout
         assert "r.jsonl:2: field 'passed' must be true or false" in proc.stderr
+
+
+def test_other_json_in_a_results_folder_is_skipped_not_fatal(tmp_path: Path) -> None:
+    # A Paperclip report or a case.json (pretty-printed) aborted history, query and plot.
+    write_jsonl(tmp_path / "run.jsonl", [row("r1", "v", "c", 0, True)])
+    (tmp_path / "eval-parity-report.json").write_text(json.dumps({"verdict": "pass"}, indent=2))
+    (tmp_path / "case.json").write_text(json.dumps({"id": "c", "prompt": "p"}, indent=2))
+    proc = capeval("history", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "skipped" in proc.stderr and "eval-parity-report.json" in proc.stderr
+    assert "r1" in proc.stdout

@@ -36,6 +36,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -390,6 +391,9 @@ def discover(paths: Iterable[str | Path]) -> list[Path]:
     return sorted(found)
 
 
+_V3_HEAD = re.compile(rb'"version"\s*:\s*3\b|"cases"\s*:\s*\[')
+
+
 def _sniff(path: Path) -> str:
     """'jsonl', 'v3' or 'other', from the head of the file only."""
     with open(path, "rb") as handle:
@@ -401,9 +405,11 @@ def _sniff(path: Path) -> str:
     try:
         obj = json.loads(first)
     except (ValueError, UnicodeDecodeError):
-        # A pretty-printed document (v3 as the harness writes it) or garbage;
-        # the v3 reader decides, naming the file if it is broken.
-        return "v3" if text.startswith(b"{") else "other"
+        # A pretty-printed document: v3 as the harness writes it, or any other
+        # JSON a results folder may hold (a report, a case.json). Only one that
+        # looks like v3 in its head goes to the v3 reader, which names the file
+        # if it is broken; the rest are skipped and named, like other files.
+        return "v3" if text.startswith(b"{") and _V3_HEAD.search(text) else "other"
     if not isinstance(obj, dict):
         return "other"
     if obj.get("version") == 3 or isinstance(obj.get("cases"), list):
