@@ -87,3 +87,44 @@ def test_freeze_writes_a_baseline_the_oracle_gates_clean_against(
     assert json.loads(out.read_text())["version"] == 3
     run = capeval("run", *cases, "--jsonl", tmp_path / "c.jsonl", "--baseline", out, cwd=repo_root)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def _workspace(root: Path, toml: str = "") -> Path:
+    from tests.test_run_helpers import write_case, write_done
+
+    write_case(root, "alpha", trajectories={"sloppy": [write_done("sloppy")]})
+    if toml:
+        (root / "capeval.toml").write_text(toml)
+    return root
+
+
+def test_freeze_without_the_recording_agent_says_how_to_get_one(tmp_path: Path) -> None:
+    # Outside the demo workspace no [agents.sloppy] exists; the error said '@sloppy'
+    # might be part of a model name.
+    done = capeval("baseline", "freeze", "--repeats", "1", cwd=_workspace(tmp_path))
+    assert done.returncode == 2
+    assert "--agent 'sloppy', which the configuration does not define" in done.stderr
+    assert "[agents.sloppy]" in done.stderr and "part of the model name" not in done.stderr
+
+
+@pytest.mark.slow
+def test_freeze_and_gate_agree_on_where_the_baseline_is(tmp_path: Path) -> None:
+    root = _workspace(tmp_path, '[agents.sloppy]\ntype = "scripted"\ntrajectory = "sloppy"\n')
+    gate = capeval("gate", "--candidate", root / "x.json", cwd=root)
+    assert gate.returncode == 2 and "where capeval baseline freeze writes it" in gate.stderr
+    (root / "capeval.toml").write_text(
+        'baseline = "evals/capability/results/baseline.json"\n'
+        + (root / "capeval.toml").read_text()
+    )
+    gate = capeval("gate", "--candidate", root / "x.json", cwd=root)
+    assert gate.returncode == 2
+    assert "does not exist yet; record it with capeval baseline freeze" in gate.stderr
+    done = capeval("baseline", "freeze", "--repeats", "1", "--force", cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert "note:" not in done.stdout  # the configuration names this baseline
+    (root / "capeval.toml").write_text(
+        '[agents.sloppy]\ntype = "scripted"\ntrajectory = "sloppy"\n'
+    )
+    again = capeval("baseline", "freeze", "--repeats", "1", "--force", cwd=root)
+    assert again.returncode == 0, again.stderr
+    assert 'add baseline = "evals/capability/results/baseline.json" to capeval.toml' in again.stdout

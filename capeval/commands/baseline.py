@@ -59,6 +59,13 @@ def freeze(
     from capeval.runner.run import RunOptions, execute
 
     cfg = load_config(root, config)
+    if agent not in cfg.agents:
+        raise ValueError(
+            f"baseline freeze records with the agent entry --agent {agent!r}, which the "
+            f"configuration does not define; pass --agent NAME (one of: "
+            f"{', '.join(sorted(cfg.agents))}) or add an [agents.{agent}] table "
+            '(type = "scripted" with trajectory = "sloppy" plays each case\'s sloppy trajectory)'
+        )
     target = out or cfg.baseline or root / DEFAULT_BASELINE
     cells = baseline_cells(matrix or cfg.matrix or ("scripted:oracle",), agent)
     fresh = target.with_name(target.name + ".new")
@@ -109,9 +116,15 @@ def freeze(
             message=f"baits did not reproduce; the old baseline is unchanged and the new recording is {fresh}",
         )
     fresh.replace(target)
-    return FreezeResult(
-        target, True, outcome.jsonl_path, problems, exit_code=0, message=f"froze {target}"
-    )
+    message = f"froze {target}"
+    if cfg.baseline is None or cfg.baseline.resolve() != target.resolve():
+        shown = target.relative_to(root) if target.is_relative_to(root) else target
+        message += (
+            f"\nnote: the configuration names {'no' if cfg.baseline is None else 'another'} "
+            f'baseline; add baseline = "{shown}" to capeval.toml so capeval gate and '
+            "capeval run --baseline use this one"
+        )
+    return FreezeResult(target, True, outcome.jsonl_path, problems, exit_code=0, message=message)
 
 
 @click.group("baseline")

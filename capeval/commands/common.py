@@ -105,6 +105,13 @@ def baselines_or_configured(baselines: Sequence[Path], root: Path | None) -> lis
         fail(
             command,
             "no --baseline given and the configuration names none; pass --baseline FILE or add "
-            'baseline = "evals/capability/results/baseline.json" to capeval.toml',
+            'baseline = "evals/capability/results/baseline.json" to capeval.toml '
+            "(where capeval baseline freeze writes it)",
+        )
+    if not config.baseline.exists():
+        fail(
+            command,
+            f"the configured baseline {config.baseline} does not exist yet; record it with "
+            "capeval baseline freeze, or pass --baseline FILE",
         )
     return [config.baseline]
