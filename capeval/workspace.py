@@ -411,29 +411,41 @@ def validate_workspace(
         result.problems[:0] = exc.problems
         return result
     result = check_cases(found, config, ids)
+    result.problems += trajectory_problems(found, result.cases)
     if graders and result.cases:
-        result.problems += grader_problems(found, result.cases)  # a missing oracle included
-    else:
-        result.problems += missing_oracles(found, result.cases)
+        # The grader check reports an unplayable oracle too: keep one of each message.
+        shown = {str(p) for p in result.problems}
+        result.problems += [p for p in grader_problems(found, result.cases) if str(p) not in shown]
     return result
 
 
-def missing_oracles(root: Path, cases: Sequence[Case]) -> list[Problem]:
-    """Every case ships an oracle trajectory: the default `capeval run` plays it,
-    and grader honesty is judged on it. Loading does not demand it (a run of a
-    real agent needs none), so `capeval validate` is where it is checked."""
-    out = []
+def trajectory_problems(root: Path, cases: Sequence[Case]) -> list[Problem]:
+    """Every case ships an oracle trajectory, and every trajectory must be playable.
+
+    The default `capeval run` plays the oracle and grader honesty is judged on
+    it. Loading does not demand either (a run of a real agent needs none), so
+    `capeval validate` is where they are checked: a broken trajectory would
+    otherwise surface as a failed repeat (a regression, to the gate).
+    """
+    from capeval.agents.trajectory import TrajectoryError, load_trajectory
+
+    out: list[Problem] = []
     for case in cases:
-        path = case.trajectory_path(ORACLE_TRAJECTORY)
-        if not path.is_file():
+        oracle = case.trajectory_path(ORACLE_TRAJECTORY)
+        if not oracle.is_file():
             out.append(
                 Problem(
-                    _relative(path, root),
+                    _relative(oracle, root),
                     "",
                     "missing; every case ships an oracle trajectory (the default "
                     "`capeval run` plays it); add one",
                 )
             )
+        for path in sorted(oracle.parent.glob("*.json")):
+            try:
+                load_trajectory(path, file=_relative(path, root))
+            except TrajectoryError as exc:
+                out += exc.problems
     return out
 
 

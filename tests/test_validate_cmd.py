@@ -240,3 +240,14 @@ def test_a_threshold_too_large_for_a_number_is_reported_before_any_run(good: Pat
     result = invoke("--root", str(good))
     assert result.exit_code == 2
     assert "huge/case.json: contains 1e400, too large for a number" in result.output
+
+
+def test_an_unplayable_trajectory_is_reported_without_graders(good: Path) -> None:
+    # Only --graders (or a run, as a failed repeat) used to find it.
+    case_dir = good / CASES / "alpha"
+    (case_dir / "trajectories" / "sloppy.json").write_text(
+        json.dumps({"turns": [{"toolCalls": [{"name": "no_such_tool"}]}]})
+    )
+    result = invoke("--root", str(good))
+    assert result.exit_code == 2
+    assert "evals/capability/cases/alpha/trajectories/sloppy.json" in result.output

@@ -46,7 +46,8 @@ def validate(
             click.echo(str(problem))
         n = len(result.problems)
         click.echo(
-            f"{n} problem{'s' if n != 1 else ''}; fix them and run capeval validate again", err=True
+            f"{n} problem{'s' if n != 1 else ''}; fix {'them' if n != 1 else 'it'} and run capeval validate again",
+            err=True,
         )
     if not result.ok:
         click.get_current_context().exit(EXIT_BAD_INPUT)
