@@ -467,6 +467,14 @@ def test_cli_a_stream_read_as_a_summary_or_as_another_cli_says_which_it_is(
     assert "is not JSON" not in wrong.stderr and "unknown event" not in wrong.stderr
 
 
+def test_cli_a_summary_given_as_a_stream_says_to_drop_the_flag() -> None:
+    summary = str(Path(__file__).parent / "data/summaries/oracle.json")
+    out = run_cli("--stream", "claude-code", summary)
+    assert out.returncode == 2 and out.stdout == ""
+    assert "this is a run summary" in out.stderr and "drop --stream" in out.stderr
+    assert "is not JSON, skipped" not in out.stderr  # was one line per line of the file
+
+
 def test_cli_a_parser_that_finds_some_turns_in_another_clis_stream_is_refused() -> None:
     # Gemini's and opencode's streams share the `tool_use` event name: the
     # Gemini parser finds a turn in opencode's stream, from 3 of its 12 events.

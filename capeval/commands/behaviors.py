@@ -64,6 +64,13 @@ def read_stream(path: Path, agent_type: str) -> RunSummary:
     parser finds no turn (all zeros) or only the events both CLIs name alike.
     """
     lines = _lines(path)
+    if _is_summary("\n".join(lines)):
+        raise RunSummaryError(
+            str(path),
+            "(stream)",
+            "this is a run summary (one JSON object with turns), not an agent's stream: "
+            "drop --stream to measure it",
+        )
     parsed = stream_parser(agent_type)(lines)
     best = _best_types(lines, known={agent_type: parsed})
     if best and agent_type not in best:
@@ -81,6 +88,15 @@ def read_stream(path: Path, agent_type: str) -> RunSummary:
     if not parsed.summary.turns:
         raise RunSummaryError(str(path), "(stream)", f"no {agent_type} turns in this stream")
     return parsed.summary
+
+
+def _is_summary(text: str) -> bool:
+    """One JSON document holding `turns`: what `capeval behaviors` reads without --stream."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return False  # a stream: one JSON object per line
+    return isinstance(doc, dict) and "turns" in doc
 
 
 def _lines(path: Path) -> list[str]:
