@@ -61,7 +61,7 @@ def _load(file: Path | None) -> tuple[Path, list[Row]]:
     try:
         return _checked_rows(file)
     except ProblemsError as exc:
-        _echo_problems(exc.problems, "; fix the derivative and run again.")
+        _echo_problems(exc.problems, "; fix the derivative (or pass --file) and run again.")
         raise SystemExit(2) from exc
 
 
@@ -166,7 +166,8 @@ def run(file: Path | None, as_json: bool, jsonl: Path | None, force: bool) -> No
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Directory for eval-parity-report.json/.md (default .capeval/evidence/paperclip/).",
+    help="Directory for eval-parity-report.json/.md (default: .capeval/evidence/paperclip/ "
+    "under the workspace root).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the written paths as JSON.")
 def report(file: Path | None, out: Path | None, as_json: bool) -> None:
@@ -223,7 +224,8 @@ def report(file: Path | None, out: Path | None, as_json: bool) -> None:
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Directory for live-rows.jsonl (default .capeval/evidence/paperclip/live/).",
+    help="Directory for live-rows.jsonl (default: .capeval/evidence/paperclip/live/ "
+    "under the workspace root).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def live(

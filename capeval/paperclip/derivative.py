@@ -334,7 +334,8 @@ def find_derivative(start: Path | None = None) -> Path:
                 str(here),
                 "",
                 f"no {DERIVATIVE_PATH.as_posix()} here or in any parent directory; "
-                "run capeval from the checkout that holds it, or pass --file PATH",
+                "the derivative is checked in with capeval's sources: run capeval from a "
+                "checkout of them, or pass --file PATH",
             )
         ]
     )
