@@ -116,3 +116,14 @@ def test_python_api_matches_the_command(stand_in: Path) -> None:
         "path": str(stand_in),
         "found": True,
     }
+
+
+def test_agents_check_defaults_to_the_agent_run_defaults_to(tmp_path: Path) -> None:
+    from tests.clirun import capeval
+
+    # Outside a workspace (no configured default), run plays `scripted`; so does check.
+    done = capeval("agents", "check", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("scripted (scripted)")
+    listed = capeval("agents", "list", cwd=tmp_path)
+    assert "* scripted" in listed.stdout

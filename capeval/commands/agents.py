@@ -18,9 +18,10 @@ from capeval.problems import ProblemsError
 
 
 def _agents(root: Path | None, config_path: Path | None) -> tuple[dict, str | None]:
-    """(agents by name, the default agent's name)."""
+    """(agents by name, the default agent's name: the configured one, else `run`'s default)."""
     from capeval.agents.registry import builtin_agents
     from capeval.config import load_config
+    from capeval.runner.run import DEFAULT_AGENT
     from capeval.workspace import find_root
 
     try:
@@ -28,9 +29,9 @@ def _agents(root: Path | None, config_path: Path | None) -> tuple[dict, str | No
     except ProblemsError:
         if root is not None or config_path is not None:
             raise
-        return builtin_agents(), None
+        return builtin_agents(), DEFAULT_AGENT
     config = load_config(found, config_path)
-    return dict(config.agents), config.agent
+    return dict(config.agents), config.agent or DEFAULT_AGENT
 
 
 def _fail(exc: ProblemsError) -> None:
