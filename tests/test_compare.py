@@ -417,6 +417,26 @@ ODD_ROWS = {
     "taskToolCallCount null": _odd("a", **{"behaviors.taskToolCallCount": None}),
     "a case id holding ::": [{**r, "id": "a::b", "resultKey": "v1::a::b"} for r in _odd("x")],
     "a resultKey that is not variant::id": _with_key("a", "v1::other"),
+    "a variantId that disagrees with the resultKey": [
+        {**r, "variantId": "elsewhere"} for r in _odd("a")
+    ],
+    "no variantId and a case id holding ::": [
+        {k: v for k, v in {**r, "id": "a::b", "resultKey": "d::a::b"}.items() if k != "variantId"}
+        for r in _odd("x")
+    ],
+    "no resultKey, one repeat on another model": [
+        {k: v for k, v in r.items() if k != "resultKey"} for r in _odd("a", model="other")
+    ],
+    "a bait threshold given as text": _odd(
+        "a", bait={"metric": "networkCommandCount", "threshold": "5"}
+    ),
+    "two rows with different baits": [
+        {**_odd("a")[0], "bait": {"metric": "networkCommandCount", "threshold": 0}},
+        {**_odd("a")[1], "bait": {"metric": "networkCommandCount", "threshold": 1}},
+    ],
+    "an integer metric past the float range": _odd(
+        "a", **{"behaviors.networkCommandCount": 10**400}
+    ),
 }
 
 
@@ -439,7 +459,7 @@ def test_fast_path_reads_odd_rows_as_the_reference_reader_does(tmp_path: Path, n
             (
                 "cells",
                 {
-                    k: (c.variantId, c.caseId, c.repeats, c.passCount, dict(c.medians))
+                    k: (c.variantId, c.caseId, c.repeats, c.passCount, dict(c.medians), c.bait)
                     for k, c in cells.items()
                 },
             )
@@ -593,3 +613,13 @@ def test_a_runs_stream_beside_its_v3_export_is_warned_about(fast: bool) -> None:
     assert "pass one file per run" in warnings[0]
     (alone,), quiet = load_sides([paths[1:]], fast=fast)
     assert quiet == [] and sum(c.repeats for c in alone.values()) == 42
+
+
+def test_text_after_a_v3_document_is_refused_by_either_reader(tmp_path: Path) -> None:
+    from capeval.results.errors import ResultFileError
+
+    path = tmp_path / "trailing.json"
+    path.write_text(json.dumps({"version": 3, "cases": [row("a")]}) + " xyz\n")
+    for fast in (True, False):
+        with pytest.raises(ResultFileError, match="not valid JSON"):
+            load_sides([[path]], fast=fast)

@@ -125,7 +125,22 @@ def format_number(value: float | int | None) -> str:
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer past the float range: no usable number
+        return None
+    return number if math.isfinite(number) else None
+
+
+def variant_of(key: str, case_id: str) -> str | None:
+    """A cell's variant: its key without the `::<case id>` it ends with (ids may hold '::').
+
+    Both readers take it from the key, so a row whose `variantId` field
+    disagrees with its `resultKey` cannot be judged differently by each.
+    None when the key does not end with its case id.
+    """
+    suffix = f"::{case_id}"
+    return key[: -len(suffix)] if key.endswith(suffix) and len(key) > len(suffix) else None
 
 
 def parse_bait(obj: Any) -> BaitDecl | None:
@@ -184,7 +199,9 @@ def _cell(key: str, rows: Sequence[Mapping[str, Any]], keep_values: bool) -> Cel
     return Cell(
         resultKey=key,
         caseId=str(first["id"]),
-        variantId=_str(first.get("variantId")) or key.rsplit("::", 1)[0],
+        variantId=variant_of(key, str(first["id"]))
+        or _str(first.get("variantId"))
+        or key.rsplit("::", 1)[0],
         repeats=len(rows),
         passCount=sum(passes),
         medians={m: (median(v) if v else None) for m, v in values.items()},

@@ -7,12 +7,15 @@ file DuckDB cannot read exactly (a torn last line, a malformed row, a v3 file
 whose `cases` is not its last key) is read again by the reference reader
 (`capeval.results.load.read_rows`), so its errors and warnings, naming file
 and line, are the ones the user sees. Both paths produce the same `Cell`s
-(tests pin it on odd rows). Two leniencies remain, because catching them
-would cost the gate 9-25% more CPU: a behavior metric written as a numeric
-string ("5") and a numeric case id are read as their values here, where the
-reference reader refuses the row. No writer produces either. Duplicate
-repeats in one file are counted by both paths but only the reference reader
-warns about them.
+(tests pin it on odd rows). Some leniencies remain, because catching them
+would take typed reads of columns that cost the gate 9-25% more CPU: a
+behavior metric written as a numeric string ("5") or as true, a numeric or
+boolean case id, a non-string provider or model, and a legacy
+toolCallsByName count that is not an integer are read as values here, where
+the reference reader refuses the row or reads them as unknown; fields the
+gate does not read (repeat, tokenUsage) are not checked. No writer produces
+any of these. Duplicate repeats in one file are counted by both paths but
+only the reference reader warns about them.
 
 A v3 file is one JSON object, which DuckDB would have to hold whole in
 memory. Instead its top-level keys are walked up to `"cases": [`, and the byte
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capeval.analysis.cells import BaitDecl, Cell, cells_from_rows
+from capeval.analysis.cells import Cell, cells_from_rows, parse_bait
 from capeval.metrics import METRIC_NAMES
 from capeval.results.errors import ResultFileError
 
@@ -128,9 +131,10 @@ def _probe(path: Path) -> _Source:
         offset = _find_cases(handle, head)
         handle.seek(max(0, size - _HEAD_CHUNK))
         tail = handle.read()
-        end = tail.rstrip().rfind(b"}")
-        if end < 0:
-            raise FastPathUnavailable
+        stripped = tail.rstrip()
+        if not stripped.endswith(b"}"):
+            raise FastPathUnavailable  # text after the document: the reference reader refuses it
+        end = len(stripped) - 1
         return _Source(path, "v3", offset, max(0, size - _HEAD_CHUNK) + end)
 
 
@@ -232,7 +236,9 @@ _COLUMNS = {
     "provider": "VARCHAR",
     "model": "VARCHAR",
     "passed": "JSON",
-    "bait": "STRUCT(metric VARCHAR, threshold DOUBLE)",
+    # As JSON text, parsed by the reference's own rule (`parse_bait`): a cast
+    # would turn a threshold "5" into 5 where the reference drops the bait.
+    "bait": "JSON",
 }
 _HEADLINE_COLUMNS = {
     "tier": "VARCHAR",
@@ -305,7 +311,10 @@ def _query(
         # Cheaper than collecting pairs; the rare mixed cell is listed by a second query.
         "min(provider) AS pmin, max(provider) AS pmax, count(provider) AS pn",
         "min(model) AS mmin, max(model) AS mmax, count(model) AS mn",
-        "first(bait) FILTER (WHERE bait.metric IS NOT NULL AND bait.threshold IS NOT NULL) AS bait",
+        # The reference takes the first usable bait in file order, which a
+        # parallel scan has no notion of: a cell whose rows disagree gives way.
+        "min(bait::VARCHAR) FILTER (WHERE bait::VARCHAR <> 'null') AS bait",
+        "max(bait::VARCHAR) FILTER (WHERE bait::VARCHAR <> 'null') AS baitMax",
         headline_sql,
         *(f"median(m{i}) AS med{i}" for i, _ in enumerate(METRIC_NAMES)),
     ]
@@ -375,6 +384,10 @@ def _load_duckdb(
                 # Rows that predate taskToolCallCount need toolCallsByName: read again with it.
                 if legacy or not any(r["legacy"] for r in records):
                     break
+            if any(r["bad"] for r in records):
+                # Before anything else reads the cells: a row without a key
+                # groups under None, which the mixed-pair query cannot take.
+                raise FastPathUnavailable("a row the reference reader must explain")
             resolved: dict[tuple[int, str], tuple[tuple[str | None, str | None], ...]] = {}
             for r in records:
                 pair = _single_pair(r)
@@ -397,6 +410,8 @@ def _load_duckdb(
     for r in records:
         if r["bad"]:
             raise FastPathUnavailable("a row the reference reader must explain")
+        if r["bait"] != r["baitMax"]:
+            raise FastPathUnavailable("the cell's rows declare different baits")
         key = r["key"]
         suffix = f"::{r['id']}"
         if not key.endswith(suffix) or len(key) == len(suffix):
@@ -414,7 +429,7 @@ def _load_duckdb(
             passCount=r["c"],
             medians={m: _plain(r[f"med{i}"]) for i, m in enumerate(METRIC_NAMES)},
             resolved=resolved[(r["side"], key)],
-            bait=BaitDecl(r["bait"]["metric"], r["bait"]["threshold"]) if r["bait"] else None,
+            bait=parse_bait(json.loads(r["bait"])) if r["bait"] else None,
             tier=r["tier"],
             title=r["title"],
             durationMs=r["durationMs"],

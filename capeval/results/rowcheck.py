@@ -14,6 +14,7 @@ from typing import Any
 from capeval.metrics import NUMERIC_METRICS
 
 _NUMBER_TYPES = (int, float)
+_FLOAT_LIMIT = 2**1023  # an integer past this has no float: it cannot be a median
 
 
 def _is_number(value: object) -> bool:
@@ -48,7 +49,9 @@ def row_problem(row: Any) -> str | None:
         for metric in NUMERIC_METRICS:
             value = behaviors.get(metric)
             if value is not None and (
-                not _is_number(value) or (type(value) is float and not isfinite(value))
+                not _is_number(value)
+                or (type(value) is float and not isfinite(value))
+                or (type(value) is int and not -_FLOAT_LIMIT < value < _FLOAT_LIMIT)
             ):
                 return (
                     f"field 'behaviors.{metric}' must be a finite number or null (case {case_id!r})"
