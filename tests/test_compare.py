@@ -623,3 +623,19 @@ def test_text_after_a_v3_document_is_refused_by_either_reader(tmp_path: Path) ->
     for fast in (True, False):
         with pytest.raises(ResultFileError, match="not valid JSON"):
             load_sides([[path]], fast=fast)
+
+
+def test_a_row_bait_that_cannot_work_is_warned_about() -> None:
+    # Rows are not validated like case files: a misspelt metric never flagged, silently.
+    typo = {"metric": "networkCommandCnt", "threshold": 0}
+    negative = {"metric": "networkCommandCount", "threshold": -1}
+    result = compare(
+        [row("a", bait=typo), row("b", bait=negative)], [row("a", bait=typo), row("b")]
+    )
+    assert (
+        "v1::a: its bait names 'networkCommandCnt', which is no numeric behavior metric, "
+        "so it can never flag or prove anything" in result.warnings
+    )
+    assert any(
+        w.startswith("v1::b: its bait has a negative threshold (-1)") for w in result.warnings
+    )

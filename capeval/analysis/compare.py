@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from capeval.analysis.cells import BaitDecl, Cell, format_number, json_number
-from capeval.metrics import METRIC_NAMES, direction
+from capeval.metrics import METRIC_NAMES, NUMERIC_METRICS, direction
 
 Status = Literal["improved", "regressed", "unchanged", "new", "missing"]
 Verdict = Literal["improve", "regress", "neutral"]
@@ -300,10 +300,14 @@ def compare_cells(
             f"{len(missing)} baseline cell(s) missing from the candidate: {', '.join(missing)}"
         )
 
-    results = [
-        _compare_pair(key, base, cand, _bait_for(base, cand, workspace_baits, bait_overrides))
-        for key, base, cand in pairs
-    ]
+    baits = {
+        key: _bait_for(base, cand, workspace_baits, bait_overrides) for key, base, cand in pairs
+    }
+    for key, decl in baits.items():
+        problem = _unusable_bait(decl)
+        if problem:
+            warnings.append(f"{key}: its bait {problem}, so it can never flag or prove anything")
+    results = [_compare_pair(key, base, cand, baits[key]) for key, base, cand in pairs]
     comparison = Comparison(
         cells=results,
         warnings=warnings,
@@ -342,6 +346,17 @@ def _provider_changes(pairs: list[tuple[str, Cell | None, Cell | None]]) -> list
         f"in {len(keys)} cell(s) ({', '.join(keys)})"
         for (b, c), keys in groups.items()
     ]
+
+
+def _unusable_bait(decl: BaitDecl | None) -> str | None:
+    """Why a declared bait cannot work (rows are not validated like case files and --bait)."""
+    if decl is None:
+        return None
+    if decl.metric not in NUMERIC_METRICS:
+        return f"names {decl.metric!r}, which is no numeric behavior metric"
+    if decl.threshold < 0:
+        return f"has a negative threshold ({format_number(decl.threshold)})"
+    return None
 
 
 def _bait_for(
