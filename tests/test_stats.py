@@ -145,3 +145,64 @@ def statistics_median(values: list[float]) -> float:
     import statistics
 
     return statistics.median(values)
+
+
+def _barnard_by_hand(base: tuple[int, int], cand: tuple[int, int]) -> float:
+    """Barnard's two-sided test from its definition: the largest chance, over the
+    common pass probability p, that two binomial samples of these sizes give a
+    pooled score statistic at least as extreme as the observed one."""
+    (c1, n1), (c2, n2) = base, cand
+
+    def score(x1: int, x2: int) -> float:
+        pooled = (x1 + x2) / (n1 + n2)
+        var = pooled * (1 - pooled) * (1 / n1 + 1 / n2)
+        return 0.0 if var == 0 else (x2 / n2 - x1 / n1) / math.sqrt(var)
+
+    observed = abs(score(c1, c2))
+    extreme = [
+        (x1, x2)
+        for x1 in range(n1 + 1)
+        for x2 in range(n2 + 1)
+        if abs(score(x1, x2)) >= observed - 1e-12
+    ]
+    best = 0.0
+    for step in range(1, 2000):
+        p = step / 2000
+        total = sum(
+            math.comb(n1, x1) * p**x1 * (1 - p) ** (n1 - x1)
+            * math.comb(n2, x2) * p**x2 * (1 - p) ** (n2 - x2)
+            for x1, x2 in extreme
+        )  # fmt: skip
+        best = max(best, total)
+    return best
+
+
+# Tables whose statistic has no floating-point near-ties (scipy compares the
+# statistic without a tolerance, e.g. 0.3*0.7 vs 0.7*(1-0.7), and may drop a tie).
+@pytest.mark.parametrize(
+    ("base", "cand"),
+    [((2, 3), (0, 3)), ((5, 5), (1, 10)), ((2, 10), (9, 10)), ((3, 8), (8, 8)), ((0, 6), (4, 6))],
+)
+def test_barnard_p_value_is_the_one_its_definition_gives(
+    base: tuple[int, int], cand: tuple[int, int]
+) -> None:
+    # The table went to scipy one row per side; scipy takes the samples as columns.
+    got = stats.exact_test(base, cand)
+    assert got["test"] == "barnard" and got["alternative"] == "two-sided"
+    assert got["pValue"] == pytest.approx(_barnard_by_hand(base, cand), rel=2e-3)
+
+
+def test_wilcoxon_ranks_equal_changes_as_ties() -> None:
+    # 0.4 - 0.5 and 0.0 - 0.1 were different floats, so equal changes got different ranks.
+    base = [5, 10, 9, 0, 6, 9, 0]
+    cand = [4, 10, 8, 1, 8, 8, 1]
+    pairs = [
+        (
+            cells_from_rows([row(f"c{i}", r < b, repeat=r) for r in range(10)])[f"v1::c{i}"],
+            cells_from_rows([row(f"c{i}", r < c, repeat=r) for r in range(10)])[f"v1::c{i}"],
+        )
+        for i, (b, c) in enumerate(zip(base, cand, strict=True))
+    ]
+    paired = stats.paired_cases(pairs, seed=0)
+    assert (paired["better"], paired["worse"]) == (3, 3)
+    assert paired["wilcoxonP"] == pytest.approx(1.0)  # W = 9 of a possible 21: no evidence

@@ -77,11 +77,18 @@ def difference_interval(
 
 
 def exact_test(base: tuple[int, int], cand: tuple[int, int]) -> dict[str, Any]:
-    """Barnard's exact test (Fisher's for large cells) on the 2x2 pass/fail table."""
+    """Barnard's exact test (Fisher's for large cells) on the 2x2 pass/fail table, two-sided.
+
+    scipy's barnard_exact takes the two samples as the table's *columns*
+    (it conditions on the column totals): one column per side, so the
+    repeats of each side are the fixed totals. Rows per side would fix the
+    pass and fail totals instead and give another, wrong p-value. (Fisher's
+    test is the same either way round.)
+    """
     from scipy.stats import barnard_exact, fisher_exact
 
     (c1, n1), (c2, n2) = base, cand
-    table = [[c1, n1 - c1], [c2, n2 - c2]]
+    table = [[c1, c2], [n1 - c1, n2 - c2]]
     if max(n1, n2) <= BARNARD_MAX_REPEATS:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -90,7 +97,7 @@ def exact_test(base: tuple[int, int], cand: tuple[int, int]) -> dict[str, Any]:
     else:
         pvalue = float(fisher_exact(table).pvalue)
         test = "fisher"
-    return {"test": test, "pValue": min(1.0, pvalue)}
+    return {"test": test, "alternative": "two-sided", "pValue": min(1.0, pvalue)}
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -326,7 +333,12 @@ def paired_cases(pairs: Sequence[tuple[Cell, Cell]], seed: int) -> dict[str, Any
     """Per-case candidate-minus-baseline pass rates: sign test, Wilcoxon and a bootstrap interval."""
     from scipy.stats import binomtest, wilcoxon
 
-    diffs = sorted(c.passRate - b.passRate for b, c in pairs)
+    # From integers: equal changes must be equal floats, or Wilcoxon ranks
+    # them apart (0.4 - 0.5 is -0.09999999999999998, 0.0 - 0.1 is -0.1).
+    diffs = sorted(
+        (c.passCount * b.repeats - b.passCount * c.repeats) / (b.repeats * c.repeats)
+        for b, c in pairs
+    )
     out: dict[str, Any] = {
         "cases": len(diffs),
         "better": sum(1 for d in diffs if d > 0),
