@@ -27,12 +27,15 @@ if TYPE_CHECKING:
 
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 2000
-# Barnard's test enumerates every table with the observed margins; above this
-# many repeats per cell Fisher's exact test gives the same answer far faster.
+# Barnard's test maximises over a nuisance parameter and takes seconds per
+# cell for a thousand repeats; above this many repeats per cell Fisher's
+# exact test (conditional, slightly more conservative) stands in for it.
 BARNARD_MAX_REPEATS = 200
 # Above this many repeats per cell, median intervals use exact order
-# statistics instead of the bootstrap (see `median_interval`).
-BOOTSTRAP_MAX_REPEATS = 200
+# statistics instead of the bootstrap (see `median_interval`). At 50 values the
+# exact interval already has its nominal coverage; bootstrapping 11 metrics of
+# 200 repeats took compare 87 s on 200 such cells.
+BOOTSTRAP_MAX_REPEATS = 50
 
 
 def wilson(passes: int, repeats: int, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
