@@ -187,6 +187,15 @@ def summary_from_json(obj: Mapping[str, Any], *, source: str = "<run summary>") 
     return _Reader(source).summary(obj)
 
 
+class _NotJson(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> object:
+    """NaN and Infinity: Python's json reads them, no row can store them."""
+    raise _NotJson(name)
+
+
 def read_summary(path: str | Path) -> RunSummary:
     """Read a run-summary JSON file; every failure is a `RunSummaryError` naming it."""
     path = Path(path)
@@ -197,7 +206,11 @@ def read_summary(path: str | Path) -> RunSummary:
     except UnicodeDecodeError as exc:
         raise RunSummaryError(str(path), "(file)", f"not UTF-8 text: {exc.reason}") from exc
     try:
-        obj = json.loads(text)
+        obj = json.loads(text, parse_constant=_no_constant)
+    except _NotJson as exc:
+        raise RunSummaryError(
+            str(path), "(file)", f"contains {exc}, which is not JSON; write a number or null"
+        ) from None
     except json.JSONDecodeError as exc:
         raise RunSummaryError(
             str(path),

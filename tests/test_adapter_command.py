@@ -334,3 +334,35 @@ def test_capeval_run_with_command_agents(tmp_path: Path, product: Path) -> None:
     assert silent["passed"] is False  # ...but with no turn count a budgeted case fails closed
     assert silent["overBudget"] is True and silent["turnsUsed"] is None
     assert silent["behaviors"] is None
+
+
+def test_the_installed_hook_stays_out_of_git_status(tmp_path: Path) -> None:
+    # The runner's `git init --template=` makes no .git/info/, so the exclude
+    # line was never written and graders checking for a clean tree saw the hook.
+    from types import SimpleNamespace
+
+    from capeval.agents.command import install_hook
+    from capeval.runner.workdir import prepare_workdir
+
+    (tmp_path / "fx").mkdir()
+    (tmp_path / "fx" / "README.md").write_text("x\n")
+    case = SimpleNamespace(id="c", fixture="fx", fixture_path=lambda root: root / "fx")
+    workdir = prepare_workdir(tmp_path, case, dest=tmp_path / "wd")  # type: ignore[arg-type]
+    install_hook(workdir, None, tmp_path / "summary.json")
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=workdir, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert status == ""
+
+
+def test_nan_in_a_hook_summary_is_an_unusable_summary_not_a_crash(
+    tmp_path: Path,
+) -> None:
+    from capeval.agents.command import read_capture
+
+    path = tmp_path / "summary.json"
+    path.write_text('{"status": "done", "durationMs": NaN, "turns": []}')
+    summary, _, error = read_capture(path)
+    assert summary is None
+    assert error is not None and "contains NaN, which is not JSON" in error

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -199,3 +200,18 @@ def test_shutdown_kills_every_live_group(tmp_path: Path) -> None:
         run_process(["true"], cwd=tmp_path)
     process.reset_shutdown()
     assert run_process(["true"], cwd=tmp_path).exit_code == 0
+
+
+def test_a_process_that_left_the_group_holding_the_pipes_does_not_hang_the_run(
+    tmp_path: Path,
+) -> None:
+    # setsid puts it out of reach of the group kill; it keeps stdout open, and
+    # closing the pipe used to wait for it (15 s here, 300 s in a real grader).
+    marker = "14.7183"  # a sleep length no other process uses, to clean up by
+    start = time.monotonic()
+    try:
+        r = run_process(["bash", "-c", f"setsid sleep {marker} & echo hi"], cwd=tmp_path)
+        assert r.stdout.startswith(b"hi") and r.exit_code == 0
+        assert time.monotonic() - start < 8
+    finally:
+        subprocess.run(["pkill", "-f", f"sleep {marker}"], check=False)

@@ -108,7 +108,8 @@ def install_hook(workdir: Path, configured: str | None, destination: Path) -> Pa
     path.write_text(hook_script(destination))
     path.chmod(0o755)
     exclude = workdir / ".git" / "info" / "exclude"
-    if exclude.parent.is_dir():
+    if (workdir / ".git").is_dir():  # `git init --template=` makes no info/: make it
+        exclude.parent.mkdir(exist_ok=True)
         rel = path.relative_to(workdir).as_posix()
         with exclude.open("a") as fh:
             fh.write(f"/{rel}\n")

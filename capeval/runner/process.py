@@ -231,10 +231,14 @@ def run_process(
         cancelled = scope.cancelled is not None or bool(_SHUTDOWN)
     for t in readers:
         t.join(_PIPE_DRAIN_S)
-    for pipe in (proc.stdout, proc.stderr):
-        if pipe is not None:
-            with contextlib.suppress(OSError):
-                pipe.close()
+    if not any(t.is_alive() for t in readers):
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+    # Otherwise a process that left the group (setsid) still holds a pipe: closing
+    # it would wait on the reader blocked in read(), i.e. on that process. The
+    # daemon reader is left to finish when it exits; what was read so far is kept.
     duration_ms = (time.monotonic() - start) * 1000.0
 
     if timed_out:
@@ -248,8 +252,8 @@ def run_process(
         exit_code=exit_code,
         timed_out=timed_out,
         duration_ms=duration_ms,
-        stdout=b"".join(out_chunks),
-        stderr=b"".join(err_chunks),
+        stdout=b"".join(list(out_chunks)),
+        stderr=b"".join(list(err_chunks)),
         cancelled=cancelled and not timed_out and returncode < 0,
         stdout_arrivals=tuple(zip(ends, out_times, strict=False)),
     )
