@@ -366,3 +366,16 @@ def test_nan_in_a_hook_summary_is_an_unusable_summary_not_a_crash(
     summary, _, error = read_capture(path)
     assert summary is None
     assert error is not None and "contains NaN, which is not JSON" in error
+
+
+def test_an_unset_value_never_drops_a_prompt_that_starts_with_a_dash() -> None:
+    # The word before {max_turns} was judged after substitution: a prompt
+    # '- fix the bug' looked like the flag that took the missing value.
+    values = {"prompt": "- fix the bug\n- add tests", "max_turns": None}
+    assert render_command("agent run {prompt} {max_turns}", values) == [
+        "agent",
+        "run",
+        "- fix the bug\n- add tests",
+    ]
+    flagged = render_command("agent run --max-turns {max_turns} {prompt}", values)
+    assert flagged == ["agent", "run", "- fix the bug\n- add tests"]

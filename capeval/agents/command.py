@@ -67,13 +67,19 @@ def render_command(
             "command template is empty: set `command` in the [agents.NAME] table"
         )
     argv: list[str] = []
+    previous: str | None = None  # the previous *template* word, before substitution
     for word in [*words, *extra_args]:
         names = _PLACEHOLDER.findall(word)
         if any(values.get(name) is None for name in names):
-            if _PLACEHOLDER.fullmatch(word) and argv and argv[-1].startswith("-") and len(argv) > 1:
-                argv.pop()  # the flag that took this value
+            # Drop the flag that took this value, judged on the template: a
+            # substituted prompt that starts with '-' is no flag to drop.
+            flag = previous is not None and previous.startswith("-") and len(argv) > 1
+            if _PLACEHOLDER.fullmatch(word) and flag and argv[-1] == previous:
+                argv.pop()
+            previous = word
             continue
         argv.append(_PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), word))
+        previous = word
     return argv
 
 
