@@ -231,3 +231,22 @@ def test_resume_finishes_the_run_that_was_started_not_the_workspace_of_today(
     shutil.rmtree(tmp_path / "evals/capability/cases/alpha")
     gone = capeval(tmp_path, "--resume", str(stream))
     assert gone.returncode == 2 and "case 'alpha' of this run is no longer" in gone.stderr
+
+
+def test_resume_needs_no_root_from_another_directory(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    ws = tmp_path / "ws"
+    write_case(ws, "alpha")
+    stream = tmp_path / "rows.jsonl"
+    assert capeval(ws, "--jsonl", str(stream), "--repeats", "2").returncode == 0
+    _keep_first_row(stream)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    resumed = subprocess.run(
+        [sys.executable, "-m", "capeval.cli", "run", "--resume", str(stream)],
+        cwd=elsewhere, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr  # was: no evals/capability/cases/ here
+    assert [(r["id"], r["repeat"]) for r in read_rows(stream)] == [("alpha", 0), ("alpha", 1)]

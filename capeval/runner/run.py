@@ -175,7 +175,10 @@ def plan_run(options: RunOptions) -> RunPlan:
     from capeval.gitinfo import git_info
     from capeval.workspace import find_root, load_cases
 
-    root = find_root(explicit=options.root)
+    explicit = options.root
+    if explicit is None and options.resume is not None:
+        explicit = _stored_root(Path(options.resume))  # resumable from anywhere
+    root = find_root(explicit=explicit)
     config = load_config(root, options.config)
 
     done: list[Row] = []
@@ -259,6 +262,8 @@ def plan_run(options: RunOptions) -> RunPlan:
     shape["runId"], shape["runStartedAt"] = run_id, started_at
     shape["artifacts"] = _stored_artifacts(artifacts_dir, jsonl)
     shape["resolved"] = _resolution(variants, cases, used, settings)
+    # Relative to the stream's folder, like `artifacts`, so the two can move together.
+    shape["root"] = Path(os.path.relpath(root, jsonl.resolve().parent)).as_posix()
     if frozen is not None:
         _refuse_changed_plan(frozen, shape["resolved"], Path(options.resume))  # type: ignore[arg-type]
     plan = RunPlan(
@@ -334,6 +339,21 @@ def _resolution(
         "verifyTimeoutS": settings.verify_timeout_s,
         "maxTurns": settings.max_turns,
     }
+
+
+def _stored_root(stream: Path) -> Path | None:
+    """The workspace a stream's run used, when its plan says and it still is one."""
+    from capeval.workspace import is_workspace
+
+    try:
+        stored = json.loads(plan_path(stream).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    rel = stored.get("root") if isinstance(stored, dict) else None
+    if not isinstance(rel, str):
+        return None
+    root = (stream.resolve().parent / rel).resolve()
+    return root if is_workspace(root) else None
 
 
 def stored_resolution(stream: Path | str) -> dict[str, Any] | None:
