@@ -13,6 +13,7 @@ the keys it sets.
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -240,6 +241,8 @@ def config_from_table(
             "trajectory": spec.get("trajectory"),
         }
         given = {k: v for k, v in given.items() if v is not None}
+        if "command" in given:
+            given["command"] = _anchor_command(given["command"], root)
         base = agents.get(name, AgentConfig(name=name, type=given.get("type", "command")))
         agents[name] = dataclasses.replace(base, **given)
     baseline = table.get("baseline")
@@ -262,6 +265,24 @@ def config_from_table(
 
 
 # --- the shell ----------------------------------------------------------------
+
+
+def _anchor_command(command: str, root: Path) -> str:
+    """A relative binary path (`bin/agent ...`) is the workspace's, like every path here.
+
+    Taken as is, it named a file relative to wherever capeval was started,
+    and failed with --root from elsewhere. Bare names (looked up on PATH),
+    absolute and ~ paths are kept.
+    """
+    stripped = command.lstrip()
+    try:
+        words = shlex.split(stripped)
+    except ValueError:
+        return command  # the template check reports it
+    first = words[0] if words else ""
+    if "/" not in first or first.startswith(("/", "~")) or not stripped.startswith(first):
+        return command
+    return shlex.quote(str(root / first)) + stripped[len(first) :]
 
 
 def load_config(root: Path, explicit: Path | None = None) -> Config:

@@ -287,3 +287,18 @@ def test_config_from_table_is_usable_without_files(tmp_path: Path) -> None:
     assert config.repeats == 2 and config.source is None
     with pytest.raises(ProblemsError, match=r"capeval\.toml: repeats: must be >= 1"):
         config_from_table({"repeats": 0}, root=tmp_path)
+
+
+def test_a_relative_binary_path_is_the_workspaces(tmp_path: Path) -> None:
+    # It named a file relative to wherever capeval was started (fails with --root).
+    write(
+        tmp_path,
+        "capeval.toml",
+        '[agents.mine]\ntype = "command"\ncommand = "bin/agent --prompt {prompt}"\n'
+        '[agents.cc]\ntype = "claude-code"\ncommand = "tools/claude"\n'
+        '[agents.onpath]\ntype = "command"\ncommand = "agent {prompt}"\n',
+    )
+    agents = load_config(tmp_path).agents
+    assert agents["mine"].command == f"{tmp_path / 'bin/agent'} --prompt {{prompt}}"
+    assert agents["cc"].command == str(tmp_path / "tools/claude")
+    assert agents["onpath"].command == "agent {prompt}"  # a name on PATH stays a name
