@@ -313,3 +313,21 @@ def test_resume_on_a_v3_file_says_which_file_it_needs(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "this is a v3 results file (written by --out)" in proc.stderr
     assert "Repair or delete" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ('command = "agent \'unterminated {prompt}"', "does not split"),
+        ('command = "agent {prompt}"\nhook = "../../evil.sh"', "must be relative to the workdir"),
+    ],
+)
+def test_a_broken_command_agent_is_refused_before_any_agent(
+    tmp_path: Path, table: str, message: str
+) -> None:
+    write_case(tmp_path, "alpha")
+    (tmp_path / "capeval.toml").write_text(f'[agents.mine]\ntype = "command"\n{table}\n')
+    proc = capeval(tmp_path, "--matrix", "p:m@mine", "--jsonl", str(tmp_path / "r.jsonl"))
+    assert proc.returncode == 2, proc.stdout + proc.stderr  # was: a failed row per repeat
+    assert "agent 'mine'" in proc.stderr and message in proc.stderr
+    assert not (tmp_path / "r.jsonl").exists()

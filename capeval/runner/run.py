@@ -256,6 +256,7 @@ def plan_run(options: RunOptions) -> RunPlan:
         for r in range(repeats)
     ]
     _refuse_missing_trajectories(variants, cases, used, root)
+    _refuse_broken_commands(used)
     wanted = {j.triple for j in jobs}
     shape = {name: _jsonable(getattr(options, name)) for name in SHAPE_FIELDS}
     shape["repeats"] = repeats
@@ -309,6 +310,23 @@ def _refuse_missing_trajectories(
             f"no trajectory to play: {'; '.join(missing[:3])}{more}; add the file, or leave "
             "those cases (--case/--tier) or variants out of the run"
         )
+
+
+def _refuse_broken_commands(agents: dict[str, AgentConfig]) -> None:
+    """A command agent whose template does not split or whose hook path escapes
+    the workdir fails every repeat: refuse the run before any agent starts."""
+    from capeval.agents.command import CommandTemplateError, hook_path, render_command
+
+    for name, agent in sorted(agents.items()):
+        if agent.type != "command":
+            continue
+        try:
+            if not agent.command:
+                raise CommandTemplateError("no `command` template")
+            render_command(agent.command, dict.fromkeys(("workdir", "prompt"), "x"))
+            hook_path(Path("/workdir"), agent.hook)
+        except CommandTemplateError as exc:
+            raise RunError(f"agent {name!r}: {exc}") from None
 
 
 def _resolution(
