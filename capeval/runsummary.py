@@ -59,13 +59,19 @@ class _Reader:
         return value
 
     def integer(self, obj: Mapping[str, Any], key: str, field: str) -> int | None:
+        """A count (turns, calls, an index): whole and not negative.
+
+        A negative turnsUsed would pass any turn budget.
+        """
         value = self.number(obj, key, field)
         if value is None:
             return None
         if isinstance(value, float):
             if not value.is_integer():
                 raise self.fail(field, f"expected a whole number, got {value}")
-            return int(value)
+            value = int(value)
+        if value < 0:
+            raise self.fail(field, f"expected a count (0 or more), got {value}")
         return value
 
     def string(self, obj: Mapping[str, Any], key: str, field: str) -> str | None:

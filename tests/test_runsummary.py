@@ -122,6 +122,8 @@ MALFORMED: list[tuple[Any, str, str]] = [
     ({"turns": [], "tokenUsage": 5}, "tokenUsage", "expected a JSON object"),
     ({"turns": [], "status": 0}, "status", "expected a string"),
     ({"turns": [], "turnsUsed": "3"}, "turnsUsed", "expected a number"),
+    # A negative count would pass any turn budget.
+    ({"turns": [], "turnsUsed": -7}, "turnsUsed", "expected a count (0 or more), got -7"),
 ]
 
 
