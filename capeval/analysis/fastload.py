@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capeval.analysis.cells import Cell, cells_from_rows, parse_bait
+from capeval.analysis.cells import Cell, cells_from_rows, parse_bait, variant_of
 from capeval.metrics import METRIC_NAMES
 from capeval.results.errors import ResultFileError
 
@@ -407,16 +407,13 @@ def _load_duckdb(
         for temp in temps:
             os.unlink(temp)
     out: list[dict[str, Cell]] = [{} for _ in sides]
-    for r in records:
-        if r["bad"]:
-            raise FastPathUnavailable("a row the reference reader must explain")
+    for r in records:  # bad rows were sent to the reference reader above
         if r["bait"] != r["baitMax"]:
             raise FastPathUnavailable("the cell's rows declare different baits")
         key = r["key"]
-        suffix = f"::{r['id']}"
-        if not key.endswith(suffix) or len(key) == len(suffix):
-            # The variant is the key minus its case id (case ids may hold "::");
-            # a key that disagrees with its id needs the rows' own variantId.
+        variant = variant_of(key, r["id"])
+        if variant is None:
+            # A key that disagrees with its id needs the rows' own variantId.
             raise FastPathUnavailable("a resultKey that does not end in its case id")
         cell_values = None
         if with_values:
@@ -424,7 +421,7 @@ def _load_duckdb(
         out[r["side"]][key] = Cell(
             resultKey=key,
             caseId=r["id"],
-            variantId=key[: -len(suffix)],
+            variantId=variant,
             repeats=r["n"],
             passCount=r["c"],
             medians={m: _plain(r[f"med{i}"]) for i, m in enumerate(METRIC_NAMES)},

@@ -72,7 +72,9 @@ def _with_variants(frame: pl.DataFrame) -> pl.DataFrame:
 
     if "resultKey" not in frame.columns or frame["variantId"].null_count() == 0:
         return frame
-    derived = pl.col("resultKey").str.extract(r"^(.*)::", 1)
+    key, suffix = pl.col("resultKey"), pl.lit("::") + pl.col(_case_column(frame))
+    # The key minus its `::<case id>` (ids may hold '::'), as `cells.variant_of` reads it.
+    derived = pl.when(key.str.ends_with(suffix)).then(key.str.strip_suffix(suffix))
     return frame.with_columns(pl.coalesce(pl.col("variantId"), derived, pl.lit("?")))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
@@ -109,6 +110,13 @@ def read_rows(
     return [_up_to_date(row) for row in rows]
 
 
+def _repeat_key(row: dict[str, Any]) -> tuple[Any, ...] | None:
+    """Which repeat a row is: (run, cell, repeat); None for rows without a repeat."""
+    if row.get("repeat") is None:
+        return None
+    return (row.get("runId"), row_result_key(row), row["repeat"])
+
+
 def _duplicates(rows: list[dict[str, Any]], path: Path) -> list[str]:
     """Repeats recorded twice in one file.
 
@@ -118,9 +126,9 @@ def _duplicates(rows: list[dict[str, Any]], path: Path) -> list[str]:
     first: dict[tuple[Any, ...], int] = {}
     found: list[str] = []
     for index, row in enumerate(rows):
-        if row.get("repeat") is None:
+        key = _repeat_key(row)
+        if key is None:
             continue
-        key = (row.get("runId"), row_result_key(row), row["repeat"])
         if key in first:
             found.append(
                 f"{path}: row {index + 1} repeats {key[1]} repeat {key[2]} (first at row "
@@ -140,25 +148,22 @@ def read_many(
     stream) are all counted, as within one file, and reported once per pair.
     """
     out: list[dict[str, Any]] = []
-    seen: dict[tuple[Any, ...], str] = {}
+    seen: dict[tuple[Any, ...], str] = {}  # repeat -> the first file that held it
     for path in paths:
         rows = read_rows(path, on_warning=on_warning)
-        shared: dict[str, int] = {}
-        for row in rows:
-            if row.get("repeat") is None or row.get("runId") is None:
-                continue
-            key = (row.get("runId"), row_result_key(row), row["repeat"])
-            other = seen.get(key)
-            if other is not None and other != str(path):
-                shared[other] = shared.get(other, 0) + 1
+        keys = {
+            key
+            for row in rows
+            if row.get("runId") is not None and (key := _repeat_key(row)) is not None
+        }
+        shared = Counter(seen[k] for k in keys if seen.get(k, str(path)) != str(path))
         for other, count in shared.items():
             (on_warning or _default_warn)(
                 f"{path} holds {count} repeat(s) that {other} holds too (same run, cell and "
                 "repeat); both are counted: pass one file per run (its .jsonl or its v3 export)"
             )
-        for row in rows:
-            if row.get("repeat") is not None and row.get("runId") is not None:
-                seen.setdefault((row.get("runId"), row_result_key(row), row["repeat"]), str(path))
+        for key in keys:
+            seen.setdefault(key, str(path))
         out.extend(rows)
     return out
 

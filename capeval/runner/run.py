@@ -545,19 +545,13 @@ def _resume(options: RunOptions) -> tuple[RunOptions, list[Row], str, str]:
 
 
 def _is_v3(path: Path) -> bool:
-    """A v3 document rather than a row stream: one object with `version` or `cases`."""
-    with open(path, "rb") as handle:
-        first = handle.readline(1 << 20).strip()
+    from capeval.results.errors import ResultFileError
+    from capeval.results.load import detect_format
+
     try:
-        head = json.loads(first) if first else None
-    except ValueError:
-        head = None
-        if first.startswith(b"{"):  # pretty-printed: read the whole document
-            try:
-                head = json.loads(path.read_bytes())
-            except ValueError:
-                return False
-    return isinstance(head, dict) and bool({"version", "cases"} & head.keys())
+        return detect_format(path) == "v3"
+    except ResultFileError:
+        return False  # reading it as a stream names the problem
 
 
 def write_plan(plan: RunPlan) -> None:
