@@ -163,6 +163,56 @@ def test_claude_subagent_messages_are_not_our_turns() -> None:
     assert p.skipped == {"assistant(sub-agent)": 1}
 
 
+def test_claude_background_agent_results_are_summed() -> None:
+    # Printed by the real Claude Code 2.1.332: an Agent call ran in the
+    # background, so Claude printed a `result` (3 responses), then a second
+    # query with its own `result` (1 response) when the agent finished. Each
+    # result's usage and duration_ms cover its own query; the cost is cumulative.
+    p = parse_claude_stream(lines(DATA / "claude-background-agent-stream.jsonl"))
+    assert p.status == "done" and p.error is None
+    assert p.summary.turnsUsed == 4  # the sub-agents' responses are not ours
+    assert p.summary.tokenUsage == TokenUsage(input=40, output=20)
+    assert p.durationMs == 483 + 34
+    assert p.costUsd == pytest.approx(0.001365)
+    assert [c[1] for c in calls(p)] == ["Agent", "WebFetch"]
+
+
+def test_claude_a_failed_result_fails_the_run_even_if_a_later_one_succeeds() -> None:
+    stream = [
+        '{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"a"}]}}',
+        '{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["boom"],"usage":{"input_tokens":3,"output_tokens":1}}',
+        '{"type":"assistant","message":{"id":"m2","content":[{"type":"text","text":"b"}]}}',
+        '{"type":"result","subtype":"success","is_error":false,"usage":{"input_tokens":2,"output_tokens":1}}',
+    ]
+    p = parse_claude_stream(stream)
+    assert p.status == "failed" and p.error == "claude-code error_during_execution: boom"
+    assert p.summary.tokenUsage == TokenUsage(input=5, output=2)
+
+
+def test_claude_error_result_names_its_errors() -> None:
+    # Error results carry their reasons as `errors: [str, ...]`, not `result`.
+    stream = [
+        '{"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":0,'
+        '"errors":["turn_handoff: the turn was stopped","second reason"],"permission_denials":[]}',
+    ]
+    p = parse_claude_stream(stream)
+    assert p.error == (
+        "claude-code error_during_execution: turn_handoff: the turn was stopped; second reason"
+    )
+
+
+@pytest.mark.parametrize("content", ["5", "1.5", "true", '"a string"', "null", '{"type":"text"}'])
+def test_claude_message_content_of_a_drifted_type_is_skipped(content: str) -> None:
+    stream = [
+        '{"type":"assistant","message":{"id":"m1","content":' + content + "}}",
+        '{"type":"assistant","message":{"id":"m2","content":[{"type":"text","text":"ok"}]}}',
+        '{"type":"result","subtype":"error_max_turns","is_error":true,"permission_denials":3}',
+    ]
+    p = parse_claude_stream(stream)
+    assert p.summary.turnsUsed == 2 and texts(p) == [(), ("ok",)]
+    assert p.status == "failed" and p.error == "claude-code error_max_turns"
+
+
 def test_unknown_events_and_garbage_lines_are_logged_and_skipped(
     agent_streams: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -251,6 +301,24 @@ def test_codex_parallel_calls_are_one_turn() -> None:
     ]
     assert texts(p) == [(), ("Now shell.",), (), ("done",)]
     assert p.summary.tokenUsage == TokenUsage(input=40, output=20)
+
+
+def test_codex_tool_items_without_ids_stay_separate_calls(agent_streams: Path) -> None:
+    # The real stream with every item id dropped: each call must still be its
+    # own call (not one call that each later item overwrites).
+    drifted = []
+    for line in lines(agent_streams / "codex-script-stream.jsonl"):
+        event = json.loads(line)
+        if isinstance(event.get("item"), dict):
+            event["item"].pop("id")
+        drifted.append(json.dumps(event))
+    p = parse_codex_stream(drifted)
+    assert [c[1:] for c in calls(p)] == [
+        ("apply_patch", EDIT, None),
+        ("command_execution", SHELL, "cat hello.txt && echo ok > second.txt"),
+    ]
+    assert p.summary.turns[1].toolCalls[0].result == "hi from patch\n"
+    assert p.summary.turnsUsed == 3
 
 
 def test_codex_turn_failed_and_truncated_streams_fail() -> None:
@@ -365,7 +433,20 @@ def test_opencode_stream() -> None:
     assert p.summary.tokenUsage == TokenUsage(
         input=350, output=60, cacheRead=180, cacheWrite=10, thinking=5
     )
-    assert [t.durationMs for t in p.summary.turns] == [1300, 1300, 500]
+    # A step runs from the previous event (the last step's finish) to its own
+    # last event; the first from its step_start.
+    assert [t.durationMs for t in p.summary.turns] == [1300, 1400, 600]
+
+
+def test_opencode_real_stream_steps_are_timed_from_the_previous_step() -> None:
+    # Printed by the real opencode 1.18.33: step_start is stamped late, with
+    # the step's first output (step 4's after its webfetch already ran), so a
+    # step timed from it would last ~0 ms. Timed from the previous step's
+    # finish, every step covers its model call and its tools.
+    p = parse_opencode_stream(lines(DATA / "opencode-real-stream.jsonl"))
+    assert p.summary.turnsUsed == 6
+    assert [t.durationMs for t in p.summary.turns] == [120, 86, 78, 95, 97, 78]
+    assert p.summary.tokenUsage == TokenUsage(input=60, output=30)
 
 
 def test_opencode_error_event_fails() -> None:
@@ -394,6 +475,32 @@ def test_every_shared_stream_parses_cleanly(agent_streams: Path) -> None:
         assert p.status == "done", path.name
         assert p.sessionId and p.summary.turnsUsed and p.summary.turnsUsed >= 2, path.name
         assert p.skipped == {}, f"{path.name}: unknown events {p.skipped}"
+
+
+DRIFTED_IDS = [
+    (
+        "claude",
+        '{"type":"system","subtype":"init","session_id":7,"model":{"id":"m"},"claude_code_version":2}',
+    ),
+    ("codex", '{"type":"thread.started","thread_id":["t"]}'),
+    ("gemini", '{"type":"init","session_id":{"id":"s"},"model":12}'),
+    ("opencode", '{"type":"step_start","sessionID":3,"part":{}}'),
+]
+
+
+@pytest.mark.parametrize(("agent", "line"), DRIFTED_IDS)
+def test_ids_and_names_of_a_drifted_type_are_dropped(agent: str, line: str) -> None:
+    p = PARSERS[agent]([line])
+    assert p.sessionId is None and p.model is None and p.agentVersion is None
+
+
+def test_negative_token_counts_are_not_counted() -> None:
+    stream = [
+        '{"type":"thread.started","thread_id":"t1"}',
+        '{"type":"turn.completed","usage":{"input_tokens":-50,"cached_input_tokens":-5,'
+        '"output_tokens":-7,"reasoning_output_tokens":-1}}',
+    ]
+    assert parse_codex_stream(stream).summary.tokenUsage == TokenUsage()
 
 
 # (file, expected behavior subset): derived from the parsed turns by capeval.behaviors.
@@ -446,7 +553,7 @@ def test_behaviors_of_schema_streams() -> None:
     assert opencode["envAssignmentCommandCount"] == 1  # FOO=bar echo ...
     assert opencode["chainSegmentCount"] == 3
     assert opencode["webFetchToolCallCount"] == 1
-    assert opencode["maxTurnDurationMs"] == 1300
+    assert opencode["maxTurnDurationMs"] == 1400
     gemini = derive_behaviors(parse_gemini_stream(lines(DATA / "gemini-stream.jsonl")).summary)
     assert gemini["webFetchToolCallCount"] == 1
     assert gemini["chainSegmentCount"] == 3

@@ -5,7 +5,9 @@ model response carries the same `message.id` and the same usage: grouping
 by that id is what makes one response one turn, and usage counted once. The
 `result` line is the verdict (a run can exit 0 and still have failed, e.g.
 `error_max_turns`) and carries the final usage, which wins over the
-per-message usage the stream shows mid-flight.
+per-message usage the stream shows mid-flight. A run that started a
+background Agent can print several `result` lines, one per query: their
+usage is summed.
 
 Not passed: `--max-turns`. capeval's turn budget is soft (judged after the
 run, never stopping the agent), so the CLI must not enforce it.
@@ -26,6 +28,7 @@ from capeval.agents.streams import (
     answering_model,
     as_float,
     as_int,
+    as_str,
     finish_stream,
     json_events,
     make_call,
@@ -63,18 +66,18 @@ def parse_claude_stream(lines: Iterable[str]) -> ParsedStream:
     texts: list[str] = []
     session = init_model = message_model = version = None
     answered: list[str] = []  # the model of each response, in order
-    result: Mapping[str, Any] | None = None
+    finals: list[Mapping[str, Any]] = []  # the `result` events, in order
     current: TurnBuilder | None = None
     last_ts: float | None = None
 
     for event in json_events(lines, "claude-code"):
         kind = event.get("type")
         ts = timestamp_ms(event.get("timestamp"))
-        session = event.get("session_id") or session
+        session = as_str(event.get("session_id")) or session
         if kind == "system":
             if event.get("subtype") == "init":
-                init_model = event.get("model") or init_model
-                version = event.get("claude_code_version") or version
+                init_model = as_str(event.get("model")) or init_model
+                version = as_str(event.get("claude_code_version")) or version
             else:
                 skipped.add(f"system/{event.get('subtype')}")
             continue
@@ -99,11 +102,12 @@ def parse_claude_stream(lines: Iterable[str]) -> ParsedStream:
                 if isinstance(message.get("model"), str):
                     answered.append(message["model"])
             current = turns[message_id]
-            message_model = message.get("model") or message_model
+            message_model = as_str(message.get("model")) or message_model
             usage = _usage(message.get("usage"))
             if usage is not None:
                 usage_by_message[message_id] = usage
-            for block in message.get("content") or ():
+            content = message.get("content")
+            for block in content if isinstance(content, list) else ():
                 if not isinstance(block, Mapping):
                     continue
                 btype = block.get("type")
@@ -123,30 +127,31 @@ def parse_claude_stream(lines: Iterable[str]) -> ParsedStream:
                     if isinstance(block, Mapping) and block.get("type") == "tool_result":
                         results[str(block.get("tool_use_id"))] = text_of(block.get("content"))
         elif kind == "result":
-            result = event
+            finals.append(event)
         else:
             skipped.add(kind)
         if current is not None:
             current.touch(ts)
         last_ts = ts if ts is not None else last_ts
 
-    usage = _usage(result.get("usage")) if result is not None else None
+    # Claude prints one `result` per query it runs: when a background Agent
+    # finishes after the first result, its notification starts another query
+    # with a result of its own. Each result's usage and duration_ms cover its
+    # own query only (total_cost_usd is cumulative), so they are summed, and a
+    # run with any failed query failed.
+    result = finals[-1] if finals else None
+    reported = [u for u in (_usage(r.get("usage")) for r in finals) if u is not None]
+    usage = sum(reported, TokenUsage()) if reported else None
     if usage is None and usage_by_message:
         usage = sum(usage_by_message.values(), TokenUsage())
+    failure = next((r for r in finals if not _succeeded(r)), None)
     if result is None:
         status, error = "failed", unfinished("a `result` event")
-    elif result.get("subtype") == "success" and not result.get("is_error"):
+    elif failure is None:
         status, error = "done", None
     else:
-        status = "failed"
-        detail = result.get("result") or result.get("errors") or ""
-        # A failed login reports subtype "success" with is_error set.
-        kind = result.get("subtype") if result.get("subtype") != "success" else None
-        error = f"claude-code {kind or 'error'}: {text_of(detail)[:300]}".rstrip(": ")
-        denials = result.get("permission_denials")
-        if denials:
-            error += f" ({len(denials)} permission denial(s))"
-    duration = as_float(result.get("duration_ms")) if result is not None else None
+        status, error = "failed", _failure(failure)
+    durations = [d for d in (as_float(r.get("duration_ms")) for r in finals) if d is not None]
     return finish_stream(
         turns.values(),
         status=status,
@@ -154,13 +159,33 @@ def parse_claude_stream(lines: Iterable[str]) -> ParsedStream:
         texts=texts,
         skipped=skipped,
         error=error,
-        durationMs=duration,
+        durationMs=sum(durations) if durations else None,
         results=results,
-        sessionId=(result or {}).get("session_id") or session,
+        sessionId=as_str((result or {}).get("session_id")) or session,
         model=answering_model(init_model, answered) or message_model,
         agentVersion=version,
         costUsd=as_float(result.get("total_cost_usd")) if result is not None else None,
     )
+
+
+def _succeeded(result: Mapping[str, Any]) -> bool:
+    """Whether a `result` event reports success: a failed login says "success" with is_error."""
+    return result.get("subtype") == "success" and not result.get("is_error")
+
+
+def _failure(result: Mapping[str, Any]) -> str:
+    """The error a failed `result` event states: its kind, detail and permission denials."""
+    detail = result.get("result") or result.get("errors") or ""
+    if isinstance(detail, list):
+        # Error results list their reasons as plain strings (`errors: [...]`).
+        detail = "; ".join(d if isinstance(d, str) else text_of(d) for d in detail)
+    # A failed login reports subtype "success" with is_error set.
+    kind = result.get("subtype") if result.get("subtype") != "success" else None
+    error = f"claude-code {kind or 'error'}: {text_of(detail)[:300]}".rstrip(": ")
+    denials = result.get("permission_denials")
+    if isinstance(denials, list) and denials:
+        error += f" ({len(denials)} permission denial(s))"
+    return error
 
 
 class ClaudeCodeAdapter(CliAdapter):

@@ -36,6 +36,7 @@ from capeval.agents.streams import (
     Skipped,
     TurnBuilder,
     as_int,
+    as_str,
     finish_stream,
     make_call,
     timed_events,
@@ -90,6 +91,8 @@ def parse_codex_stream(
     builders: list[TurnBuilder] = [TurnBuilder()]
     placed: dict[str, tuple[TurnBuilder, int]] = {}  # tool item id -> (turn, index in calls)
     in_flight: set[str] = set()
+    anonymous: list[str] = []  # ids given to running tool items that came without one
+    numbers = itertools.count()
     usage: TokenUsage | None = None
     texts: list[str] = []
     warnings: list[str] = []
@@ -112,7 +115,7 @@ def parse_codex_stream(
     for event, ts in timed_events(timed, "codex"):
         kind = event.get("type")
         if kind == "thread.started":
-            session = event.get("thread_id") or session
+            session = as_str(event.get("thread_id")) or session
         elif kind == "turn.started":
             pass
         elif kind == "turn.completed":
@@ -137,6 +140,18 @@ def parse_codex_stream(
                 skipped.add(f"{kind}(no item)")
                 continue
             itype = item.get("type")
+            if itype in TOOL_ITEMS and not item.get("id"):
+                # Without ids every such item would be one call, each replacing
+                # the last: pair an id-less item's events first in, first out.
+                if kind == "item.started" or not anonymous:
+                    item = {**item, "id": f"anonymous-{next(numbers)}"}
+                    if kind != "item.completed":
+                        anonymous.append(item["id"])
+                else:
+                    item = {
+                        **item,
+                        "id": anonymous.pop(0) if kind == "item.completed" else anonymous[0],
+                    }
             item_id = str(item.get("id") or "")
             if itype in TOOL_ITEMS:
                 place(item)

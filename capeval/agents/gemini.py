@@ -24,6 +24,7 @@ from capeval.agents.streams import (
     TurnBuilder,
     as_float,
     as_int,
+    as_str,
     finish_stream,
     json_events,
     make_call,
@@ -53,8 +54,8 @@ def parse_gemini_stream(lines: Iterable[str]) -> ParsedStream:
         ts = timestamp_ms(event.get("timestamp"))
         current = builders[-1]
         if kind == "init":
-            session = event.get("session_id") or session
-            model = event.get("model") or model
+            session = as_str(event.get("session_id")) or session
+            model = as_str(event.get("model")) or model
         elif kind == "message":
             if event.get("role") != "assistant":
                 pass  # the user's prompt echoed back

@@ -22,6 +22,7 @@ from capeval.agents.streams import (
     TurnBuilder,
     as_float,
     as_int,
+    as_str,
     finish_stream,
     json_events,
     make_call,
@@ -76,10 +77,14 @@ def parse_opencode_stream(lines: Iterable[str]) -> ParsedStream:
     for event in json_events(lines, "opencode"):
         kind = event.get("type")
         ts = timestamp_ms(event.get("timestamp"))
-        session = event.get("sessionID") or session
+        session = as_str(event.get("sessionID")) or session
         part = _mapping(event.get("part"))
         if kind == "step_start":
-            builders.append(TurnBuilder(start=ts if ts is not None else last_ts, opened=True))
+            # Timed from the previous event (the last step's finish, when this
+            # call's request went out), not from step_start's own stamp: opencode
+            # prints step_start late, with the step's first output, sometimes
+            # only after the step's tools have already run.
+            builders.append(TurnBuilder(start=last_ts if last_ts is not None else ts, opened=True))
         elif kind == "text":
             text = part.get("text")
             if isinstance(text, str):

@@ -256,13 +256,26 @@ def _with_result(call: ToolCall, result: Any) -> ToolCall:
 
 
 def as_int(value: Any) -> int:
+    """A token count from a drifted field: 0 unless a number, and never negative.
+
+    A negative count would silently shrink summed usage (and the totals).
+    """
     if isinstance(value, bool):
         return 0
     if isinstance(value, int):
-        return value
+        return max(value, 0)
     if isinstance(value, float):
-        return int(value)
+        return max(int(value), 0)
     return 0
+
+
+def as_str(value: Any) -> str | None:
+    """An id or a name from a drifted field: a non-empty string, else None.
+
+    Session ids, models and versions go into rows as strings; a number or an
+    object where a CLI used to print a string must not leak through.
+    """
+    return value if isinstance(value, str) and value else None
 
 
 def uncached_input(prompt: Any, cached: Any) -> int:
