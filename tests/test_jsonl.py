@@ -242,3 +242,51 @@ def test_write_after_close_is_refused(tmp_path: Path) -> None:
 def test_missing_file_is_a_result_file_error(tmp_path: Path) -> None:
     with pytest.raises(ResultFileError, match=r"missing\.jsonl: cannot read"):
         read_jsonl(tmp_path / "missing.jsonl")
+
+
+# A subprocess whose file size limit (RLIMIT_FSIZE) makes the kernel accept
+# only part of a row, then refuse: the same partial write a full disk gives.
+_FULL_DISK_SCRIPT = """
+import json, os, resource, signal, sys
+from capeval.results.errors import ResultFileError
+from capeval.results.jsonl import JsonlWriter
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+path, first, second = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+writer = JsonlWriter(path)
+writer.write(first)
+limit = os.path.getsize(path) + 100
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+try:
+    writer.write(second)
+except ResultFileError as exc:
+    print("refused:", exc)
+writer.close()
+"""
+
+
+def test_a_write_cut_short_by_a_full_disk_leaves_no_torn_row(tmp_path: Path) -> None:
+    # Other rows are appended after a failed one (the run's other repeats),
+    # so partial bytes left behind would become a corrupt line mid-stream
+    # that every reader refuses. The writer must roll them back and say so.
+    import subprocess
+    import sys
+
+    path = tmp_path / "full.jsonl"
+    first, second = make_row("a"), make_row("b", textPreview="x" * 5000)
+    proc = subprocess.run(
+        [sys.executable, "-c", _FULL_DISK_SCRIPT, str(path), json.dumps(first), json.dumps(second)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "refused:" in proc.stdout and "full.jsonl" in proc.stdout
+    assert "rows before it are intact" in proc.stdout
+    assert read_jsonl(path) == ([first], [])
+
+
+def test_a_stream_that_cannot_be_created_is_a_result_file_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    with pytest.raises(ResultFileError, match=r"not-a-dir/rows\.jsonl: cannot write"):
+        JsonlWriter(blocker / "rows.jsonl")

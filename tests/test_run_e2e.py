@@ -331,3 +331,107 @@ def test_a_broken_command_agent_is_refused_before_any_agent(
     assert proc.returncode == 2, proc.stdout + proc.stderr  # was: a failed row per repeat
     assert "agent 'mine'" in proc.stderr and message in proc.stderr
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_unwritable_outputs_are_refused_before_any_agent(tmp_path: Path) -> None:
+    # They used to surface as a traceback (exit 1, read as "a repeat failed"):
+    # --jsonl when the writer opened it, --out only after the whole run.
+    write_case(tmp_path, "alpha")
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file, not a folder\n")
+    stream = str(tmp_path / "r.jsonl")
+    for args, flag in [
+        (["--jsonl", str(blocker / "r.jsonl")], "--jsonl"),
+        (["--jsonl", stream, "--out", str(blocker / "r.json")], "--out"),
+        (["--jsonl", stream, "--artifacts", str(blocker / "evidence")], "--artifacts"),
+    ]:
+        proc = capeval(tmp_path, *args)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr
+        assert proc.stderr.startswith(f"capeval run: {flag} ") and "writable" in proc.stderr
+        assert not (tmp_path / "r.jsonl").exists() and not list(tmp_path.glob("*.artifacts"))
+    assert blocker.read_text() == "a file, not a folder\n"
+
+
+def test_a_results_folder_that_cannot_be_created_names_the_config_key(tmp_path: Path) -> None:
+    write_case(tmp_path, "alpha")
+    (tmp_path / "blocker").write_text("")
+    (tmp_path / "capeval.toml").write_text('results = "blocker/results"\n')
+    proc = capeval(tmp_path, "-q")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "capeval.toml: results:" in proc.stderr and "--jsonl" in proc.stderr
+
+
+def test_a_matrix_from_the_config_names_its_file_and_field(tmp_path: Path) -> None:
+    write_case(tmp_path, "alpha")
+    (tmp_path / "capeval.toml").write_text('matrix = ["oracle"]\n')
+    proc = capeval(tmp_path, "--dry-run")
+    assert proc.returncode == 2
+    assert "capeval.toml: matrix: matrix cell 'oracle' has no provider" in proc.stderr
+
+    (tmp_path / "capeval.toml").unlink()
+    (tmp_path / "pyproject.toml").write_text('[tool.capeval]\nmatrix = ["scripted:oracle@ghost"]\n')
+    proc = capeval(tmp_path, "--dry-run")
+    assert proc.returncode == 2
+    assert (
+        "pyproject.toml: tool.capeval.matrix: variant scripted:oracle: unknown agent 'ghost'"
+        in proc.stderr
+    )
+    # The fix names the file that holds the configuration, not one that does not exist.
+    assert "add an [tool.capeval.agents.ghost] table to pyproject.toml" in proc.stderr
+
+
+def test_a_row_stream_on_a_full_disk_stops_the_run_cleanly(tmp_path: Path) -> None:
+    # RLIMIT_FSIZE makes the kernel take part of a row and refuse the rest,
+    # like a full disk. The run must stop with exit 2 and a resume hint, and
+    # leave a stream whose rows all read back (no torn line for later rows to
+    # follow), so that --resume finishes it.
+    import resource
+    import signal
+
+    write_case(tmp_path, "alpha")
+    stream = tmp_path / "rows.jsonl"
+    limit = 3000  # about one and a half rows; every other file the run writes is smaller
+
+    def small_disk() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "capeval.cli", "run", "--root", str(tmp_path), "-q",
+         "--repeats", "3", "--no-artifacts", "--jsonl", str(stream)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, preexec_fn=small_disk,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "could not append a row" in proc.stderr
+    assert f"capeval run --resume {stream}" in proc.stderr
+    from capeval.results.jsonl import read_jsonl
+
+    rows, warnings = read_jsonl(stream)
+    assert warnings == [] and len(rows) < 3
+    resumed = capeval(tmp_path, "--resume", str(stream), "-q")
+    assert resumed.returncode == 0, resumed.stderr
+    assert sorted(r["repeat"] for r in read_rows(stream)) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("stage", ["plan_run", "execute"])
+def test_ctrl_c_before_the_runs_handler_is_in_place_still_exits_130(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stage: str
+) -> None:
+    # Planning (cases, git, config) and start-up run before the run's own
+    # SIGINT handler: click turned Ctrl-C there into "Aborted!" and exit 1,
+    # the code for "some repeat failed".
+    from click.testing import CliRunner
+
+    import capeval.runner.run as runner
+    from capeval.cli import main
+
+    def interrupted(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    write_case(tmp_path, "alpha")
+    monkeypatch.setattr(runner, stage, interrupted)
+    result = CliRunner().invoke(main, ["run", "--root", str(tmp_path), "-q"])
+    assert result.exit_code == 130, result.output
+    assert "interrupted by SIGINT: no repeat was recorded" in result.output

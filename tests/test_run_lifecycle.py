@@ -250,3 +250,49 @@ def test_resume_needs_no_root_from_another_directory(tmp_path: Path) -> None:
     )  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr  # was: no evals/capability/cases/ here
     assert [(r["id"], r["repeat"]) for r in read_rows(stream)] == [("alpha", 0), ("alpha", 1)]
+
+
+def test_resume_of_a_torn_stream_says_so_in_plain_words(tmp_path: Path) -> None:
+    write_case(tmp_path, "alpha")
+    stream = tmp_path / "rows.jsonl"
+    assert capeval(tmp_path, "--jsonl", str(stream), "--repeats", "3").returncode == 0
+    lines = stream.read_bytes().splitlines(keepends=True)
+    stream.write_bytes(lines[0] + lines[1][:40])  # killed while writing the second row
+
+    plan = capeval(tmp_path, "--resume", str(stream), "--dry-run")
+    assert plan.returncode == 0, plan.stderr
+    assert "(2 to run" in plan.stdout
+    assert "capeval run: warning: " in plan.stderr and "torn last line" in plan.stderr
+
+    resumed = capeval(tmp_path, "--resume", str(stream), "-q")
+    assert resumed.returncode == 0, resumed.stderr
+    # A user-facing line, not a Python warning quoting capeval's source.
+    assert "capeval run: warning: " in resumed.stderr
+    assert "moved to rows.jsonl.torn" in resumed.stderr
+    assert "ResultFileWarning" not in resumed.stderr and "_repair_tail" not in resumed.stderr
+    assert sorted(r["repeat"] for r in read_rows(stream)) == [0, 1, 2]
+    assert (tmp_path / "rows.jsonl.torn").read_bytes() == lines[1][:40] + b"\n"
+
+
+def test_resume_without_its_plan_needs_the_runs_flags(tmp_path: Path) -> None:
+    # Without `<stream>.plan.json` the run's shape is unknown: resuming on
+    # today's defaults ran other cases and repeat counts into the stream.
+    write_case(tmp_path, "alpha")
+    write_case(tmp_path, "beta")
+    stream = tmp_path / "rows.jsonl"
+    first = capeval(tmp_path, "--jsonl", str(stream), "--case", "alpha", "--repeats", "3")
+    assert first.returncode == 0, first.stderr
+    _keep_first_row(stream)
+    (tmp_path / "rows.jsonl.plan.json").unlink()
+    before = stream.read_text()
+
+    refused = capeval(tmp_path, "--resume", str(stream))
+    assert refused.returncode == 2
+    assert "rows.jsonl.plan.json" in refused.stderr and "--repeats" in refused.stderr
+    assert stream.read_text() == before
+
+    resumed = capeval(tmp_path, "--resume", str(stream), "--case", "alpha", "--repeats", "3")
+    assert resumed.returncode == 0, resumed.stderr
+    assert [(r["id"], r["repeat"]) for r in read_rows(stream)] == [
+        ("alpha", 0), ("alpha", 1), ("alpha", 2),
+    ]  # fmt: skip

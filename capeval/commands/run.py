@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -25,6 +28,42 @@ def _n(count: int, noun: str) -> str:
 
 def _fail(message: str) -> NoReturn:
     fail("run", message)
+
+
+def _interrupted(stream: Path | None) -> NoReturn:
+    """Ctrl-C while the run's own SIGINT handler is not in place (planning, start-up):
+    still the interrupted exit code 130, not click's "Aborted!" and 1, which reads
+    as "some repeat failed"."""
+    if stream is not None and stream.is_file() and stream.stat().st_size > 0:
+        kept = f"rows so far are in {stream}; finish with: capeval run --resume {stream}"
+    else:
+        kept = "no repeat was recorded"
+    click.echo(f"capeval run: interrupted by SIGINT: {kept}", err=True)
+    click.get_current_context().exit(130)
+
+
+def _warn(message: str) -> None:
+    click.echo(f"capeval run: warning: {message}", err=True)
+
+
+@contextmanager
+def _result_file_warnings_as_lines() -> Iterator[None]:
+    """Show what the row stream's reader and writer set aside (a torn last line)
+    as one plain line, not as a Python warning quoting capeval's source."""
+    from capeval.results.errors import ResultFileWarning
+
+    with warnings.catch_warnings():
+        original = warnings.showwarning
+
+        def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+            if issubclass(category, ResultFileWarning):
+                _warn(str(message))
+            else:
+                original(message, category, *args, **kwargs)
+
+        warnings.showwarning = show
+        warnings.simplefilter("always", ResultFileWarning)
+        yield
 
 
 @click.command()
@@ -175,6 +214,8 @@ def run(
     )
     try:
         plan = plan_run(options)
+    except KeyboardInterrupt:
+        _interrupted(resume)
     except ProblemsError as exc:
         _fail("\n".join(str(p) for p in exc.problems))
         return
@@ -183,6 +224,9 @@ def run(
         return
 
     if dry_run:
+        # The real run reports the tear when its writer sets it aside.
+        for message in plan.warnings:
+            _warn(message)
         if as_json:
             click.echo(json.dumps(plan.to_json(), indent=2))
             return
@@ -206,7 +250,10 @@ def run(
             err=True,
         )
     try:
-        outcome = execute(options, plan)
+        with _result_file_warnings_as_lines():
+            outcome = execute(options, plan)
+    except KeyboardInterrupt:
+        _interrupted(plan.jsonl_path)
     except (RunError, ResultFileError) as exc:
         _fail(str(exc))
         return

@@ -73,8 +73,16 @@ class JsonlWriter:
         self.path = Path(path)
         self.warnings: list[str] = []
         self._lock = threading.Lock()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._handle: Any = open(self.path, "ab")  # noqa: SIM115 - closed by close()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Unbuffered: a failed write must leave nothing queued that a later
+            # write (or close) could still flush after the rollback in `write`.
+            self._handle: Any = open(self.path, "ab", buffering=0)  # noqa: SIM115 - closed by close()
+        except OSError as exc:
+            raise ResultFileError(
+                self.path,
+                f"cannot write the row stream here: {exc.strerror or exc}; choose a writable path",
+            ) from exc
         try:
             fcntl.flock(self._handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -133,9 +141,25 @@ class JsonlWriter:
         with self._lock:
             if self._handle is None:
                 raise ValueError(f"{self.path}: writer is closed")
-            self._handle.write(data)
-            self._handle.flush()
-            os.fsync(self._handle.fileno())
+            fd = self._handle.fileno()
+            start = os.fstat(fd).st_size
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            except OSError as exc:
+                # A full disk accepts part of a row, then refuses. Rows written
+                # later would follow those bytes and turn them into a corrupt
+                # line mid-stream, so the partial row is cut off again.
+                try:
+                    os.ftruncate(fd, start)
+                    kept = "the rows before it are intact"
+                except OSError:
+                    kept = "the rows before it are intact; its partial last line is torn"
+                raise ResultFileError(
+                    self.path, f"could not append a row: {exc.strerror or exc}; {kept}"
+                ) from exc
 
     def close(self) -> None:
         with self._lock:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from capeval import __version__
 from capeval.agents.base import Adapter, AgentConfig
 from capeval.case import Case
+from capeval.results.errors import ResultFileError
 from capeval.row import Row, triple
 from capeval.runner import process
 from capeval.runner.artifacts import default_artifacts_dir
@@ -113,6 +114,8 @@ class RunPlan:
     done: list[Row] = field(default_factory=list)  # rows already in the stream (resume)
     shape: dict[str, Any] = field(default_factory=dict)
     adapters: dict[str, Adapter] = field(default_factory=dict)
+    # What reading the resumed stream skipped (a torn last line), for the user.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def todo(self) -> list[RepeatJob]:
@@ -182,9 +185,10 @@ def plan_run(options: RunOptions) -> RunPlan:
     config = load_config(root, options.config)
 
     done: list[Row] = []
+    skipped: list[str] = []
     run_id, started_at = new_run_id(), now_iso()
     if options.resume is not None:
-        options, done, run_id, started_at = _resume(options)
+        options, done, run_id, started_at, skipped = _resume(options)
     jsonl = options.resume or options.jsonl or config.results_dir / f"{run_id}.jsonl"
     if options.resume is None:
         _refuse_used_stream(Path(jsonl))
@@ -208,11 +212,13 @@ def plan_run(options: RunOptions) -> RunPlan:
     default_agent = options.agent or config.agent or DEFAULT_AGENT
     agents = dict(config.agents)
     if default_agent not in agents:
-        raise RunError(_unknown_agent(default_agent, agents, "--agent"))
+        raise RunError(_unknown_agent(default_agent, agents, "--agent", config, root))
     variants = [
         replace(v, agent=v.agent or default_agent)
-        for v in _variants(options, config, default_agent, agents)
+        for v in _variants(options, config, default_agent, agents, root)
     ]
+    # Cells that came from the configuration are fixed there, not on the command line.
+    cells_from = "" if options.matrix else f"{_config_key(config, root, 'matrix')}: "
     used: dict[str, AgentConfig] = {}
     for v in variants:
         name = v.agent or default_agent
@@ -221,7 +227,8 @@ def plan_run(options: RunOptions) -> RunPlan:
                 f"; if '@{name}' is part of the model name, name the agent after it "
                 f"({v.provider}:{v.model}@{name}@<agent>)"
             )
-            raise RunError(_unknown_agent(name, agents, f"variant {v.id}") + hint)
+            where = f"{cells_from}variant {v.id}"
+            raise RunError(_unknown_agent(name, agents, where, config, root) + hint)
         used[name] = agents[name]
 
     repeats = options.repeats if options.repeats is not None else config.repeats
@@ -231,6 +238,7 @@ def plan_run(options: RunOptions) -> RunPlan:
     git = git_info(root)
     jsonl = Path(jsonl)
     artifacts_dir = resolve_artifacts_dir(options.artifacts, jsonl)
+    _refuse_unwritable_outputs(options, _config_key(config, root, "results"), jsonl, artifacts_dir)
     settings = RepeatSettings(
         root=root,
         agent_timeout_s=_pick(options.agent_timeout_s, config.agent_timeout_s),
@@ -281,8 +289,78 @@ def plan_run(options: RunOptions) -> RunPlan:
         jobs=jobs,
         done=[r for r in done if triple(r) in wanted],
         shape=shape,
+        warnings=skipped,
     )
     return plan
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why `path` (a folder or file to be) could not be created, or None.
+
+    Checked before any agent starts and without creating anything (a dry run
+    writes nothing): the nearest existing ancestor must be a writable folder.
+    Otherwise the row stream failed when first opened, and `--out` only after
+    the whole run, each as a traceback.
+    """
+    for ancestor in (path, *path.parents):
+        if ancestor.exists() or ancestor.is_symlink():
+            if not ancestor.is_dir():
+                return f"{ancestor} is not a folder"
+            if not os.access(ancestor, os.W_OK | os.X_OK):
+                return f"{ancestor} is not writable"
+            return None
+    return None
+
+
+def _refuse_unwritable_outputs(
+    options: RunOptions, results_key: str, jsonl: Path, artifacts_dir: Path | None
+) -> None:
+    why = _unwritable(jsonl.parent)
+    if why is not None:
+        if options.resume is not None:
+            where = f"--resume {jsonl}"
+        elif options.jsonl is not None:
+            where = f"--jsonl {jsonl}"
+        else:
+            where = f"{results_key}: {jsonl.parent}"
+        raise RunError(
+            f"{where}: cannot write the row stream there: {why}; pass --jsonl with a "
+            "writable path" + ("" if options.jsonl or options.resume else ", or fix `results`")
+        )
+    if artifacts_dir is not None:
+        why = _unwritable(artifacts_dir)
+        if why is not None:
+            raise RunError(
+                f"--artifacts {artifacts_dir}: cannot keep each repeat's evidence there: {why}; "
+                "pass --artifacts with a writable folder, or --no-artifacts"
+            )
+    if options.out is not None:
+        out = Path(options.out)
+        why = f"{out} is a folder" if out.is_dir() else _unwritable(out.parent)
+        if why is not None:
+            raise RunError(
+                f"--out {out}: cannot write the results file there: {why}; pass --out with "
+                "a writable file path"
+            )
+
+
+def _config_file(config: Any, root: Path) -> tuple[str, str]:
+    """(the configuration file as a user would name it, the key prefix inside it)."""
+    source: Path | None = config.source
+    if source is None:
+        return "capeval.toml", ""
+    try:
+        name = source.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        name = str(source)
+    return name, "tool.capeval." if source.name == "pyproject.toml" else ""
+
+
+def _config_key(config: Any, root: Path, key: str) -> str:
+    """Where a configured value is set, e.g. `capeval.toml: matrix` or
+    `pyproject.toml: tool.capeval.matrix`, so an error points at the line to edit."""
+    name, prefix = _config_file(config, root)
+    return f"{name}: {prefix}{key}"
 
 
 def _refuse_missing_trajectories(
@@ -446,10 +524,13 @@ def _stored_artifacts(artifacts_dir: Path | None, jsonl: Path) -> str | bool:
     return Path(os.path.relpath(artifacts_dir, jsonl.parent)).as_posix()
 
 
-def _unknown_agent(name: str, agents: dict[str, AgentConfig], where: str) -> str:
+def _unknown_agent(
+    name: str, agents: dict[str, AgentConfig], where: str, config: Any, root: Path
+) -> str:
+    file, prefix = _config_file(config, root)
     return (
         f"{where}: unknown agent {name!r}; expected one of: {', '.join(sorted(agents))}, "
-        f"or add an [agents.{name}] table to capeval.toml"
+        f"or add an [{prefix}agents.{name}] table to {file}"
     )
 
 
@@ -462,7 +543,11 @@ def _jsonable(value: Any) -> Any:
 
 
 def _variants(
-    options: RunOptions, config: Any, default_agent: str, agents: dict[str, AgentConfig]
+    options: RunOptions,
+    config: Any,
+    default_agent: str,
+    agents: dict[str, AgentConfig],
+    root: Path,
 ) -> list[Variant]:
     provider = options.provider or config.provider
     model = options.model or config.model
@@ -483,7 +568,8 @@ def _variants(
     try:
         variants = parse_matrix(cells, provider=provider, model=model, default_agent=None)
     except ValueError as exc:
-        raise RunError(str(exc)) from None
+        where = "" if options.matrix or not cells else f"{_config_key(config, root, 'matrix')}: "
+        raise RunError(f"{where}{exc}") from None
     # A flag that no cell took would be ignored in silence, and the run would
     # measure some other provider/model than the one asked for.
     source = "--matrix" if options.matrix else "the matrix in capeval.toml"
@@ -500,8 +586,9 @@ def _variants(
     return variants
 
 
-def _resume(options: RunOptions) -> tuple[RunOptions, list[Row], str, str]:
-    """Options filled from the stream's stored plan, its rows, and its run id."""
+def _resume(options: RunOptions) -> tuple[RunOptions, list[Row], str, str, list[str]]:
+    """Options filled from the stream's stored plan, its rows, its run id, and what
+    reading it skipped."""
     from capeval.results.jsonl import read_jsonl
 
     path = Path(options.resume)  # type: ignore[arg-type]
@@ -514,9 +601,18 @@ def _resume(options: RunOptions) -> tuple[RunOptions, list[Row], str, str]:
             f"--resume {path}: this is a v3 results file (written by --out); --resume takes "
             "the run's .jsonl row stream, which holds every finished repeat"
         )
-    rows, _warnings = read_jsonl(path)
+    rows, skipped = read_jsonl(path)
     stored: dict[str, Any] = {}
     meta = plan_path(path)
+    given_shape = any(getattr(options, name) not in (None, ()) for name in SHAPE_FIELDS)
+    if rows and not meta.is_file() and not given_shape:
+        # Today's defaults would be some other run: other cases, repeats or
+        # variants appended to this one's rows, and nothing would say so.
+        raise RunError(
+            f"--resume {path}: its plan {meta.name} is missing, so which repeats the run "
+            "wanted is unknown; put it back beside the stream, or pass the run's flags "
+            "again (--case, --tier, --matrix, --repeats, ...)"
+        )
     if meta.is_file():
         try:
             stored = json.loads(meta.read_text(encoding="utf-8"))
@@ -541,7 +637,7 @@ def _resume(options: RunOptions) -> tuple[RunOptions, list[Row], str, str]:
     started = stored.get("runStartedAt") or next(
         (r["runStartedAt"] for r in rows if r.get("runStartedAt")), None
     )
-    return options, rows, run_id or new_run_id(), started or now_iso()
+    return options, rows, run_id or new_run_id(), started or now_iso(), skipped
 
 
 def _is_v3(path: Path) -> bool:
@@ -623,7 +719,13 @@ def execute(options: RunOptions, plan: RunPlan | None = None) -> RunOutcome:
     with writer:
         if options.resume is None:
             _refuse_used_stream(plan.jsonl_path)
-        write_plan(plan)
+        try:
+            write_plan(plan)
+        except OSError as exc:
+            raise RunError(
+                f"{plan_path(plan.jsonl_path)}: cannot write the run's plan: "
+                f"{exc.strerror or exc}; free space or pass --jsonl with a writable path"
+            ) from None
         process.reset_shutdown()
         workdirs = WorkdirCache(options.tmp_dir)
         plan.settings = replace(plan.settings, workdirs=workdirs)
@@ -667,6 +769,14 @@ def _execute(
                 finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     fut.result()  # a runner bug surfaces here, not silently
+        except ResultFileError as exc:  # the stream refused a row (a full disk)
+            stop.set()
+            process.shutdown("row stream not writable")
+            HttpFixture.stop_all()
+            raise RunError(
+                f"{exc}; {len(rows)} finished repeats are kept: free space, then finish the "
+                f"run with: capeval run --resume {plan.jsonl_path}"
+            ) from None
         except BaseException:
             stop.set()
             process.shutdown("run aborted")
@@ -684,16 +794,23 @@ def _execute(
     if options.out is not None:
         from capeval.results.v3 import write_v3
 
-        write_v3(
-            options.out,
-            _ordered(rows, plan),
-            started_at=plan.started_at,
-            finished_at=now_iso(),
-            provider=plan.variants[0].provider if len(plan.variants) == 1 else None,
-            model=plan.variants[0].model if len(plan.variants) == 1 else None,
-            repeats=plan.repeats,
-            variants=[v.to_json() for v in plan.variants],
-        )
+        try:
+            write_v3(
+                options.out,
+                _ordered(rows, plan),
+                started_at=plan.started_at,
+                finished_at=now_iso(),
+                provider=plan.variants[0].provider if len(plan.variants) == 1 else None,
+                model=plan.variants[0].model if len(plan.variants) == 1 else None,
+                repeats=plan.repeats,
+                variants=[v.to_json() for v in plan.variants],
+            )
+        except OSError as exc:  # checked before the run, but a disk can fill up since
+            raise RunError(
+                f"--out {options.out}: cannot write the results file: {exc.strerror or exc}; "
+                f"every row is in {plan.jsonl_path}: write it again with: capeval run "
+                f"--resume {plan.jsonl_path} --out PATH"
+            ) from None
     exit_code = 0 if all(r.get("passed") is True for r in rows) else 1
     return RunOutcome(plan, _ordered(rows, plan), plan.jsonl_path, exit_code)
 
