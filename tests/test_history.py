@@ -445,3 +445,19 @@ def test_other_json_in_a_results_folder_is_skipped_not_fatal(tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stderr
     assert "skipped" in proc.stderr and "eval-parity-report.json" in proc.stderr
     assert "r1" in proc.stdout
+
+
+def test_a_row_stream_with_a_damaged_first_line_is_an_error_not_skipped(tmp_path: Path) -> None:
+    # Was sniffed as "not a result file" (its first line is no JSON), so every
+    # later row vanished from history, queries and plots without an error.
+    good = json.dumps(row("r", "v", "c", 0, True))
+    (tmp_path / "run.jsonl").write_text('{"id": "c", "pas\n' + good + "\n")
+    with pytest.raises(ResultFileError, match=r"run\.jsonl:1"):
+        ingest(open_db(), [tmp_path])  # what the commands do
+    # An indented line of a pretty-printed document is no row: still skipped.
+    (tmp_path / "run.jsonl").unlink()
+    (tmp_path / "report.json").write_text(
+        '{\n  "rows": [\n    {"id": "c", "passed": true}\n  ]\n}\n'
+    )
+    report = ingest(open_db(), [tmp_path])
+    assert [Path(p).name for p, _ in report.skipped] == ["report.json"]

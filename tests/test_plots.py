@@ -237,3 +237,41 @@ def test_rows_naming_only_a_result_key_plot_under_its_variant(tmp_path: Path) ->
     assert plots.heatmap_data(frame)["variantId"].to_list() == ["v"]
     assert isinstance(plots.heatmap(frame), Figure)  # was: TypeError sorting None
     assert isinstance(plots.behaviors(frame), Figure)
+
+
+def test_history_data_reads_start_times_with_and_without_offsets() -> None:
+    # Parsed as one column, polars inferred one format and nulled the others:
+    # the offset-less run dropped out of the plot. Offset-less is UTC, as in
+    # the history views.
+    frame = pl.DataFrame(
+        {
+            "runId": ["a", "b", "c"],
+            "runStartedAt": [
+                "2026-07-30T20:00:00-08:00",
+                "2026-07-31T01:00:00.5Z",
+                "2026-07-31T03:00:00",
+            ],
+            "variantId": ["v", "v", "v"],
+            "passed": [True, False, True],
+        }
+    )
+    data = plots.history_data(frame)
+    assert data["runId"].to_list() == ["b", "c", "a"]
+    assert [t.isoformat() for t in data["runStartedAt"].to_list()] == [
+        "2026-07-31T01:00:00.500000",
+        "2026-07-31T03:00:00",
+        "2026-07-31T04:00:00",
+    ]
+
+
+@pytest.mark.slow
+def test_plot_commands_name_skipped_files_and_unknown_filters(tmp_path: Path) -> None:
+    (tmp_path / "report.json").write_text('{"hello": "world"}')
+    empty = capeval("plot", "heatmap", str(tmp_path / "report.json"), "-o", str(tmp_path / "h.png"))
+    assert empty.returncode == 2
+    assert "skipped" in empty.stderr and "report.json" in empty.stderr  # was only "no rows"
+    out = str(tmp_path / "v.png")
+    variant = capeval("plot", "history", str(SAMPLES), "--variant", "nope", "-o", out)
+    assert variant.returncode == 2 and "no variant 'nope'; variants: dev" in variant.stderr
+    case = capeval("plot", "behaviors", str(SAMPLES), "--case", "nope", "-o", out)
+    assert case.returncode == 2 and "no case 'nope'; cases: env-release-build" in case.stderr

@@ -292,3 +292,11 @@ def test_query_json_writes_uuid_and_blob_values(tmp_path: Path) -> None:
     proc = capeval("query", sql, "--from", str(tmp_path / "r.jsonl"), "--json")
     assert proc.returncode == 0, proc.stderr  # was: TypeError, not JSON serializable
     assert json.loads(proc.stdout) == [{"u": "00000000-0000-0000-0000-000000000001", "b": "aa"}]
+
+
+@pytest.mark.slow
+def test_query_command_names_files_it_skipped(tmp_path: Path) -> None:
+    (tmp_path / "report.json").write_text('{"hello": "world"}')
+    proc = capeval("query", "flaky_cells", "--from", str(tmp_path))
+    assert proc.returncode == 0 and "(no rows)" in proc.stdout
+    assert "skipped" in proc.stderr and "report.json" in proc.stderr  # was silent

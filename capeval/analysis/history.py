@@ -409,7 +409,12 @@ def _sniff(path: Path) -> str:
         # JSON a results folder may hold (a report, a case.json). Only one that
         # looks like v3 in its head goes to the v3 reader, which names the file
         # if it is broken; the rest are skipped and named, like other files.
-        return "v3" if text.startswith(b"{") and _V3_HEAD.search(text) else "other"
+        if text.startswith(b"{") and _V3_HEAD.search(text):
+            return "v3"
+        # A row stream whose first line is damaged is still a row stream: read
+        # as one, its bad line is an error naming file and line (as every
+        # other reader reports it), never a silent skip of all its rows.
+        return "jsonl" if any(_is_row(line) for line in text.split(b"\n")[1:]) else "other"
     if not isinstance(obj, dict):
         return "other"
     if obj.get("version") == 3 or isinstance(obj.get("cases"), list):
@@ -417,6 +422,21 @@ def _sniff(path: Path) -> str:
     if "id" in obj and "passed" in obj:
         return "jsonl"
     return "other"
+
+
+def _is_row(line: bytes) -> bool:
+    """Whether one line of a file is a result row (a JSON object with `id` and `passed`).
+
+    Only an unindented `{` line can be one: the indented lines of a
+    pretty-printed document are parts of it, not rows.
+    """
+    if not line.startswith(b"{"):
+        return False
+    try:
+        obj = json.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(obj, dict) and "id" in obj and "passed" in obj
 
 
 def _prefix_hashes(handle: Any, *offsets: int) -> list[str]:

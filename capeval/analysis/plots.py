@@ -7,7 +7,8 @@ Figures are built with the object API (no pyplot), so nothing needs a
 display and no global figure state leaks between calls.
 
 Inputs are one-row-per-repeat frames: `capeval.analysis.frame.load_frame`
-output or `SELECT * FROM repeats` of a history connection (`.pl()`); both
+output or `SELECT * FROM repeats` of a history connection
+(`capeval.analysis.history.frame`; DuckDB's `.pl()` needs pyarrow); both
 carry `id`, `variantId`, `passed`, the behavior metric columns and the run
 columns. Colours are the Okabe-Ito palette (categorical) and cividis
 (sequential), both readable with the common colour-vision deficiencies.
@@ -240,9 +241,7 @@ def history_data(repeats: pl.DataFrame) -> pl.DataFrame:
     import polars as pl
 
     _require(repeats, ["runId", "runStartedAt", "variantId", "passed"], "history")
-    started = pl.col("runStartedAt")
-    if repeats.schema["runStartedAt"] == pl.String:
-        started = started.str.to_datetime(time_zone="UTC", strict=False).dt.replace_time_zone(None)
+    started = _utc_naive(pl.col("runStartedAt"), repeats.schema["runStartedAt"])
     if repeats["runStartedAt"].null_count() == repeats.height:
         raise PlotError(
             "history: no run start times in these repeats (rows without runStartedAt, e.g. "
@@ -281,6 +280,28 @@ def history_data(repeats: pl.DataFrame) -> pl.DataFrame:
         )
         .sort("runStartedAt", "runId", "variantId")
     )
+
+
+# An ISO time string that carries its UTC offset (`Z`, `+09:00`, `-0800`).
+_OFFSET = r"(?:[zZ]|[+-][0-9]{2}:?[0-9]{2})$"
+
+
+def _utc_naive(started: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    """Run start times as naive UTC datetimes, as the history views give them.
+
+    Files from different tools mix `...Z`, `...+09:00` and offset-less strings;
+    parsed as one column, polars infers a single format and turns every string
+    of the other kind into null (a run silently dropped from the plot). So
+    offset-less strings are taken as UTC first, as the history views take them.
+    """
+    import polars as pl
+
+    if dtype == pl.String:
+        text = pl.when(started.str.contains(_OFFSET)).then(started).otherwise(started + "Z")
+        return text.str.to_datetime(time_zone="UTC", strict=False).dt.replace_time_zone(None)
+    if isinstance(dtype, pl.Datetime) and dtype.time_zone is not None:
+        return started.dt.convert_time_zone("UTC").dt.replace_time_zone(None)
+    return started
 
 
 def history(repeats: pl.DataFrame, *, title: str | None = None) -> Figure:

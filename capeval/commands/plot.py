@@ -67,7 +67,13 @@ def _repeats(
     """(one-row-per-repeat frame, the run it was narrowed to or None)."""
     from capeval.analysis.history import frame
 
-    con, _ = history_connection(paths, db, root)
+    con, report = history_connection(paths, db, root)
+    # Named on stderr as `capeval history` names them, so "no rows to plot"
+    # from a folder of non-result files says which files were passed over.
+    for warning in report.warnings if report is not None else ():
+        click.echo(f"warning: {warning}", err=True)
+    for path, reason in report.skipped if report is not None else ():
+        click.echo(f"skipped {path}: {reason}", err=True)
     chosen = run
     if chosen is None and latest:
         found = con.execute(
@@ -81,6 +87,23 @@ def _repeats(
         known = [r[0] for r in con.execute("SELECT runId FROM runs ORDER BY startedAt").fetchall()]
         raise click.UsageError(f"no run {chosen!r}; runs: {', '.join(known) or 'none'}")
     return data, chosen
+
+
+def _only(repeats: Any, column: str, wanted: tuple[str, ...], what: str) -> Any:
+    """Rows whose `column` is one of `wanted`; an unknown value is a usage error.
+
+    The error names the values there are; otherwise a mistyped `--variant` or
+    `--case` would end as "no rows to plot".
+    """
+    if not wanted:
+        return repeats
+    known = sorted({v for v in repeats[column].to_list() if v is not None})
+    unknown = [w for w in wanted if w not in known]
+    if unknown:
+        raise click.UsageError(
+            f"no {what} {', '.join(map(repr, unknown))}; {what}s: {', '.join(known) or 'none'}"
+        )
+    return repeats.filter(repeats[column].is_in(list(wanted)))
 
 
 def _save(figure: Any, output: Path, data: Any, as_json: bool) -> None:
@@ -180,8 +203,7 @@ def history(
         from capeval.analysis import plots
 
         repeats, _ = _repeats(paths, db, root, None, latest=False)
-        if variants:
-            repeats = repeats.filter(repeats["variantId"].is_in(list(variants)))
+        repeats = _only(repeats, "variantId", variants, "variant")
         figure = plots.history(repeats, title=title)
         _save(figure, output, plots.history_data(repeats), as_json)
 
@@ -213,10 +235,8 @@ def behaviors(
         from capeval.analysis import plots
 
         repeats, chosen = _repeats(paths, db, root, run, latest=True)
-        if cases:
-            repeats = repeats.filter(repeats["id"].is_in(list(cases)))
-        if variants:
-            repeats = repeats.filter(repeats["variantId"].is_in(list(variants)))
+        repeats = _only(repeats, "id", cases, "case")
+        repeats = _only(repeats, "variantId", variants, "variant")
         chosen_metrics = list(metrics) or None
         figure = plots.behaviors(
             repeats, chosen_metrics, title=title or f"Behavior metrics per cell — {chosen}"

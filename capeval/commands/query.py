@@ -70,6 +70,10 @@ def query(
         con, report = history_connection(sources, db, root)
         for warning in report.warnings if report is not None else ():
             click.echo(f"warning: {warning}", err=True)
+        # Named as `capeval history` names them: an empty answer must not hide
+        # that a file given was no result file at all.
+        for path, reason in report.skipped if report is not None else ():
+            click.echo(f"skipped {path}: {reason}", err=True)
         rows = records(con, sql)
     except ProblemsError as exc:
         fail("query", problems_text(exc.problems) + "\n(pass --from PATH or --db FILE)")
