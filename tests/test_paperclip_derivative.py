@@ -278,3 +278,46 @@ def test_no_derivative_here_is_an_error_saying_where_it_looked(tmp_path: Path) -
     assert str(tmp_path.resolve()) in out.stderr
     assert "no evals/paperclip/eval-traceability.yaml here or in any parent" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_a_derivative_that_is_not_utf8_is_a_problem_not_a_traceback(tmp_path: Path) -> None:
+    # Used to escape as UnicodeDecodeError: a traceback and exit 1 instead of exit 2.
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("schemaVersion: 2\nrows: []\n# caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(ProblemsError) as info:
+        load_derivative(path)
+    (problem,) = info.value.problems
+    assert problem.file == str(path) and "UTF-8" in problem.message
+    out = _cli("validate", "--file", str(path))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert f"{path}: not UTF-8 text" in out.stderr and "save it as UTF-8" in out.stderr
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "FOO bar baz",  # not a method
+        "GETT /api/issues/i-0101",  # a misspelt method
+        "get /api/issues/i-0101",  # methods are upper case, as in the corpus
+        "POST api/issues/i-0101/comments",  # not a path
+        'POST "^/api/issues/(i-0101/comments$"',  # a pattern that does not compile
+        "POST /api/issues/i-0101 /comments",  # a space inside a literal path
+    ],
+)
+def test_rest_evidence_that_is_not_a_rest_call_is_rejected(doc: dict[str, Any], entry: str) -> None:
+    # Used to pass validate: the entry became an unknown operation the fake agent only
+    # probes (always absent), so on a restraint row the whole suite still passed.
+    bad = copy.deepcopy(doc)
+    index = next(i for i, r in enumerate(bad["rows"]) if r["id"] == "co-before-work-01")
+    bad["rows"][index]["expectedSemantics"] = [bad["rows"][index]["expectedSemantics"][0], entry]
+    problems = check_derivative(bad, file="drift.yaml")
+    assert [p.field for p in problems] == [
+        f"rows[{index}] (co-before-work-01).expectedSemantics[1]"
+    ]
+    assert "METHOD /path" in problems[0].message and repr(entry) in problems[0].message
+
+
+def test_every_corpus_evidence_entry_is_a_rest_call(doc: dict[str, Any]) -> None:
+    assert check_derivative(doc) == []
+    entries = [e for r in doc["rows"] for e in r["expectedSemantics"]]
+    assert len(entries) == 263

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import re
@@ -484,3 +485,140 @@ def test_report_defaults_to_the_workspace_evidence_folder(
     assert out.exit_code == 0, out.output
     assert "wrote .capeval/evidence/paperclip/eval-parity-report.md" in out.output
     assert (plain / ".capeval" / "evidence" / "paperclip" / REPORT_MD).is_file()
+
+
+# -- checks that must be able to fail ----------------------------------------------------------
+
+
+def test_a_look_before_writing_that_changes_state_fails(
+    by_id: dict[str, Row], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The fake agent lists a task's documents before it writes one. That listing is a read,
+    # but it was never checked: a listing that wrote a comment passed all seven
+    # configurations whose only read it is.
+    original = controlplane._HANDLERS["list_documents"]
+
+    def list_and_comment(cp: Any, s: dict[str, Any], a: dict[str, Any]) -> Any:
+        s["comments"]["cmt-9999"] = {"taskId": a["task"], "authorId": "x", "body": "?"}
+        return original(cp, s, a)
+
+    monkeypatch.setitem(controlplane._HANDLERS, "list_documents", list_and_comment)
+    result = run_configuration(by_id["dp-plan-doc-01"], SINGLE)
+    f = next(f for f in result.failures if f.operation == "list_documents")
+    assert (f.assertion_class, f.decision) == ("agent_tool_contract", "allowed")
+    assert f.message == "a read or a replay changed state"
+    assert [(c.entity, c.id) for c in f.step_diff] == [("comments", "cmt-9999")] * 3
+
+
+def test_an_untyped_look_before_writing_fails(
+    by_id: dict[str, Row], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(
+        controlplane._HANDLERS, "list_documents", lambda cp, s, a: (None, "not an object")
+    )
+    result = run_configuration(by_id["dp-plan-doc-01"], SINGLE)
+    f = next(f for f in result.failures if f.operation == "list_documents")
+    assert f.message.startswith("untyped output: ")
+
+
+def test_an_interaction_id_that_does_not_exist_fails_the_case_not_the_suite(
+    by_id: dict[str, Row], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A request_human_input effect that answers with the wrong id: the human step used to
+    # look it up and stop the whole suite with a KeyError.
+    original = controlplane._HANDLERS["request_human_input"]
+
+    def wrong_id(cp: Any, s: dict[str, Any], a: dict[str, Any]) -> Any:
+        original(cp, s, a)
+        return "int-9999", None
+
+    monkeypatch.setitem(controlplane._HANDLERS, "request_human_input", wrong_id)
+    result = run_configuration(by_id["mh-plan-confirm-01"], GRANTED)
+    f = next(f for f in result.failures if f.operation == "human:accept")
+    assert f.assertion_class == "combined_multi_hop"
+    assert f.message == "no interaction int-9999 to accept"
+
+
+def _ignore_held_locks(cp: Any, open_run: Any) -> list[str]:
+    for task in cp.state["tasks"].values():
+        task["checkoutRunId"] = None  # a held lock read as free: checkout steals it
+    return list(open_run(cp))
+
+
+def _ignore_budgets(cp: Any, open_run: Any) -> list[str]:
+    budgets = copy.deepcopy(cp.state["budgets"])
+    for budget in cp.state["budgets"].values():
+        budget["spentCents"] = 0  # looked at as unspent, left as it was
+    actions = list(open_run(cp))
+    cp.state["budgets"] = budgets
+    return actions
+
+
+def _forget_lost_runs(cp: Any, open_run: Any) -> list[str]:
+    lost = [k for k, run in cp.state["runs"].items() if run["status"] == "process_lost"]
+    for k in lost:
+        cp.state["runs"][k]["status"] = "hidden"
+    actions = list(open_run(cp))
+    for k in lost:
+        cp.state["runs"][k]["status"] = "process_lost"  # still lost: never reconciled
+    return actions
+
+
+def _wake_nobody(cp: Any) -> None:
+    cp.fixture = dataclasses.replace(cp.fixture, wake_reason="none")
+    cp.state["wakes"] = _NoTaskWakes()
+
+
+class _NoTaskWakes(dict[str, Any]):
+    """A wake table that drops the task of every wake routed into it."""
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, {**value, "taskId": None})
+
+
+@pytest.mark.parametrize(
+    ("misstep", "failing"),
+    [
+        (_ignore_held_locks, {"co-409-stop-01", "co-409-stop-02"}),
+        (_ignore_budgets, {"er-budget-critical-01"}),
+        (_forget_lost_runs, {"wk-recovery-processlost-01"}),
+    ],
+)
+def test_a_control_plane_that_opens_the_run_wrongly_fails_exactly_its_cases(
+    rows: list[Row], monkeypatch: pytest.MonkeyPatch, misstep: Any, failing: set[str]
+) -> None:
+    # Each used to pass all 146 configurations: the suite only asked whether the control
+    # plane did route_wake and one of checkout/budget/select, not whether it did the right one.
+    original = controlplane.ControlPlane.open_run
+
+    def open_run(self: Any) -> list[str]:
+        return list(misstep(self, original))
+
+    monkeypatch.setattr(controlplane.ControlPlane, "open_run", open_run)
+    owned = [r for r in rows if "control_plane_invariant" in r.assertionClasses]
+    assert len(owned) == 31
+    result = run_suite(owned)
+    assert {r.row.id for r in result.results if not r.passed} == failing
+    for f in result.failures:
+        assert f.assertion_class == "control_plane_invariant"
+        assert f.message.startswith("opening the run: ")
+
+
+def test_a_wake_routed_to_no_task_fails_every_case_with_a_run_task(
+    rows: list[Row], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = controlplane.ControlPlane.open_run
+
+    def open_run(self: Any) -> list[str]:
+        _wake_nobody(self)
+        return original(self)
+
+    monkeypatch.setattr(controlplane.ControlPlane, "open_run", open_run)
+    owned = [r for r in rows if "control_plane_invariant" in r.assertionClasses]
+    result = run_suite(owned)
+    # The two cases whose wake finds no task are the ones where a taskless wake is right.
+    assert {r.row.id for r in result.results if r.passed} == {
+        "co-runid-header-01",
+        "er-no-unassigned-01",
+    }
+    assert {f.operation for f in result.failures} == {"route_wake"}

@@ -123,3 +123,64 @@ def human_expectations(event: str, interaction: str, task: str) -> list[FieldIs]
             FieldIs("tasks", task, "status", "in_progress"),
         ]
     return [FieldIs("interactions", interaction, "status", "rejected")]
+
+
+def open_run_problems(
+    before: dict[str, Any], after: dict[str, Any], run_task: str | None, run_id: str
+) -> list[tuple[str, str]]:
+    """What the control plane got wrong opening the run, as (operation, problem) pairs.
+
+    Written from the fixture's state, not from the mock's `open_run`: a wake is
+    routed to the agent for its task; a lost run is reconciled; an exhausted
+    budget pauses the agent and checks nothing out; no task means no lock; a
+    task another run holds stays that run's (the 409: checkout is an atomic
+    lock) and this run does not run; otherwise this run takes the task's
+    checkout and execution lock and runs. Without this, a control plane that
+    ignored a budget or stole a held lock passed every case that checks it.
+    """
+    out: list[tuple[str, str]] = []
+    new_wakes = [w for k, w in after["wakes"].items() if k not in before["wakes"]]
+    if not any(w.get("agentId") == AGENT and w.get("taskId") == run_task for w in new_wakes):
+        out.append(("route_wake", f"no wake routed to {AGENT} for task {run_task}"))
+    for rid, run in sorted(before["runs"].items()):
+        if (
+            run.get("status") == "process_lost"
+            and after["runs"][rid].get("status") == "process_lost"
+        ):
+            out.append(("reconcile_run", f"run {rid} was lost and is still not reconciled"))
+    run_status = (after["runs"].get(run_id) or {}).get("status")
+    budget = before["budgets"].get(AGENT)
+    task_before = before["tasks"].get(run_task) if run_task is not None else None
+    task_after = after["tasks"].get(run_task) if run_task is not None else None
+    lock_before = (
+        (task_before["checkoutRunId"], task_before["executionRunId"]) if task_before else None
+    )
+    lock_after = (task_after["checkoutRunId"], task_after["executionRunId"]) if task_after else None
+    if budget and budget["spentCents"] >= budget["limitCents"]:
+        if after["actors"][AGENT].get("status") != "paused":
+            out.append(("enforce_budget", f"the budget is spent but {AGENT} is not paused"))
+        if run_status == "running" or lock_after != lock_before:
+            out.append(("enforce_budget", "the budget is spent but the run checked out work"))
+    elif task_before is None:
+        if run_status == "running":
+            out.append(("select_work", "no task to work on, yet the run is running"))
+    elif task_before["checkoutRunId"] not in (None, run_id):
+        if lock_after != lock_before:
+            out.append(
+                (
+                    "checkout_task",
+                    f"task {run_task} is held by {task_before['checkoutRunId']}, yet its lock "
+                    f"changed to {lock_after}",
+                )
+            )
+        if run_status == "running":
+            out.append(("checkout_task", f"task {run_task} is held by another run (409)"))
+    elif lock_after != (run_id, run_id) or run_status != "running":
+        out.append(
+            (
+                "checkout_task",
+                f"task {run_task}: lock {lock_after}, run {run_status!r}; expected "
+                f"{(run_id, run_id)} and a running run",
+            )
+        )
+    return out

@@ -25,6 +25,7 @@ from capeval.paperclip.policy import (
     TASK_MODES,
     TOTAL_ROWS,
 )
+from capeval.paperclip.semantics import entry_problem
 from capeval.problems import Problem, ProblemsError
 
 DERIVATIVE_PATH = Path("evals/paperclip/eval-traceability.yaml")
@@ -190,6 +191,7 @@ def check_derivative(obj: Any, *, file: str = str(DERIVATIVE_PATH)) -> list[Prob
         if isinstance(row, Mapping):
             label = _row_label(rows, i)
             problems.extend(_check_row_names(row, label, file))
+            problems.extend(_check_semantics(row, label, file))
             problems.extend(_check_row_policy(row, label, file))
     return problems
 
@@ -264,6 +266,32 @@ def _check_row_names(row: Mapping[str, Any], label: str, file: str) -> list[Prob
     return out
 
 
+def _check_semantics(row: Mapping[str, Any], label: str, file: str) -> list[Problem]:
+    """Each `expectedSemantics` entry must be a REST call the fake agent can read.
+
+    An entry it cannot parse would become an unknown operation, refused as
+    absent: the suite would pass it without testing anything.
+    """
+    entries = row.get("expectedSemantics")
+    if not isinstance(entries, list):
+        return []  # the schema already said so
+    out: list[Problem] = []
+    for j, entry in enumerate(entries):
+        if not isinstance(entry, str) or not entry.strip():
+            continue  # the schema already said so
+        why = entry_problem(entry)
+        if why is not None:
+            out.append(
+                Problem(
+                    file,
+                    f"{label}.expectedSemantics[{j}]",
+                    f"{entry!r} is not a REST call: {why}; write it as METHOD /path "
+                    'or METHOD "^regex$", as the corpus does',
+                )
+            )
+    return out
+
+
 def _check_row_policy(row: Mapping[str, Any], label: str, file: str) -> list[Problem]:
     policy = GROUPS.get(row.get("group"))  # type: ignore[arg-type]
     if policy is None:
@@ -308,6 +336,16 @@ def load_derivative(path: Path, *, label: str | None = None) -> list[Row]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ProblemsError([Problem(shown, "", f"cannot read: {exc.strerror}")]) from exc
+    except UnicodeDecodeError as exc:
+        raise ProblemsError(
+            [
+                Problem(
+                    shown,
+                    "",
+                    f"not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8",
+                )
+            ]
+        ) from exc
     try:
         obj = yaml.safe_load(text)
     except yaml.YAMLError as exc:

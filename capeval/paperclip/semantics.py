@@ -32,6 +32,35 @@ class Target:
     detail: str | None = None  # sub-kind: attachments/work-products, start/restart, ...
 
 
+METHODS: tuple[str, ...] = ("GET", "POST", "PUT", "PATCH", "DELETE")
+_LITERAL = re.compile(r"/\S*")
+
+
+def entry_problem(entry: str) -> str | None:
+    """Why `entry` is not `METHOD /path` or `METHOD "regex"`; None when it is one.
+
+    `parse` takes anything and `classify` maps what it does not know to an
+    operation no catalog has, which authorization then calls absent: a typo
+    would quietly become a refused probe that passes. The loader asks this
+    first, so a malformed entry is a derivative problem instead.
+    """
+    method, sep, rest = entry.partition(" ")
+    if not sep or method not in METHODS:
+        return f"method {method!r} is not one of {', '.join(METHODS)}"
+    if len(rest) >= 2 and rest.startswith('"') and rest.endswith('"'):
+        pattern = rest[1:-1]
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            return f"the quoted pattern does not compile ({exc})"
+        if not pattern.removeprefix("^").startswith("/"):
+            return "the quoted pattern must match a path starting with '/'"
+        return None
+    if not _LITERAL.fullmatch(rest):
+        return "the path must start with '/' and contain no spaces (quote a pattern)"
+    return None
+
+
 def parse(entry: str) -> Semantic:
     method, _, rest = entry.strip().partition(" ")
     rest = rest.strip()

@@ -24,6 +24,7 @@ from capeval.paperclip.contracts import (
     Expectation,
     FieldIs,
     human_expectations,
+    open_run_problems,
     write_expectations,
 )
 from capeval.paperclip.controlplane import CONTROL_PLANE_ACTOR, CallResult, ControlPlane
@@ -201,6 +202,7 @@ def run_configuration(
     cp = ControlPlane(fixture, ctx, catalog=catalog)
     actions = cp.open_run()
     start = copy.deepcopy(cp.state)
+    opened = open_run_problems(fixture.state, start, fixture.run_task, cp.run_id)
     failures: list[Failure] = []
     calls: list[tuple[Step, CallResult]] = []
     memory: dict[str, Any] = {}
@@ -217,16 +219,24 @@ def run_configuration(
     for step in steps:
         if step.kind == HUMAN:
             target = memory.get("interaction")
-            if target is None:
-                fail(COMBINED_MULTI_HOP, "human:accept", "", "no interaction to accept", [])
+            if target is None or target not in cp.state["interactions"]:
+                # A wrong id from request_human_input is this case's failure, not a crash.
+                what = "no interaction" if target is None else f"no interaction {target}"
+                fail(COMBINED_MULTI_HOP, "human:accept", "", f"{what} to accept", [])
                 continue
             cp.human_event(step.operation, target)
             task = cp.state["interactions"][target]["taskId"]
             for e in human_expectations(step.operation, target, task):
                 folded[(e.entity, e.id, e.field)] = e
             continue
-        args = resolve_args(step.args, cp, memory, calls, look=step.kind == CALL)
         before = copy.deepcopy(cp.state)
+        looked = len(calls)
+        args = resolve_args(step.args, cp, memory, calls, look=step.kind == CALL)
+        if len(calls) > looked:
+            # resolve_args made real calls (the look before a document write): they are
+            # reads like any other and get the same checks, else a look could write.
+            _check_looks(row, grants, calls[looked:], state_diff(before, cp.state), catalog, fail)
+            before = copy.deepcopy(cp.state)
         res = cp.call(step.operation, args)
         calls.append((step, res))
         step_diff = state_diff(before, cp.state)
@@ -284,11 +294,38 @@ def run_configuration(
                 folded[(exp.entity, exp.id, exp.field)] = exp
 
     diff = state_diff(start, cp.state)
+    if row.has(CONTROL_PLANE_INVARIANT):
+        for operation, problem in opened:
+            fail(CONTROL_PLANE_INVARIANT, operation, "", f"opening the run: {problem}", [])
     _check_shared(row, cp, ctx, catalog, diff, fail)
     _check_classes(row, grants, plan, calls, diff, cp, actions, folded, fail, catalog)
     for f in failures:
         f.state_diff = diff
     return ConfigResult(row, grants, calls, actions, diff, failures)
+
+
+def _check_looks(
+    row: Row,
+    grants: str,
+    looks: list[tuple[Step, CallResult]],
+    diff: list[Change],
+    catalog: Catalog,
+    fail: Callable[..., None],
+) -> None:
+    """The reads the fake agent made on its own to fill a step's arguments: typed output,
+    and no state change (`diff` is what they changed together)."""
+    from jsonschema import Draft202012Validator
+
+    for step, res in looks:
+        decision = res.decision.decision
+        cls = _class_for(row, step, grants)
+        op = catalog.get(step.operation)
+        if decision == ALLOWED and op is not None:
+            errors = list(Draft202012Validator(op.output_schema()).iter_errors(res.output))
+            if errors:
+                fail(cls, step.operation, decision, f"untyped output: {errors[0].message}", diff)
+        if diff:
+            fail(cls, step.operation, decision, "a read or a replay changed state", diff)
 
 
 def _restraint_write(row: Row, step: Step, catalog: Catalog) -> bool:
@@ -328,7 +365,8 @@ def resolve_args(
         # The agent looks before it writes: a real list_documents call, recorded.
         listing = cp.call("list_documents", {"task": out["task"]})
         calls.append((Step(CALL, "list_documents", {"task": out["task"]}, "plan"), listing))
-        docs = (listing.output.get("data") or {}) if listing.ok else {}
+        data = listing.output.get("data") if listing.ok else None
+        docs = data if isinstance(data, dict) else {}  # an untyped answer is checked, not used
         out["baseRevisionId"] = docs.get(f"{out['task']}/{out['key']}")
     if out.get("baseRevisionId") == "$known":
         out["baseRevisionId"] = cp.state["tasks"][out["task"]].get("agentKnownRevisionId")
