@@ -241,8 +241,9 @@ def _schema(tiers: Sequence[str]) -> dict[str, Any]:
             },
             "httpFixture": {"type": "boolean", "description": "true or false"},
             "requireBehaviors": {
+                # An empty list is a list (spec section 2) and requires nothing;
+                # only a non-empty one makes uncaptured behaviors fail a repeat.
                 "type": "array",
-                "minItems": 1,
                 "description": 'a list of {"metric", "min"?, "max"?}',
                 "items": {
                     "type": "object",

@@ -20,6 +20,7 @@ from capeval.case import (
 )
 from capeval.metrics import METRIC_NAMES
 from capeval.problems import Problem, ProblemsError
+from capeval.runner.passrule import decide
 
 FILE = "evals/capability/cases/demo/case.json"
 OK_FACTS = CaseFacts(fixture="ok", grader="ok")
@@ -298,10 +299,20 @@ def test_max_turns_must_be_positive(value: int) -> None:
 # --- requireBehaviors ------------------------------------------------------------------
 
 
-def test_require_behaviors_must_not_be_empty() -> None:
-    problem = only(check(minimal(requireBehaviors=[])))
-    assert problem.field == "requireBehaviors"
-    assert "must not be empty" in problem.message
+def test_an_empty_require_behaviors_is_valid_and_requires_nothing() -> None:
+    # The spec types the field as a list and only makes a non-empty one fail
+    # a repeat without captured behaviors.
+    assert check(minimal(requireBehaviors=[])) == []
+    case = case_from_dict(minimal(requireBehaviors=[]), dir=Path("demo"), file=Path(FILE))
+    assert case.requireBehaviors == ()
+    verdict = decide(
+        agent_exit_code=0,
+        verify_exit_code=0,
+        over_budget=False,
+        requirements=case.requireBehaviors,
+        behaviors=None,
+    )
+    assert verdict.passed
 
 
 def test_requirement_needs_a_bound() -> None:

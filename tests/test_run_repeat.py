@@ -139,6 +139,18 @@ def test_unsafe_fixture_gives_a_failed_row_not_a_crash(tmp_path: Path) -> None:
     assert adapter.seen == []
 
 
+def test_a_workdir_that_failed_under_a_budget_reports_over_budget(tmp_path: Path) -> None:
+    # No turn count was reported, and a budget applies: overBudget fails closed
+    # on every row, a setup failure's included.
+    job = _job(tmp_path, maxTurns=5)
+    (tmp_path / "evals/capability/fixtures/alpha/bad").symlink_to("/etc/passwd")
+    row = run_repeat(job, FakeAdapter(), RepeatSettings(root=tmp_path))
+    assert "workdir not prepared" in row["error"]
+    assert (row["maxTurns"], row["turnsUsed"], row["overBudget"]) == (5, None, True)
+    unbudgeted = run_repeat(_job(tmp_path / "b"), FakeAdapter(), RepeatSettings(root=tmp_path / "b"))
+    assert unbudgeted["overBudget"] is False
+
+
 def test_agent_and_grader_get_private_temp_dirs_deleted_with_the_repeat(tmp_path: Path) -> None:
     # A real command agent and a real grader, each leaving a file in $TMPDIR
     # and noting where, as opencode leaves its unpacked library there.

@@ -325,6 +325,7 @@ def _row(
 def _setup_failed_row(
     job: RepeatJob, settings: RepeatSettings, started_at: str, t0: float, error: str
 ) -> Row:
+    budget = effective_budget(job.case.maxTurns, settings.max_turns)
     return _assemble(
         job,
         settings,
@@ -342,8 +343,10 @@ def _setup_failed_row(
         turnsUsed=None,
         toolCallCount=None,
         tokenUsage=None,
-        maxTurns=effective_budget(job.case.maxTurns, settings.max_turns),
-        overBudget=False,
+        maxTurns=budget,
+        # No turn count was reported: under a budget that fails closed, as
+        # for any repeat (the row fails anyway; the field must not say otherwise).
+        overBudget=is_over_budget(budget, None),
         error=f"workdir not prepared: {error}",
         behaviors=None,
         textPreview="",
