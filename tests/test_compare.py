@@ -357,7 +357,8 @@ def _crafted_rows() -> list[dict[str, Any]]:
     legacy["behaviors"]["toolCallsByName"] = {"task": 2, "spawn_agent": 1, "read": 4}
     rows.append(legacy)
     rows.append(row("d", True, provider="other", model="x", maxTurnDurationMs=None))
-    rows.append(row("d", True, repeat=1))
+    # A stream that reported no turn or token counts: unknown, not zero.
+    rows.append({**row("d", True, repeat=1), "turnsUsed": None, "tokenUsage": None})
     return rows
 
 
@@ -382,6 +383,11 @@ def test_fast_path_equals_reference_reader(tmp_path: Path, fmt: str) -> None:
             s.tier,
         )
         assert dict(f.medians) == dict(s.medians)
+        headline = ("durationMs", "turnsUsed", "tokenInput")
+        counts = ("durationReported", "turnsReported", "tokenReported")
+        assert [getattr(f, n) for n in headline + counts] == [
+            getattr(s, n) for n in headline + counts
+        ]
         assert f.values is not None and s.values is not None
         assert {m: sorted(v) for m, v in f.values.items()} == {
             m: sorted(v) for m, v in s.values.items()
@@ -389,6 +395,9 @@ def test_fast_path_equals_reference_reader(tmp_path: Path, fmt: str) -> None:
     # The legacy row's task count is backfilled from toolCallsByName (task + spawn_agent).
     assert fast["v1::c"].medians["taskToolCallCount"] == 3
     assert fast["v1::a"].medians["maxTurnDurationMs"] == 150.75
+    d = fast["v1::d"]
+    assert (d.durationReported, d.turnsReported, d.tokenReported) == (2, 1, 1)
+    assert (d.durationMs, d.turnsUsed, d.tokenInput) == (2000, 3, 10)
 
 
 def _odd(case: str, **changes: Any) -> list[dict[str, Any]]:

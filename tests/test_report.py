@@ -40,10 +40,28 @@ def test_markdown_has_headline_verdict_cells_behaviors_and_baits(comparison) -> 
     md = render(comparison, "md")
     assert "**Verdict: REGRESSED** (exit 1)" in md
     assert "| pass rate | 2/3 (66.7%) | 3/4 (75.0%) |" in md
-    assert "| input tokens | 30 | 40 |" in md
+    assert "| input tokens per repeat (mean) | 10 | 10 |" in md
     assert "| regress | `v1::b` | repeatedSearchCount | 1 | 3 |" in md
     assert md.index("**regressed**") < md.index("| improved |")
     assert "BAIT FLAG web" in md
+
+
+def test_headline_compares_means_per_repeat_not_sums_over_different_repeat_counts() -> None:
+    # The gate procedure: a 5-repeat candidate against a 3-repeat baseline of
+    # the same agent. Sums would show it 67% slower and costlier.
+    base = [row("a", True, repeat=r) for r in range(3)]
+    cand = [row("a", True, repeat=r) for r in range(5)]
+    cand[4] = {**cand[4], "turnsUsed": None, "tokenUsage": None}  # not reported: left out
+    md = render(compare_cells(cells_from_rows(base), cells_from_rows(cand)), "md")
+    assert "| wall time per repeat (mean) | 1.0 s | 1.0 s |" in md
+    assert "| turns per repeat (mean) | 3.0 | 3.0 |" in md
+    assert "| input tokens per repeat (mean) | 10 | 10 |" in md
+
+
+def test_headline_shows_a_dash_when_no_repeat_reported_a_value() -> None:
+    rows = [{**row("a", True), "tokenUsage": None}]
+    md = render(compare_cells(cells_from_rows(rows), cells_from_rows(rows)), "md")
+    assert "| input tokens per repeat (mean) | - | - |" in md
 
 
 def test_json_report_is_the_section_8_object_plus_exit_code(comparison) -> None:  # type: ignore[no-untyped-def]

@@ -56,10 +56,15 @@ class Cell:
     bait: BaitDecl | None = None
     tier: str | None = None
     title: str | None = None
-    # Headline sums for reports.
+    # Headline sums for reports, and how many repeats reported each: sides
+    # of a comparison often differ in repeats (5 against a baseline of 3), so
+    # reports show means per reporting repeat, never the bare sums.
     durationMs: float = 0.0
     turnsUsed: float = 0.0
     tokenInput: float = 0.0
+    durationReported: int = 0
+    turnsReported: int = 0
+    tokenReported: int = 0
     # Per-repeat data, present only when loaded for advisory statistics.
     passes: tuple[bool, ...] | None = None
     values: Mapping[str, tuple[float, ...]] | None = field(default=None)
@@ -191,11 +196,14 @@ def _cell(key: str, rows: Sequence[Mapping[str, Any]], keep_values: bool) -> Cel
         key=lambda pair: (pair[0] or "", pair[1] or ""),
     )
     bait = next((b for b in (parse_bait(row.get("bait")) for row in rows) if b), None)
-    token_input = 0.0
-    for row in rows:
-        usage = row.get("tokenUsage")
-        if isinstance(usage, Mapping):
-            token_input += _number(usage.get("input")) or 0.0
+    durations = [d for d in (_number(r.get("durationMs")) for r in rows) if d is not None]
+    turns_used = [t for t in (_number(r.get("turnsUsed")) for r in rows) if t is not None]
+    usages = [r.get("tokenUsage") for r in rows]
+    tokens = [
+        t
+        for t in (_number(u.get("input")) for u in usages if isinstance(u, Mapping))
+        if t is not None
+    ]
     return Cell(
         resultKey=key,
         caseId=str(first["id"]),
@@ -209,9 +217,12 @@ def _cell(key: str, rows: Sequence[Mapping[str, Any]], keep_values: bool) -> Cel
         bait=bait,
         tier=_str(first.get("tier")),
         title=_str(first.get("title")),
-        durationMs=sum(_number(r.get("durationMs")) or 0.0 for r in rows),
-        turnsUsed=sum(_number(r.get("turnsUsed")) or 0.0 for r in rows),
-        tokenInput=token_input,
+        durationMs=float(sum(durations)),
+        turnsUsed=float(sum(turns_used)),
+        tokenInput=float(sum(tokens)),
+        durationReported=len(durations),
+        turnsReported=len(turns_used),
+        tokenReported=len(tokens),
         # Sorted: the order repeats finished in must not move a seeded bootstrap.
         passes=tuple(sorted(passes)) if keep_values else None,
         values={m: tuple(sorted(v)) for m, v in values.items()} if keep_values else None,

@@ -295,9 +295,11 @@ def _query(
     headline_sql = (
         "any_value(tier) AS tier, any_value(title) AS title, "
         "coalesce(sum(durationMs), 0) AS durationMs, coalesce(sum(turnsUsed), 0) AS turnsUsed, "
-        "coalesce(sum(tokenUsage.input), 0) AS tokenInput"
+        "coalesce(sum(tokenUsage.input), 0) AS tokenInput, count(durationMs) AS durationN, "
+        "count(turnsUsed) AS turnsN, count(tokenUsage.input) AS tokenN"
         if headline
-        else "NULL AS tier, NULL AS title, 0.0 AS durationMs, 0.0 AS turnsUsed, 0.0 AS tokenInput"
+        else "NULL AS tier, NULL AS title, 0.0 AS durationMs, 0.0 AS turnsUsed, "
+        "0.0 AS tokenInput, 0 AS durationN, 0 AS turnsN, 0 AS tokenN"
     )
     aggregates = [
         "count_if(id IS NULL OR id = '' OR resultKey IS NULL OR resultKey = '' OR passed IS NULL "
@@ -432,6 +434,9 @@ def _load_duckdb(
             durationMs=r["durationMs"],
             turnsUsed=r["turnsUsed"],
             tokenInput=r["tokenInput"],
+            durationReported=r["durationN"],
+            turnsReported=r["turnsN"],
+            tokenReported=r["tokenN"],
             passes=tuple(sorted(r["passes"])) if with_values else None,
             values=cell_values,
         )

@@ -13,6 +13,7 @@ import base64
 import html
 import io
 import json
+import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -125,14 +126,34 @@ def _advisory_note(advisory: dict[str, Any]) -> str:
 
 
 def _headline(comparison: Comparison) -> list[list[str]]:
+    """Pass rate over all repeats; time, turns and tokens as means per repeat.
+
+    The gate procedure compares a 5-repeat candidate with a 3-repeat baseline,
+    so sums would make an unchanged agent look 67% costlier. Each mean is over
+    the repeats that reported the value (a stream without token counts is
+    unknown, not zero).
+    """
+
     def side(cells: Sequence[Cell]) -> dict[str, float]:
-        repeats = sum(c.repeats for c in cells)
         return {
-            "repeats": repeats,
+            "repeats": sum(c.repeats for c in cells),
             "passes": sum(c.passCount for c in cells),
-            "duration": sum(c.durationMs for c in cells),
-            "turns": sum(c.turnsUsed for c in cells),
-            "tokens": sum(c.tokenInput for c in cells),
+            **{
+                name: (total / count if count else math.nan)
+                for name, total, count in (
+                    (
+                        "duration",
+                        sum(c.durationMs for c in cells),
+                        sum(c.durationReported for c in cells),
+                    ),
+                    ("turns", sum(c.turnsUsed for c in cells), sum(c.turnsReported for c in cells)),
+                    (
+                        "tokens",
+                        sum(c.tokenInput for c in cells),
+                        sum(c.tokenReported for c in cells),
+                    ),
+                )
+            },
         }
 
     base = side([c.baseline for c in comparison.cells if c.baseline])
@@ -145,15 +166,17 @@ def _headline(comparison: Comparison) -> list[list[str]]:
             else "-"
         )
 
+    def shown(value: float, fmt: Callable[[float], str]) -> str:
+        return "-" if math.isnan(value) else fmt(value)
+
+    def per_repeat(key: str, fmt: Callable[[float], str]) -> list[str]:
+        return [shown(base[key], fmt), shown(cand[key], fmt)]
+
     return [
         ["pass rate", rate(base), rate(cand)],
-        [
-            "agent+verify time (sum of repeats)",
-            _duration(base["duration"]),
-            _duration(cand["duration"]),
-        ],
-        ["total turns", f"{base['turns']:.0f}", f"{cand['turns']:.0f}"],
-        ["input tokens", f"{base['tokens']:,.0f}", f"{cand['tokens']:,.0f}"],
+        ["wall time per repeat (mean)", *per_repeat("duration", _duration)],
+        ["turns per repeat (mean)", *per_repeat("turns", lambda v: f"{v:,.1f}")],
+        ["input tokens per repeat (mean)", *per_repeat("tokens", lambda v: f"{v:,.0f}")],
     ]
 
 
