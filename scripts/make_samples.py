@@ -1,4 +1,4 @@
-"""Regenerate the committed sample results (evals/capability/results/samples/).
+"""Regenerate the committed sample results (evals/capability/samples/).
 
 The samples are what the notebooks, the named-query tests and the README
 examples run on, so they are produced by capeval itself: real `capeval run`
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SAMPLES = REPO / "evals" / "capability" / "results" / "samples"
+SAMPLES = REPO / "evals" / "capability" / "samples"
 CASES = (
     "semver-compare",
     "fix-pagination",

@@ -609,7 +609,7 @@ def test_a_line_that_is_not_an_object_is_an_error_naming_file_and_line(tmp_path:
         load_sides([[path]])
 
 
-SAMPLE_RUN = Path(__file__).resolve().parents[1] / "evals/capability/results/samples/run2-dev-flaky"
+SAMPLE_RUN = Path(__file__).resolve().parents[1] / "evals/capability/samples/run2-dev-flaky"
 
 
 @pytest.mark.parametrize("fast", [True, False])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -164,3 +165,17 @@ def test_case_is_honest_and_its_trajectories_behave(case: Case) -> None:
         # Sloppy habits on ordinary cases: working silently for several turns.
         assert bad["longestToolOnlyStreak"] >= 2
         assert bad["longestToolOnlyStreak"] > good["longestToolOnlyStreak"]
+
+
+def test_the_results_folder_commits_only_the_frozen_baseline() -> None:
+    # Spec section 7: results are ignored by git except the gate baseline.
+    # Anything else committed there would join every user's history and
+    # named queries, which read the folder by default.
+    tracked = subprocess.run(
+        ["git", "ls-files", "evals/capability/results"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert tracked == ["evals/capability/results/baseline.json"]

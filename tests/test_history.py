@@ -22,7 +22,7 @@ from capeval.results.v3 import write_v3
 from tests.clirun import capeval
 from tests.rowfactory import result_row
 
-SAMPLES = Path(__file__).resolve().parents[1] / "evals" / "capability" / "results" / "samples"
+SAMPLES = Path(__file__).resolve().parents[1] / "evals" / "capability" / "samples"
 
 
 def row(run: str, variant: str, case: str, repeat: int, passed: bool, **extra: Any) -> dict:
