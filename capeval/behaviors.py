@@ -5,7 +5,10 @@ count or a maximum over the normalized stream, so two agents with different
 tool names are measured the same way. No I/O here: the runner, the
 `capeval behaviors` command and notebooks all call `derive_behaviors`.
 
-Decisions where the spec is silent:
+Decisions where the spec is silent, and where its literal words would let
+shell grammar hide a command (the reserved words, flag clusters and paths
+below: on such streams capeval counts more than the original harness did, and
+`capeval.results.provenance` warns when a comparison mixes the two writers):
 
 * `maxTurnDurationMs` is 0 when no turn reports a duration (or there are no
   turns): every metric stays a number, and the gate only compares cells of

@@ -478,3 +478,43 @@ def test_prompt_exit_flushes_long_output_into_a_pipe(
     done = capeval("gate", "--baseline", base, "--candidate", cand, "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert len(json.loads(done.stdout)["cells"]) == 400  # every byte arrived before the exit
+
+
+# -- which implementation wrote each side -------------------------------------
+
+
+def _capeval_rows(path: Path, cases: list[str]) -> Path:
+    rows = [{**row(c), "capevalVersion": "0.1.0"} for c in cases]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_a_baseline_of_the_original_harness_against_a_capeval_candidate_is_warned(
+    real_results: Path, tmp_path: Path
+) -> None:
+    # capeval counts a few shell forms the spec's literal rules miss, so the
+    # behavior verdicts of such a pair may partly be that; pass rates are not.
+    ours = _capeval_rows(tmp_path / "ours.jsonl", ["complex-jwt"])
+    theirs = real_results / "baseline-0286-grok.json"
+    for base, cand, other in ((theirs, ours, "baseline"), (ours, theirs, "candidate")):
+        done = capeval(
+            "compare", "--baseline", base, "--candidate", cand, "--json",
+            "--allow-provider-fallback", cwd=tmp_path,
+        )  # fmt: skip
+        warnings = json.loads(done.stdout)["warnings"]
+        assert any(w.startswith(f"the {other} was not written by capeval") for w in warnings)
+
+
+def test_no_writer_warning_when_both_sides_share_an_implementation(
+    real_results: Path, tmp_path: Path
+) -> None:
+    pairs = (
+        (real_results / "baseline-0286-grok.json", real_results / "after-0286-grok.json"),
+        (_capeval_rows(tmp_path / "a.jsonl", ["x"]), _capeval_rows(tmp_path / "b.jsonl", ["x"])),
+    )
+    for base, cand in pairs:
+        done = capeval(
+            "compare", "--baseline", base, "--candidate", cand, "--json",
+            "--allow-provider-fallback", cwd=tmp_path,
+        )  # fmt: skip
+        assert not any("not written by capeval" in w for w in json.loads(done.stdout)["warnings"])

@@ -119,6 +119,9 @@ def load_and_compare(
                 f"the {role} holds no result rows, and a comparison with an empty run proves "
                 "nothing; check the path (capeval run prints where its rows go)",
             )
+    from capeval.results.provenance import mixed_writer_warnings
+
+    read_warnings = [*read_warnings, *mixed_writer_warnings(baseline, candidates)]
     overrides = dict(bait_overrides or {})
     ws: dict[str, BaitDecl] = {}
     if _needs_workspace(base_cells, cand_cells, overrides):
