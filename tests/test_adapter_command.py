@@ -71,6 +71,10 @@ FAKE_PRODUCT = textwrap.dedent(
         "tokenUsage": {"input": 100, "output": 20, "cacheRead": 50, "cacheWrite": 0, "thinking": 3},
         "turns": turns, "sessionId": "fake-session-1", "provider": "acme", "model": a.model,
     }
+    if a.mode in ("uncounted", "empty"):  # the product states no counts of its own
+        del summary["turnsUsed"], summary["toolCallCount"]
+    if a.mode == "empty":
+        summary["turns"] = []
     if a.mode == "sleep":
         time.sleep(30)
     if a.mode != "nohook":
@@ -197,6 +201,21 @@ def test_no_hook_call_means_no_behaviors_and_a_budget_fails_closed(
     )
     assert verdict.passed is False
     assert "turnsUsed was not reported" in (verdict.error or "")
+
+
+def test_counts_come_from_the_reported_turns_but_never_from_none(
+    tmp_path: Path, product: Path
+) -> None:
+    # Turns in the summary are the product's own report: they give the counts.
+    for sub in ("a", "b"):
+        (tmp_path / sub).mkdir()
+    counted = adapter(product, "uncounted").run(make_request(tmp_path / "a", max_turns=10))
+    assert (counted.turnsUsed, counted.toolCallCount) == (4, 3)
+    # No turns and no turnsUsed is no report at all: a budget must fail
+    # closed (spec section 3), where 0 would have passed it.
+    empty = adapter(product, "empty").run(make_request(tmp_path / "b", max_turns=10))
+    assert empty.status == "done" and empty.turnsUsed is None
+    assert empty.toolCallCount is None
 
 
 def test_post_turn_calls_are_ignored(tmp_path: Path, product: Path) -> None:

@@ -210,11 +210,19 @@ class CommandAdapter:
                 durationMs=proc.duration_ms,
                 error="; ".join(errors) or None,
             )
-        turns_used = summary.turnsUsed if summary.turnsUsed is not None else len(summary.turns)
+        # The summary's turns are the product's own report, so they may give
+        # the counts; a summary with neither counts nor turns reported none,
+        # and 0 would pass any turn budget that must fail closed (spec section 3).
+        reported = bool(summary.turns)
+        turns_used = (
+            summary.turnsUsed
+            if summary.turnsUsed is not None
+            else (len(summary.turns) if reported else None)
+        )
         tool_calls = (
             summary.toolCallCount
             if summary.toolCallCount is not None
-            else sum(len(t.toolCalls) for t in summary.turns)
+            else (sum(len(t.toolCalls) for t in summary.turns) if reported else None)
         )
         return AgentResult(
             exitCode=proc.exit_code,
