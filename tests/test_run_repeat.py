@@ -147,7 +147,9 @@ def test_a_workdir_that_failed_under_a_budget_reports_over_budget(tmp_path: Path
     row = run_repeat(job, FakeAdapter(), RepeatSettings(root=tmp_path))
     assert "workdir not prepared" in row["error"]
     assert (row["maxTurns"], row["turnsUsed"], row["overBudget"]) == (5, None, True)
-    unbudgeted = run_repeat(_job(tmp_path / "b"), FakeAdapter(), RepeatSettings(root=tmp_path / "b"))
+    unbudgeted = run_repeat(
+        _job(tmp_path / "b"), FakeAdapter(), RepeatSettings(root=tmp_path / "b")
+    )
     assert unbudgeted["overBudget"] is False
 
 
