@@ -99,7 +99,10 @@ CONFIG_SCHEMA: dict[str, Any] = {
     "properties": {
         "agent": {**_TEXT, "description": "the default agent's name (built-in or [agents.NAME])"},
         "matrix": {
+            # Empty (`[]`, "", ",") would silently run the default agent instead.
             "type": ["array", "string"],
+            "minItems": 1,
+            "pattern": "[^,\\s]",
             "items": {**_TEXT, "description": 'a cell such as "provider:model"'},
             "description": 'a list of cells such as ["openai:gpt-5", "fast=xai:grok-4@codex"] '
             "or one comma-separated string",

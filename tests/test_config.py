@@ -233,6 +233,10 @@ def test_unknown_top_level_key_suggests_the_right_one(tmp_path: Path) -> None:
         ("concurrency = 1.5", "concurrency", "expected a positive integer, got number 1.5"),
         ("max_turns = true", "max_turns", "expected a positive integer, got boolean true"),
         ("matrix = 3", "matrix", "expected a list of cells"),
+        # An empty matrix silently ran the default agent instead.
+        ("matrix = []", "matrix", "must not be empty"),
+        ('matrix = ""', "matrix", 'matrix: "" is not allowed; expected a list of cells'),
+        ('matrix = " , "', "matrix", "is not allowed; expected a list of cells"),
         ("tiers = []", "tiers", "must not be empty"),
         ('tiers = ["Simple"]', "tiers[0]", "is not allowed; expected a tier name"),
         ("baseline = 1", "baseline", "expected a result file path"),
