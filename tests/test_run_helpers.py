@@ -72,10 +72,13 @@ def capeval(
     )
 
 
-def start_capeval(root: Path, *args: str) -> subprocess.Popen[str]:
+def start_capeval(
+    root: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "capeval.cli", "run", "--root", str(root), *args],
         cwd=root,
+        env={**os.environ, **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -55,7 +56,15 @@ def _lines(path: Path) -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
 
 
-def test_sigkill_mid_run_then_resume_gives_one_row_per_triple(tmp_path: Path) -> None:
+@pytest.fixture
+def own_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """$TMPDIR for a capeval that may be killed: whatever it leaves stays in pytest's tmp."""
+    return {"TMPDIR": str(tmp_path_factory.mktemp("tmpdir"))}
+
+
+def test_sigkill_mid_run_then_resume_gives_one_row_per_triple(
+    tmp_path: Path, own_tmpdir: dict[str, str]
+) -> None:
     write_case(tmp_path, "slow", trajectories={"oracle": [shell("sleep 0.2"), write_done()]})
     write_case(tmp_path, "fast")
     stream = tmp_path / "rows.jsonl"
@@ -68,6 +77,7 @@ def test_sigkill_mid_run_then_resume_gives_one_row_per_triple(tmp_path: Path) ->
         "--jsonl",
         str(stream),
         "-q",
+        env=own_tmpdir,
     )
     try:
         _wait_for(lambda: _lines(stream) >= 3)
@@ -79,7 +89,7 @@ def test_sigkill_mid_run_then_resume_gives_one_row_per_triple(tmp_path: Path) ->
     assert 3 <= len(before) < 12
     run_id = before[0]["runId"]
 
-    resumed = capeval(tmp_path, "--resume", str(stream), "--json")
+    resumed = capeval(tmp_path, "--resume", str(stream), "--json", env=own_tmpdir)
     assert resumed.returncode == 0, resumed.stderr
     rows = read_rows(stream)
     triples = [(r["variantId"], r["id"], r["repeat"]) for r in rows]
@@ -87,8 +97,45 @@ def test_sigkill_mid_run_then_resume_gives_one_row_per_triple(tmp_path: Path) ->
     assert {r["runId"] for r in rows} == {run_id}
     assert rows[: len(before)] == before  # finished rows are never rewritten
 
-    again = capeval(tmp_path, "--resume", str(stream))
+    again = capeval(tmp_path, "--resume", str(stream), env=own_tmpdir)
     assert again.returncode == 0 and len(read_rows(stream)) == 12  # nothing left to do
+
+
+def test_sigkill_of_capeval_stops_the_agent_group_and_removes_temp_dirs(
+    tmp_path: Path, own_tmpdir: dict[str, str]
+) -> None:
+    # A CI job timeout SIGKILLs capeval: none of its handlers run, yet a hung
+    # agent must not run on unsupervised, and no temp dir may stay in $TMPDIR.
+    tmpdir = Path(own_tmpdir["TMPDIR"])
+    pgid_file, workdir_file = tmp_path / "agent.pgid", tmp_path / "agent.workdir"
+    hang = (
+        f"pwd > {workdir_file}; ps -o pgid= $$ > {pgid_file}.part; "
+        f"mv {pgid_file}.part {pgid_file}; sleep 60"
+    )
+    write_case(tmp_path, "hang", trajectories={"oracle": [shell(hang)]})
+    proc = start_capeval(tmp_path, "-q", env=own_tmpdir)
+    pgid: int | None = None
+    gone = False
+    try:
+        _wait_for(pgid_file.is_file)
+        pgid = int(pgid_file.read_text())
+        workdir = Path(workdir_file.read_text().strip())
+        assert workdir.is_dir() and workdir.resolve().is_relative_to(tmpdir.resolve())
+        assert not _group_gone(pgid, within=0)  # the agent is running
+
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        gone = _group_gone(pgid, within=5)
+        assert gone
+        _wait_for(lambda: not workdir.exists(), timeout=5)
+        _wait_for(lambda: not any(tmpdir.iterdir()), timeout=5)  # templates too
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=30)
+        if pgid is not None and not gone:  # a failure must not leave `sleep 60` behind
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGKILL)
 
 
 def test_a_second_run_on_a_stream_being_written_is_refused(tmp_path: Path) -> None:

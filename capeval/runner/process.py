@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from capeval.runner import reaper
+
 # GNU `timeout` convention: the exit code reported for a child stopped on time out.
 TIMEOUT_EXIT_CODE = 124
 
@@ -199,6 +201,7 @@ def run_process(
         )
         # With start_new_session the child's pid is its process group id.
         scope.groups.add(proc.pid)
+        reaper.track_group(proc.pid)  # killed by the reaper if capeval itself is killed
 
     out_chunks: list[bytes] = []
     err_chunks: list[bytes] = []
@@ -209,22 +212,27 @@ def run_process(
     ]
     if stdin is not None:
         readers.append(threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True))
-    for t in readers:
-        t.start()
+    try:
+        for t in readers:
+            t.start()
 
-    exited = threading.Event()
-    threading.Thread(target=_await_exit, args=(proc, exited), daemon=True).start()
+        exited = threading.Event()
+        threading.Thread(target=_await_exit, args=(proc, exited), daemon=True).start()
 
-    timed_out = False
-    if not exited.wait(timeout_s):
-        timed_out = True
-        _signal_group(proc.pid, signal.SIGTERM)
-        if not exited.wait(kill_grace_s):
-            _signal_group(proc.pid, signal.SIGKILL)
-            exited.wait()
-    # The leader has exited but is not reaped yet, so its pid (= our group id)
-    # cannot have been reused: killing stragglers here cannot hit a stranger.
-    _signal_group(proc.pid, signal.SIGKILL)
+        timed_out = False
+        if not exited.wait(timeout_s):
+            timed_out = True
+            _signal_group(proc.pid, signal.SIGTERM)
+            if not exited.wait(kill_grace_s):
+                _signal_group(proc.pid, signal.SIGKILL)
+                exited.wait()
+        # The leader has exited but is not reaped yet, so its pid (= our group id)
+        # cannot have been reused: killing stragglers here cannot hit a stranger.
+        _signal_group(proc.pid, signal.SIGKILL)
+    finally:
+        # Before the reap below (or subprocess's own, after an exception), which
+        # frees the group id for reuse: the reaper must never signal it after that.
+        reaper.forget_group(proc.pid)
     returncode = proc.wait()
     with _LOCK:
         scope.groups.discard(proc.pid)

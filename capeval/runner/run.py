@@ -33,7 +33,7 @@ from capeval.agents.base import Adapter, AgentConfig
 from capeval.case import Case
 from capeval.results.errors import ResultFileError
 from capeval.row import Row, triple
-from capeval.runner import process
+from capeval.runner import process, reaper
 from capeval.runner.artifacts import default_artifacts_dir
 from capeval.runner.httpfixture import HttpFixture
 from capeval.runner.matrix import Variant, parse_matrix
@@ -727,12 +727,15 @@ def execute(options: RunOptions, plan: RunPlan | None = None) -> RunOutcome:
                 f"{exc.strerror or exc}; free space or pass --jsonl with a writable path"
             ) from None
         process.reset_shutdown()
-        workdirs = WorkdirCache(options.tmp_dir)
-        plan.settings = replace(plan.settings, workdirs=workdirs)
-        try:
-            return _execute(options, plan, todo, rows, writer)
-        finally:
-            workdirs.close()
+        # Every temp dir of the run lives in one, so that a reaper told of that
+        # one dir removes them all if this process is killed (capeval.runner.reaper).
+        with reaper.running(), reaper.temp_dir("capeval-run-", options.tmp_dir) as run_tmp:
+            workdirs = WorkdirCache(run_tmp)
+            plan.settings = replace(plan.settings, workdirs=workdirs, tmp_parent=run_tmp)
+            try:
+                return _execute(options, plan, todo, rows, writer)
+            finally:
+                workdirs.close()
 
 
 def _execute(

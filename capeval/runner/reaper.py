@@ -1,0 +1,219 @@
+"""A watchman process that cleans up after a capeval that was SIGKILLed.
+
+Agents and graders run in their own sessions (`capeval.runner.process`), so
+nothing stops them when capeval dies without a chance to run its handlers
+(SIGKILL, the OOM killer, a CI job timeout): a hung agent then runs forever,
+and the run's temp directories stay in `$TMPDIR`. Only another process can
+clean up after a SIGKILL, so one is started per run; it holds the read end of
+a pipe that only capeval writes to. The kernel closes the write end when
+capeval dies, however it dies, so end-of-file is the death notice, and it
+arrives only after everything capeval wrote before dying has been read.
+
+Why not `prctl(PR_SET_PDEATHSIG)` on each child: it reaches only the direct
+child, not the shells, test runners and servers an agent starts (the very
+processes that hang); it fires when the *thread* that forked the child exits,
+not the process, and children are forked from pool threads; it needs a
+`preexec_fn`, which CPython documents as unsafe with threads and which takes
+`subprocess` off its fast spawn path for every child; it is Linux-only; and
+it cannot remove a directory. Why one process per run and not per repeat: a
+Python start costs tens of milliseconds, the runner's whole per-repeat budget.
+
+Why group ids are unregistered *before* capeval reaps a group's leader: until
+it is reaped, the leader's pid (the group id) cannot be reused, and because a
+pipe delivers in order, the reaper always learns of the unregistration before
+it could learn of capeval's death. So it never signals a group id that may
+since belong to a stranger. What is left is the milliseconds between
+capeval's death and the reaper's reaction, in which a whole group would have
+to end and its id be reused; and a child started in the microseconds before
+its group is registered escapes if capeval dies just then.
+
+Why the reaper does nothing when capeval closes the pipe after saying so:
+on a normal exit, SIGINT or SIGTERM capeval stops and removes everything
+itself, and the reaper must not change that. The reaper runs in its own
+session, so a Ctrl-C or a signal sent to capeval's process group does not
+take the watchman down with it.
+
+This file is also the reaper's program, run as a script by the interpreter
+in isolated mode (`-I -S`): it must import only the standard library.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+_END = b"\0"  # records end with NUL: the one byte no path can contain
+_QUIT = b"q"  # capeval exits cleanly: forget everything, do nothing
+# How long the reaper keeps retrying to remove a directory that processes
+# killed a moment ago may still be writing into.
+_RMTREE_TRIES_S = 2.0
+
+
+class Reaper:
+    """capeval's side of the pipe: tells the reaper what to clean up if capeval dies."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], fd: int) -> None:
+        self._proc = proc
+        self._fd: int | None = fd
+        self._lock = threading.Lock()
+
+    @classmethod
+    def start(cls) -> Reaper | None:
+        """Start the reaper process; None when it cannot be (the run goes on unguarded)."""
+        script = Path(__file__)
+        if not sys.executable or not script.is_file():  # e.g. imported from a zip
+            return None
+        read_end, write_end = os.pipe()  # close-on-exec: no agent inherits the write end
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(script)],
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError:
+            os.close(write_end)
+            return None
+        finally:
+            os.close(read_end)
+        return cls(proc, write_end)
+
+    def send(self, record: bytes) -> None:
+        with self._lock:
+            if self._fd is None:
+                return
+            data = record + _END
+            try:
+                while data:
+                    data = data[os.write(self._fd, data) :]
+            except OSError:  # the reaper died: the run goes on, unguarded
+                os.close(self._fd)
+                self._fd = None
+
+    def close(self) -> None:
+        """Tell the reaper that capeval cleaned up itself, and let it exit."""
+        self.send(_QUIT)
+        with self._lock:
+            fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+        try:
+            self._proc.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a reaper that hangs
+            self._proc.kill()
+            self._proc.wait()
+
+
+_LOCK = threading.Lock()
+_ACTIVE: Reaper | None = None
+_USERS = 0
+
+
+@contextlib.contextmanager
+def running() -> Iterator[None]:
+    """Guard the block: groups and dirs tracked inside it are cleaned up if capeval dies.
+
+    Nested or concurrent blocks in one process share one reaper process.
+    """
+    global _ACTIVE, _USERS
+    with _LOCK:
+        if _USERS == 0:
+            _ACTIVE = Reaper.start()
+        _USERS += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _USERS -= 1
+            done, reaper = _USERS == 0, _ACTIVE
+            if done:
+                _ACTIVE = None
+        if done and reaper is not None:
+            reaper.close()
+
+
+def _send(record: bytes) -> None:
+    reaper = _ACTIVE
+    if reaper is not None:
+        reaper.send(record)
+
+
+def track_group(pgid: int) -> None:
+    """A process group to kill if capeval dies; call right after starting its leader."""
+    _send(b"+g%d" % pgid)
+
+
+def forget_group(pgid: int) -> None:
+    """Call *before* reaping the group's leader: after that its id may be reused."""
+    _send(b"-g%d" % pgid)
+
+
+def track_dir(path: Path) -> None:
+    _send(b"+d" + os.fsencode(os.path.abspath(path)))
+
+
+def forget_dir(path: Path) -> None:
+    _send(b"-d" + os.fsencode(os.path.abspath(path)))
+
+
+@contextlib.contextmanager
+def temp_dir(prefix: str, parent: Path | None = None) -> Iterator[Path]:
+    """A new temp directory, removed at the end of the block or by the reaper."""
+    path = Path(os.path.abspath(tempfile.mkdtemp(prefix=prefix, dir=parent)))
+    track_dir(path)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        forget_dir(path)
+
+
+def _reap(groups: set[int], dirs: set[bytes]) -> None:
+    for pgid in groups:
+        with contextlib.suppress(OSError):
+            os.killpg(pgid, signal.SIGKILL)
+    deadline = time.monotonic() + _RMTREE_TRIES_S
+    for path in dirs:
+        # A process killed a moment ago may still finish a write into the tree.
+        while True:
+            shutil.rmtree(path, ignore_errors=True)
+            if not os.path.lexists(path) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+
+
+def main() -> int:
+    """The reaper: read records until capeval quits or dies; clean up only if it died."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    groups: set[int] = set()
+    dirs: set[bytes] = set()
+    pending = b""
+    while chunk := os.read(0, 65536):
+        *records, pending = (pending + chunk).split(_END)
+        for record in records:
+            kind, arg = record[:2], record[2:]
+            if record == _QUIT:
+                return 0
+            if kind == b"+g":
+                groups.add(int(arg))
+            elif kind == b"-g":
+                groups.discard(int(arg))
+            elif kind == b"+d":
+                dirs.add(arg)
+            elif kind == b"-d":
+                dirs.discard(arg)
+    _reap(groups, dirs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
