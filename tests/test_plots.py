@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import polars as pl
 import pytest
@@ -14,7 +15,7 @@ from matplotlib.figure import Figure
 
 from capeval.analysis import plots
 from capeval.analysis.frame import load_frame
-from capeval.analysis.history import connect, frame
+from capeval.analysis.history import _utc, connect, frame
 from capeval.analysis.stats import wilson
 from tests.clirun import capeval
 from tests.test_history import SAMPLES, sample_rows
@@ -275,3 +276,21 @@ def test_plot_commands_name_skipped_files_and_unknown_filters(tmp_path: Path) ->
     assert variant.returncode == 2 and "no variant 'nope'; variants: dev" in variant.stderr
     case = capeval("plot", "behaviors", str(SAMPLES), "--case", "nope", "-o", out)
     assert case.returncode == 2 and "no case 'nope'; cases: env-release-build" in case.stderr
+
+
+def test_history_data_dates_runs_as_the_history_views_do() -> None:
+    # One offset rule for the SQL views and the figures: an hours-only offset
+    # (`+09`) was a time zone in the views and a null in the plot.
+    times = ["2026-11-30T10:00:00+09", "2026-11-30T10:00:00-0800", "2026-11-30T10:00:00"]
+    frame = pl.DataFrame(
+        {"runId": ["a", "b", "c"], "runStartedAt": times, "variantId": ["v"] * 3,
+         "passed": [True] * 3}
+    )  # fmt: skip
+    plotted = dict(zip(*plots.history_data(frame)[["runId", "runStartedAt"]], strict=True))
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE t AS SELECT unnest(?::VARCHAR[]) AS s, generate_subscripts(?::VARCHAR[], 1) AS i",
+        [times, times],
+    )
+    viewed = [r[0] for r in con.execute(f"SELECT {_utc('s')} FROM t ORDER BY i").fetchall()]
+    assert [plotted[r] for r in ("a", "b", "c")] == viewed

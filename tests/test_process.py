@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_run_helpers import alive, group_gone
 
 from capeval.runner import process
 from capeval.runner.process import (
@@ -19,33 +20,6 @@ from capeval.runner.process import (
     process_scope,
     run_process,
 )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead for our purposes.
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def _group_alive(pgid: int, within: float = 3.0) -> bool:
-    """False once the group is empty; killed members may linger briefly as
-    zombies until init reaps them, so wait a little before saying alive."""
-    deadline = time.monotonic() + within
-    while True:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-        if time.monotonic() > deadline:
-            return True
-        time.sleep(0.05)
 
 
 @pytest.fixture(autouse=True)
@@ -104,7 +78,7 @@ def test_timeout_kills_the_whole_group_on_time(tmp_path: Path) -> None:
     assert r.timed_out and r.exit_code == TIMEOUT_EXIT_CODE
     assert elapsed < 3, elapsed
     grandchild = int(pidfile.read_text())
-    assert not _alive(grandchild)
+    assert not alive(grandchild)
 
 
 def test_sigterm_ignoring_child_gets_sigkill_after_grace(tmp_path: Path) -> None:
@@ -136,9 +110,9 @@ def test_leftover_background_children_are_killed_when_the_leader_exits(tmp_path:
     # SIGKILL is delivered asynchronously: allow the straggler a moment to die.
     pid = int(pidfile.read_text())
     deadline = time.monotonic() + 3.0
-    while _alive(pid) and time.monotonic() < deadline:
+    while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert not _alive(pid)
+    assert not alive(pid)
     assert live_groups() == []
 
 
@@ -175,7 +149,7 @@ def test_scope_cancel_stops_its_children_and_refuses_new_ones(tmp_path: Path) ->
     first, second = results
     assert isinstance(first, process.ProcessResult) and first.cancelled
     assert isinstance(second, ProcessCancelled) and "agent timeout" in str(second)
-    assert not _group_alive(pgid)
+    assert group_gone(pgid)
 
 
 def test_shutdown_kills_every_live_group(tmp_path: Path) -> None:
@@ -195,7 +169,7 @@ def test_shutdown_kills_every_live_group(tmp_path: Path) -> None:
     for t in threads:
         t.join(5)
     assert len(done) == 3 and all(r.cancelled for r in done)
-    assert not any(_group_alive(g) for g in groups)
+    assert all(group_gone(g) for g in groups)
     with pytest.raises(ProcessCancelled):
         run_process(["true"], cwd=tmp_path)
     process.reset_shutdown()

@@ -159,6 +159,8 @@ def test_provider_and_model_flags_beat_the_configured_matrix(tmp_path: Path) -> 
         proc = capeval(tmp_path, "--dry-run", *args)
         assert proc.returncode == 2
         assert f"{args[0]} {args[1]} is used by no cell" in proc.stderr
+        if "--matrix" not in args:  # names the file and key the cells come from
+            assert "the matrix (capeval.toml: matrix)" in proc.stderr
     # A flag that fills the side bare cells leave out still works.
     assert variants("--provider", "scripted", "--matrix", "oracle,sloppy") == [
         "scripted:oracle",

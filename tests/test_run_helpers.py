@@ -10,6 +10,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +89,40 @@ def start_capeval(
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def eventually(predicate: Callable[[], bool], within: float = 5.0) -> bool:
+    """Poll `predicate` until it holds (True) or `within` seconds pass (False)."""
+    deadline = time.monotonic() + within
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def alive(pid: int) -> bool:
+    """True while `pid` runs; a zombie waiting to be reaped is dead for our purposes."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def group_gone(pgid: int, within: float = 3.0) -> bool:
+    """True once no process is left in the group (killed members may linger
+    briefly as zombies until init reaps them, hence the wait)."""
+
+    def empty() -> bool:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    return eventually(empty, within)

@@ -9,37 +9,23 @@ import shutil
 import signal
 import socket
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from test_run_helpers import capeval, read_rows, shell, start_capeval, write_case, write_done
+from test_run_helpers import (
+    capeval,
+    eventually,
+    group_gone,
+    read_rows,
+    shell,
+    start_capeval,
+    write_case,
+    write_done,
+)
 
 from capeval.results.jsonl import read_jsonl
 
 pytestmark = pytest.mark.slow
-
-
-def _wait_for(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
-        time.sleep(0.05)
-
-
-def _group_gone(pgid: int, within: float = 3.0) -> bool:
-    """True once no process is left in the group (killed members may linger
-    briefly as zombies until init reaps them)."""
-    deadline = time.monotonic() + within
-    while True:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
 
 
 def _refuses(port: int) -> bool:
@@ -80,7 +66,7 @@ def test_sigkill_mid_run_then_resume_gives_one_row_per_triple(
         env=own_tmpdir,
     )
     try:
-        _wait_for(lambda: _lines(stream) >= 3)
+        assert eventually(lambda: _lines(stream) >= 3, within=30)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
@@ -117,18 +103,18 @@ def test_sigkill_of_capeval_stops_the_agent_group_and_removes_temp_dirs(
     pgid: int | None = None
     gone = False
     try:
-        _wait_for(pgid_file.is_file)
+        assert eventually(pgid_file.is_file, within=30)
         pgid = int(pgid_file.read_text())
         workdir = Path(workdir_file.read_text().strip())
         assert workdir.is_dir() and workdir.resolve().is_relative_to(tmpdir.resolve())
-        assert not _group_gone(pgid, within=0)  # the agent is running
+        assert not group_gone(pgid, within=0)  # the agent is running
 
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        gone = _group_gone(pgid, within=5)
+        gone = group_gone(pgid, within=5)
         assert gone
-        _wait_for(lambda: not workdir.exists(), timeout=5)
-        _wait_for(lambda: not any(tmpdir.iterdir()), timeout=5)  # templates too
+        assert eventually(lambda: not workdir.exists(), within=5)
+        assert eventually(lambda: not any(tmpdir.iterdir()), within=5)  # templates too
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -145,7 +131,7 @@ def test_a_second_run_on_a_stream_being_written_is_refused(tmp_path: Path) -> No
     stream = tmp_path / "rows.jsonl"
     first = start_capeval(tmp_path, "--repeats", "3", "--concurrency", "1", "--jsonl", str(stream))
     try:
-        _wait_for(lambda: (tmp_path / "rows.jsonl.plan.json").is_file())
+        assert eventually(lambda: (tmp_path / "rows.jsonl.plan.json").is_file(), within=30)
         plan = (tmp_path / "rows.jsonl.plan.json").read_text()
         second = capeval(tmp_path, "--repeats", "2", "--jsonl", str(stream))
         assert second.returncode == 2
@@ -174,7 +160,7 @@ def test_hanging_agent_is_killed_on_time_with_its_group(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert elapsed < 12, elapsed
     assert row["status"] == "timeout" and row["passed"] is False
-    assert _group_gone(int(pgid_file.read_text()))
+    assert group_gone(int(pgid_file.read_text()))
 
 
 def test_hanging_grader_is_killed_on_time_with_exit_124(tmp_path: Path) -> None:
@@ -187,7 +173,7 @@ def test_hanging_grader_is_killed_on_time_with_exit_124(tmp_path: Path) -> None:
     assert elapsed < 12, elapsed
     assert row["verifyExitCode"] == 124 and "grader timed out" in row["error"]
     assert 900 <= row["verifyDurationMs"] < 7000
-    assert _group_gone(int(pgid_file.read_text()))
+    assert group_gone(int(pgid_file.read_text()))
 
 
 def test_repeats_overlap_under_concurrency(tmp_path: Path) -> None:
@@ -221,7 +207,9 @@ def test_sigint_stops_cleanly_keeps_rows_and_frees_everything(tmp_path: Path) ->
     stream = tmp_path / "rows.jsonl"
     proc = start_capeval(tmp_path, "--jsonl", str(stream))
     try:
-        _wait_for(lambda: url_file.exists() and url_file.read_text().strip() != "")
+        assert eventually(
+            lambda: url_file.exists() and url_file.read_text().strip() != "", within=30
+        )
         port = int(url_file.read_text().strip().rsplit(":", 1)[1])
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=20)
@@ -231,7 +219,7 @@ def test_sigint_stops_cleanly_keeps_rows_and_frees_everything(tmp_path: Path) ->
     assert proc.returncode == 130, err
     assert f"capeval run --resume {stream}" in err
     assert _refuses(port)
-    assert _group_gone(int(pgid_file.read_text()))
+    assert group_gone(int(pgid_file.read_text()))
     rows = read_rows(stream)
     assert [r["id"] for r in rows] == ["done-first"]  # finished kept, interrupted not recorded
 

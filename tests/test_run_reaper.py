@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_run_helpers import alive, eventually
 
 from capeval.runner import process, reaper
 
@@ -47,25 +48,6 @@ _CAPEVAL = textwrap.dedent(
 )
 
 
-def _alive(pid: int) -> bool:
-    """True while `pid` runs (a zombie waiting for init to reap it is dead)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def _soon(predicate: object, within: float = 5.0) -> bool:
-    assert callable(predicate)
-    deadline = time.monotonic() + within
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 def _run_capeval(tmp_path: Path, how: str) -> tuple[int, int]:
     script = tmp_path / "capeval_stub.py"
     script.write_text(_CAPEVAL)
@@ -82,7 +64,7 @@ def _run_capeval(tmp_path: Path, how: str) -> tuple[int, int]:
 
 def _kill_if_alive(*pids: int) -> None:
     for pid in pids:
-        if _alive(pid):  # checked just now: the id is still that process's
+        if alive(pid):  # checked just now: the id is still that process's
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
 
@@ -91,10 +73,10 @@ def _kill_if_alive(*pids: int) -> None:
 def test_death_kills_tracked_groups_only_and_removes_tracked_dirs(tmp_path: Path) -> None:
     forgotten, tracked = _run_capeval(tmp_path, "die")
     try:
-        assert _soon(lambda: not _alive(tracked))
-        assert _soon(lambda: not (tmp_path / "scratch").exists())
+        assert eventually(lambda: not alive(tracked))
+        assert eventually(lambda: not (tmp_path / "scratch").exists())
         # A forgotten group is never signalled: by then its id may be a stranger's.
-        assert _alive(forgotten)
+        assert alive(forgotten)
     finally:
         _kill_if_alive(forgotten, tracked)
 
@@ -104,7 +86,7 @@ def test_clean_exit_leaves_everything_to_capeval(tmp_path: Path) -> None:
     forgotten, tracked = _run_capeval(tmp_path, "exit")
     try:
         time.sleep(0.3)  # give a wrongly acting reaper the time to act
-        assert _alive(tracked) and _alive(forgotten)
+        assert alive(tracked) and alive(forgotten)
         assert (tmp_path / "scratch" / "sub" / "file").is_file()
     finally:
         _kill_if_alive(forgotten, tracked)

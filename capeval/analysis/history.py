@@ -58,6 +58,10 @@ SKIP_DIRS = frozenset({".git", ".ipynb_checkpoints", "__pycache__", ".venv"})
 SKIP_DIR_SUFFIXES = (".artifacts",)
 _HEAD = 1 << 16
 _HASH_CHUNK = 1 << 20
+# A time string that states its UTC offset (`Z`, `+09:00`, `-0800`, `+09`);
+# one without is taken as UTC. Shared with the plots (a polars expression),
+# so the views and the figures never date a run differently.
+UTC_OFFSET_PATTERN = r"(?:[zZ]|[+-][0-9]{2}(?::?[0-9]{2})?)$"
 
 TOKEN_COLUMNS: dict[str, str] = {
     "tokenInput": "input",
@@ -201,7 +205,7 @@ def _utc(text_sql: str) -> str:
     UTC, as the frames take them, whatever the session's time zone.
     """
     return (
-        f"CASE WHEN regexp_matches({text_sql}, '([zZ]|[+-][0-9][0-9](:?[0-9][0-9])?)$') "
+        f"CASE WHEN regexp_matches({text_sql}, '{UTC_OFFSET_PATTERN}') "
         f"THEN timezone('UTC', try_cast({text_sql} AS TIMESTAMPTZ)) "
         f"ELSE try_cast({text_sql} AS TIMESTAMP) END"
     )

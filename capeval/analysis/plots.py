@@ -282,10 +282,6 @@ def history_data(repeats: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-# An ISO time string that carries its UTC offset (`Z`, `+09:00`, `-0800`).
-_OFFSET = r"(?:[zZ]|[+-][0-9]{2}:?[0-9]{2})$"
-
-
 def _utc_naive(started: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     """Run start times as naive UTC datetimes, as the history views give them.
 
@@ -296,8 +292,12 @@ def _utc_naive(started: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     """
     import polars as pl
 
+    from capeval.analysis.history import UTC_OFFSET_PATTERN
+
     if dtype == pl.String:
-        text = pl.when(started.str.contains(_OFFSET)).then(started).otherwise(started + "Z")
+        text = (
+            pl.when(started.str.contains(UTC_OFFSET_PATTERN)).then(started).otherwise(started + "Z")
+        )
         return text.str.to_datetime(time_zone="UTC", strict=False).dt.replace_time_zone(None)
     if isinstance(dtype, pl.Datetime) and dtype.time_zone is not None:
         return started.dt.convert_time_zone("UTC").dt.replace_time_zone(None)

@@ -13,7 +13,6 @@ import base64
 import html
 import io
 import json
-import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -134,49 +133,27 @@ def _headline(comparison: Comparison) -> list[list[str]]:
     unknown, not zero).
     """
 
-    def side(cells: Sequence[Cell]) -> dict[str, float]:
-        return {
-            "repeats": sum(c.repeats for c in cells),
-            "passes": sum(c.passCount for c in cells),
-            **{
-                name: (total / count if count else math.nan)
-                for name, total, count in (
-                    (
-                        "duration",
-                        sum(c.durationMs for c in cells),
-                        sum(c.durationReported for c in cells),
-                    ),
-                    ("turns", sum(c.turnsUsed for c in cells), sum(c.turnsReported for c in cells)),
-                    (
-                        "tokens",
-                        sum(c.tokenInput for c in cells),
-                        sum(c.tokenReported for c in cells),
-                    ),
-                )
-            },
-        }
+    sides = (
+        [c.baseline for c in comparison.cells if c.baseline],
+        [c.candidate for c in comparison.cells if c.candidate],
+    )
 
-    base = side([c.baseline for c in comparison.cells if c.baseline])
-    cand = side([c.candidate for c in comparison.cells if c.candidate])
+    def rate(cells: Sequence[Cell]) -> str:
+        repeats, passes = sum(c.repeats for c in cells), sum(c.passCount for c in cells)
+        return f"{passes}/{repeats} ({passes / repeats:.1%})" if repeats else "-"
 
-    def rate(s: dict[str, float]) -> str:
-        return (
-            f"{s['passes']:.0f}/{s['repeats']:.0f} ({s['passes'] / s['repeats']:.1%})"
-            if s["repeats"]
-            else "-"
-        )
+    def mean(cells: Sequence[Cell], total: str, count: str, fmt: Callable[[float], str]) -> str:
+        n = sum(getattr(c, count) for c in cells)
+        return fmt(sum(getattr(c, total) for c in cells) / n) if n else "-"
 
-    def shown(value: float, fmt: Callable[[float], str]) -> str:
-        return "-" if math.isnan(value) else fmt(value)
-
-    def per_repeat(key: str, fmt: Callable[[float], str]) -> list[str]:
-        return [shown(base[key], fmt), shown(cand[key], fmt)]
-
+    means = (
+        ("wall time per repeat (mean)", "durationMs", "durationReported", _duration),
+        ("turns per repeat (mean)", "turnsUsed", "turnsReported", lambda v: f"{v:,.1f}"),
+        ("input tokens per repeat (mean)", "tokenInput", "tokenReported", lambda v: f"{v:,.0f}"),
+    )
     return [
-        ["pass rate", rate(base), rate(cand)],
-        ["wall time per repeat (mean)", *per_repeat("duration", _duration)],
-        ["turns per repeat (mean)", *per_repeat("turns", lambda v: f"{v:,.1f}")],
-        ["input tokens per repeat (mean)", *per_repeat("tokens", lambda v: f"{v:,.0f}")],
+        ["pass rate", *(rate(cells) for cells in sides)],
+        *([label, *(mean(cells, t, n, fmt) for cells in sides)] for label, t, n, fmt in means),
     ]
 
 

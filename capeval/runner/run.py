@@ -572,7 +572,7 @@ def _variants(
         raise RunError(f"{where}{exc}") from None
     # A flag that no cell took would be ignored in silence, and the run would
     # measure some other provider/model than the one asked for.
-    source = "--matrix" if options.matrix else "the matrix in capeval.toml"
+    source = "--matrix" if options.matrix else f"the matrix ({_config_key(config, root, 'matrix')})"
     for flag, value, side in (
         ("--provider", options.provider, "provider"),
         ("--model", options.model, "model"),
