@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +37,8 @@ HTTP_URL_PLACEHOLDER = "{{HTTP_URL}}"
 ID_PATTERN = r"^[a-z0-9-]+$"
 # A plain file name: no directory separator, not "." or "..".
 PLAIN_FILE_PATTERN = r"^(?!\.\.?$)[^/\\]+$"
+# Text with something in it: not "", not only white space.
+NOT_BLANK = r"\S"
 
 ORACLE_TRAJECTORY = "oracle"
 FixtureState = Literal["ok", "missing", "not_dir", "escapes", "is_root"]
@@ -204,7 +207,8 @@ def _schema(tiers: Sequence[str]) -> dict[str, Any]:
                 if tiers
                 else {"type": "string", "description": "a tier name"}
             ),
-            "title": {"type": "string", "minLength": 1, "description": "a non-empty string"},
+            # NOT_BLANK, not minLength: "  " is as empty as "" (an agent given it has no task).
+            "title": {"type": "string", "pattern": NOT_BLANK, "description": "a non-empty string"},
             "fixture": {
                 "type": "string",
                 "minLength": 1,
@@ -212,7 +216,7 @@ def _schema(tiers: Sequence[str]) -> dict[str, Any]:
             },
             "prompt": {
                 "type": "string",
-                "minLength": 1,
+                "pattern": NOT_BLANK,
                 "description": "the task text for the agent (a non-empty string)",
             },
             "maxTurns": {
@@ -302,7 +306,7 @@ def json_type(value: Any) -> str:
     if isinstance(value, int):
         return "integer"
     if isinstance(value, float):
-        return "number"
+        return "number" if math.isfinite(value) else "non-finite number"
     if isinstance(value, str):
         return "string"
     if isinstance(value, list):
@@ -368,7 +372,8 @@ def schema_problems(
                 out.append(Problem(file, field_path([*path, name]), msg))
         elif kw == "type":
             where = here
-            msg = f"expected {desc or err.validator_value}, got {json_type(inst)} {show(inst)}"
+            got = json_type(inst) if inst is None else f"{json_type(inst)} {show(inst)}"
+            msg = f"expected {desc or err.validator_value}, got {got}"
             out.append(Problem(file, where, msg))
         elif kw == "enum":
             choices = ", ".join(str(v) for v in err.validator_value)
@@ -383,7 +388,9 @@ def schema_problems(
                 msg += f' (did you mean "{close[0]}"?)'
             out.append(Problem(file, here, msg + hints.get(here, "")))
         elif kw == "pattern":
-            if path and path[-1] == "id":
+            if err.validator_value == NOT_BLANK:
+                msg = f"must not be empty or blank; expected {desc}"
+            elif path and path[-1] == "id":
                 msg = (
                     f"{show(inst)} is not a valid id; use lower-case letters, digits and '-' "
                     f'only, e.g. "{slugify(str(inst))}" (and rename the directory to match)'

@@ -13,6 +13,7 @@ the keys it sets.
 from __future__ import annotations
 
 import dataclasses
+import math
 import shlex
 import tomllib
 from collections.abc import Mapping
@@ -30,6 +31,10 @@ PYPROJECT = "pyproject.toml"
 DEFAULT_RESULTS = Path("evals", "capability", "results")
 
 AGENT_TYPES: tuple[str, ...] = ("scripted", "command", "claude-code", "codex", "gemini", "opencode")
+# Longer than any eval should take. TOML also writes `inf` and `nan`: an
+# infinite (or merely astronomical) timeout overflowed the platform's timers
+# mid-run with a traceback, and NaN timed every agent out before it started.
+MAX_TIMEOUT_S = 30 * 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,12 @@ class Config:
 # --- the schema ---------------------------------------------------------------
 
 _POSITIVE_INT = {"type": "integer", "minimum": 1, "description": "a positive integer"}
-_SECONDS = {"type": "number", "exclusiveMinimum": 0, "description": "a number of seconds > 0"}
+_SECONDS = {
+    "type": "number",
+    "exclusiveMinimum": 0,
+    "maximum": MAX_TIMEOUT_S,
+    "description": f"a number of seconds > 0 and at most {MAX_TIMEOUT_S} (30 days)",
+}
 _TEXT = {"type": "string", "minLength": 1, "description": "a non-empty string"}
 
 AGENT_SCHEMA: dict[str, Any] = {
@@ -144,10 +154,17 @@ def _validator() -> Any:
     import jsonschema
 
     base = jsonschema.Draft202012Validator
-    strict_int = base.TYPE_CHECKER.redefine(
+    checker = base.TYPE_CHECKER.redefine(
         "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
-    )
-    return jsonschema.validators.extend(base, type_checker=strict_int)(CONFIG_SCHEMA)
+    ).redefine("number", lambda _checker, value: is_finite_number(value))
+    return jsonschema.validators.extend(base, type_checker=checker)(CONFIG_SCHEMA)
+
+
+def is_finite_number(value: Any) -> bool:
+    """A JSON number that is one: not a bool, not TOML's `nan` or `inf`."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
 # --- the pure part ------------------------------------------------------------

@@ -409,17 +409,28 @@ def validate_workspace(
         # rule needs the configuration, so it is the one left out.
         result = check_cases(found, None, ids, check_tiers=False)
         result.problems[:0] = exc.problems
+        result.problems += trajectory_problems(found, _checked_dirs(found, ids))
         return result
     result = check_cases(found, config, ids)
-    result.problems += trajectory_problems(found, result.cases)
+    # Of invalid cases too: "every problem at once", not one more round per fix.
+    result.problems += trajectory_problems(found, _checked_dirs(found, ids))
     if graders and result.cases:
         # The grader check reports an unplayable oracle too: keep one of each message.
         shown = {str(p) for p in result.problems}
-        result.problems += [p for p in grader_problems(found, result.cases) if str(p) not in shown]
+        found_problems = grader_problems(found, result.cases, config)
+        result.problems += [p for p in found_problems if str(p) not in shown]
     return result
 
 
-def trajectory_problems(root: Path, cases: Sequence[Case]) -> list[Problem]:
+def _checked_dirs(root: Path, ids: Sequence[str] | None) -> list[Path]:
+    """The case directories `check_cases` looked at that hold a case.json."""
+    base = cases_dir(root)
+    if not base.is_dir():
+        return []
+    return [d for d in _case_dirs(base) if (not ids or d.name in ids) and (d / CASE_FILE).is_file()]
+
+
+def trajectory_problems(root: Path, case_dirs: Sequence[Path]) -> list[Problem]:
     """Every case ships an oracle trajectory, and every trajectory must be playable.
 
     The default `capeval run` plays the oracle and grader honesty is judged on
@@ -430,8 +441,8 @@ def trajectory_problems(root: Path, cases: Sequence[Case]) -> list[Problem]:
     from capeval.agents.trajectory import TrajectoryError, load_trajectory
 
     out: list[Problem] = []
-    for case in cases:
-        oracle = case.trajectory_path(ORACLE_TRAJECTORY)
+    for case_dir in case_dirs:
+        oracle = case_dir / "trajectories" / f"{ORACLE_TRAJECTORY}.json"
         if not oracle.is_file():
             out.append(
                 Problem(
@@ -456,8 +467,15 @@ def _relative(path: Path, root: Path) -> str:
         return str(path)
 
 
-def grader_problems(root: Path, cases: list[Case]) -> list[Problem]:
-    """Grader honesty (oracle passes, untouched fixture fails), from the runner."""
+def grader_problems(root: Path, cases: list[Case], config: Config | None = None) -> list[Problem]:
+    """Grader honesty (oracle passes, untouched fixture fails), from the runner.
+
+    Under the configured timeouts and turn budget, as a run grades: with the
+    defaults, a grader that needs longer than 2 minutes (and is configured for
+    it) was reported as failing after the oracle (exit 124), and one too slow
+    for a shorter configured timeout (or an oracle over the configured
+    `max_turns`) passed here but failed every repeat.
+    """
     try:
         from capeval.runner.graders import check_graders
     except ModuleNotFoundError as exc:
@@ -471,4 +489,14 @@ def grader_problems(root: Path, cases: list[Case]) -> list[Problem]:
                 "run without --graders",
             )
         ]
-    return list(check_graders(root, cases))
+    if config is None:
+        return list(check_graders(root, cases))
+    return list(
+        check_graders(
+            root,
+            cases,
+            verify_timeout_s=config.verify_timeout_s,
+            agent_timeout_s=config.agent_timeout_s,
+            max_turns=config.max_turns,
+        )
+    )

@@ -137,6 +137,21 @@ def test_wrong_type_names_the_field_the_expected_type_and_the_value(
     assert f"got {got}" in problem.message
 
 
+@pytest.mark.parametrize("blank", ["", "   ", "\n\t"])
+@pytest.mark.parametrize("name", ["title", "prompt"])
+def test_a_blank_title_or_prompt_is_one_problem(name: str, blank: str) -> None:
+    # "   " passed: an agent was run on a prompt with no task in it.
+    problem = only(check(minimal(**{name: blank})))
+    assert problem.field == name
+    assert problem.message.startswith("must not be empty or blank; expected ")
+
+
+def test_a_null_value_is_named_once() -> None:
+    # It read "got null null": the type name and the value are the same word.
+    problem = only(check(minimal(maxTurns=None)))
+    assert problem.message.endswith("got null"), problem.message
+
+
 def test_case_file_that_is_not_an_object_is_one_problem() -> None:
     problem = only(check([minimal()]))
     assert problem.field == ""

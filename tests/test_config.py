@@ -242,6 +242,10 @@ def test_unknown_top_level_key_suggests_the_right_one(tmp_path: Path) -> None:
         ("baseline = 1", "baseline", "expected a result file path"),
         ("[timeouts]\nagent = 0", "timeouts.agent", "must be > 0, got 0"),
         ('[timeouts]\nverify = "2m"', "timeouts.verify", "expected a number of seconds > 0"),
+        # inf crashed the run with a timer overflow; nan timed out every agent.
+        ("[timeouts]\nagent = inf", "timeouts.agent", "got non-finite number Infinity"),
+        ("[timeouts]\nverify = nan", "timeouts.verify", "got non-finite number NaN"),
+        ("[timeouts]\nagent = 1e300", "timeouts.agent", "must be <= 2592000, got 1e+300"),
         (
             "[timeouts]\ngrader = 5",
             "timeouts.grader",

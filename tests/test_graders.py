@@ -216,3 +216,28 @@ def test_validate_graders_exits_0_when_every_grader_is_honest(tmp_path: Path) ->
     add_case(tmp_path, "honest")
     proc = validate(tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_validate_graders_grades_under_the_configured_verify_timeout(tmp_path: Path) -> None:
+    # It always allowed the default 120 s: a grader too slow for the workspace's
+    # own timeout passed here and then failed every repeat of a run (and one
+    # configured for longer than 120 s was reported as failing).
+    from capeval.workspace import validate_workspace
+
+    add_case(tmp_path, "slow", verify=HONEST + "sleep 5\n")
+    (tmp_path / "capeval.toml").write_text("[timeouts]\nverify = 0.5\n")
+    result = validate_workspace(tmp_path, graders=True)
+    (problem,) = result.problems
+    assert problem.field == "verify" and "fails (exit 124)" in problem.message
+
+
+def test_validate_graders_holds_the_oracle_to_the_configured_max_turns(tmp_path: Path) -> None:
+    # `max_turns` overrides every case's budget in a run; the check used only
+    # the case's own, so an oracle over the configured budget passed it.
+    from capeval.workspace import validate_workspace
+
+    add_case(tmp_path, "long")
+    (tmp_path / "capeval.toml").write_text("max_turns = 1\n")
+    (problem,) = validate_workspace(tmp_path, graders=True).problems
+    assert problem.field == "turns"
+    assert problem.message.startswith("uses 2 turns, over the configured max_turns 1")

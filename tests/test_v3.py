@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +122,18 @@ def test_rewrite_replaces_atomically_and_leaves_no_temp_files(tmp_path: Path) ->
     write(path, ROWS[:1])
     assert read_v3(path)[1] == ROWS[:1]
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_the_file_gets_umask_permissions_not_mkstemps_0600(tmp_path: Path) -> None:
+    # It was written through mkstemp and kept its 0600: a refrozen baseline or
+    # a CI results file was unreadable to every other user.
+    path = tmp_path / "out.json"
+    old = os.umask(0o022)
+    try:
+        write(path)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
 
 
 def test_bad_rows_are_refused_before_writing(tmp_path: Path) -> None:

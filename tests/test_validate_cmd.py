@@ -131,16 +131,19 @@ def test_graders_without_the_grader_module_says_so(
 
 def test_graders_problems_are_reported(good: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Mock: a stand-in grader checker, so this test pins only validate's side of
-    # the contract (check_graders(root, cases) -> problems); the real checker
-    # runs agents and fixtures and is tested with the runner.
+    # the contract (check_graders(root, cases, <the configured timeouts>) ->
+    # problems); the real checker runs agents and fixtures and is tested with
+    # the runner.
     import types
 
     from capeval.problems import Problem
 
     seen: list[list[str]] = []
+    timeouts: list[dict[str, float]] = []
 
-    def check_graders(root: Path, cases: list[Any]) -> list[Problem]:
+    def check_graders(root: Path, cases: list[Any], **kw: float) -> list[Problem]:
         seen.append([c.id for c in cases])
+        timeouts.append(kw)
         return [
             Problem(f"{CASES}/alpha/verify.sh", "oracle", "grader fails on the oracle trajectory")
         ]
@@ -151,6 +154,7 @@ def test_graders_problems_are_reported(good: Path, monkeypatch: pytest.MonkeyPat
     result = invoke("--root", str(good), "--graders")
     assert result.exit_code == 2
     assert seen == [["alpha", "beta"]]
+    assert timeouts == [{"verify_timeout_s": 120.0, "agent_timeout_s": 1200.0, "max_turns": None}]
     assert "alpha/verify.sh: oracle: grader fails on the oracle trajectory" in result.stdout
     assert invoke("--root", str(good)).exit_code == 0
 
@@ -226,6 +230,21 @@ def test_a_case_without_an_oracle_trajectory_is_reported(good: Path) -> None:
     result = invoke("--root", str(good))
     assert result.exit_code == 2
     assert "evals/capability/cases/lonely/trajectories/oracle.json: missing;" in result.output
+
+
+def test_an_invalid_case_still_gets_its_trajectories_checked(good: Path) -> None:
+    # Only valid cases were: a broken case.json hid its missing oracle until the
+    # next round, against "every problem in every case at once".
+    case_dir = add_case(good, "lonely", oracle=False, colour="red")
+    (case_dir / "trajectories").mkdir()
+    (case_dir / "trajectories" / "sloppy.json").write_text("{")
+    result = invoke("--root", str(good))
+    assert result.exit_code == 2
+    lines = result.stdout.splitlines()
+    assert "evals/capability/cases/lonely/case.json: colour: unknown field" in lines[0]
+    assert lines[1].startswith("evals/capability/cases/lonely/trajectories/oracle.json: missing;")
+    assert lines[2].startswith("evals/capability/cases/lonely/trajectories/sloppy.json: ")
+    assert len(lines) == 3
 
 
 def test_a_threshold_too_large_for_a_number_is_reported_before_any_run(good: Path) -> None:

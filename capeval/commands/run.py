@@ -9,6 +9,7 @@ call those directly). Exit codes: 0 every repeat passed, 1 some repeat failed,
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import warnings
 from collections.abc import Iterator
@@ -30,12 +31,26 @@ def _fail(message: str) -> NoReturn:
     fail("run", message)
 
 
-def _interrupted(stream: Path | None) -> NoReturn:
+def resume_command(stream: Path, out: Path | None, baseline: Path | None) -> str:
+    """The command that finishes an interrupted run as it was asked for.
+
+    Neither `--out` nor `--baseline` is part of the stream's stored plan, so a
+    bare `--resume` never wrote the v3 file nor ran the gate that was asked for.
+    """
+    words = ["capeval", "run", "--resume", str(stream)]
+    if out is not None:
+        words += ["--out", str(out)]
+    if baseline is not None:
+        words += ["--baseline", str(baseline)]
+    return shlex.join(words)
+
+
+def _interrupted(stream: Path | None, finish: str = "") -> NoReturn:
     """Ctrl-C while the run's own SIGINT handler is not in place (planning, start-up):
     still the interrupted exit code 130, not click's "Aborted!" and 1, which reads
     as "some repeat failed"."""
     if stream is not None and stream.is_file() and stream.stat().st_size > 0:
-        kept = f"rows so far are in {stream}; finish with: capeval run --resume {stream}"
+        kept = f"rows so far are in {stream}; finish with: {finish}"
     else:
         kept = "no repeat was recorded"
     click.echo(f"capeval run: interrupted by SIGINT: {kept}", err=True)
@@ -215,13 +230,31 @@ def run(
     try:
         plan = plan_run(options)
     except KeyboardInterrupt:
-        _interrupted(resume)
+        _interrupted(resume, resume_command(resume, out, baseline) if resume else "")
     except ProblemsError as exc:
         _fail("\n".join(str(p) for p in exc.problems))
         return
     except (RunError, ResultFileError) as exc:
         _fail(str(exc))
         return
+
+    if baseline is not None:
+        if out is not None and out.resolve() == baseline.resolve():
+            # The export replaced the baseline before the gate read it: the run
+            # was judged against itself (always clean) and the baseline was lost.
+            _fail(
+                f"--out {out} is the --baseline file; the gate would compare the run with "
+                "itself and the baseline would be overwritten: pass --out another path"
+            )
+        # Read before any agent starts: a missing or broken baseline used to
+        # surface only after the whole matrix had run (hours, with real agents).
+        from capeval.results.load import read_rows
+
+        try:
+            read_rows(baseline, on_warning=lambda _message: None)
+        except ResultFileError as exc:
+            _fail(f"--baseline {exc}; nothing was run: pass a readable baseline file")
+            return
 
     if dry_run:
         # The real run reports the tear when its writer sets it aside.
@@ -253,7 +286,7 @@ def run(
         with _result_file_warnings_as_lines():
             outcome = execute(options, plan)
     except KeyboardInterrupt:
-        _interrupted(plan.jsonl_path)
+        _interrupted(plan.jsonl_path, resume_command(plan.jsonl_path, out, baseline))
     except (RunError, ResultFileError) as exc:
         _fail(str(exc))
         return
@@ -295,7 +328,8 @@ def run(
     if outcome.interrupted:
         click.echo(
             f"interrupted by {outcome.interrupted}: {len(outcome.rows)} of {len(plan.jobs)} repeats "
-            f"recorded in {outcome.jsonl_path}; finish with: capeval run --resume {outcome.jsonl_path}",
+            f"recorded in {outcome.jsonl_path}; finish with: "
+            f"{resume_command(outcome.jsonl_path, out, baseline)}",
             err=True,
         )
     if gate is not None:

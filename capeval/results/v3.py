@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -115,7 +115,11 @@ def write_v3(
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = dump_v3(doc).encode("utf-8")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    # Not mkstemp: its 0600 survives the rename, and a results file (the
+    # committed baseline, a CI artifact) would be unreadable to everyone else.
+    # 0666 less the umask, as any other file the user writes.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

@@ -10,7 +10,6 @@ grader run as `bash <verify>` in the workdir.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -35,12 +34,14 @@ def check_graders(
     trajectory: str = ORACLE,
     verify_timeout_s: float = 120.0,
     agent_timeout_s: float = 300.0,
+    max_turns: int | None = None,
 ) -> list[Problem]:
     """Every grader-honesty problem of `cases`; empty when all graders are honest.
 
     Per case: the grader must fail on the untouched fixture, the `trajectory`
-    run must succeed within the case's turn budget and `requireBehaviors`, and
-    the grader must then pass.
+    run must succeed within the case's turn budget (`max_turns`, the
+    configuration's override, when set, as in a run) and `requireBehaviors`,
+    and the grader must then pass.
     """
     problems: list[Problem] = []
     for case in cases:
@@ -50,6 +51,7 @@ def check_graders(
             trajectory=trajectory,
             verify_timeout_s=verify_timeout_s,
             agent_timeout_s=agent_timeout_s,
+            max_turns=max_turns,
         )
     return problems
 
@@ -61,6 +63,7 @@ def check_case(
     trajectory: str = ORACLE,
     verify_timeout_s: float = 120.0,
     agent_timeout_s: float = 300.0,
+    max_turns: int | None = None,
 ) -> list[Problem]:
     from capeval.runner.workdir import WorkdirError
     from capeval.workspace import rel
@@ -99,6 +102,7 @@ def check_case(
                 case_file,
                 verify_timeout_s,
                 agent_timeout_s,
+                max_turns if max_turns is not None else case.maxTurns,
             )
     except WorkdirError as exc:
         problems.append(Problem(case_file, "fixture", str(exc)))
@@ -114,6 +118,7 @@ def _check_oracle(
     case_file: str,
     verify_timeout_s: float,
     agent_timeout_s: float,
+    budget: int | None,
 ) -> list[Problem]:
     from capeval.agents.base import AgentConfig, AgentRequest
     from capeval.agents.scripted import ScriptedAdapter
@@ -128,7 +133,7 @@ def _check_oracle(
             case_dir=case.dir,
             capture_dir=Path(capture),
             timeout_s=agent_timeout_s,
-            max_turns=case.maxTurns,
+            max_turns=budget,
             env={"EVAL_HTTP_URL": url} if url else {},
             http_url=url,
         )
@@ -144,13 +149,14 @@ def _check_oracle(
             )
         ]
     problems: list[Problem] = []
-    if case.maxTurns is not None and (result.turnsUsed is None or result.turnsUsed > case.maxTurns):
+    if budget is not None and (result.turnsUsed is None or result.turnsUsed > budget):
+        whose = "case's maxTurns" if budget == case.maxTurns else "configured max_turns"
         problems.append(
             Problem(
                 traj_file,
                 "turns",
-                f"uses {result.turnsUsed} turns, over the case's maxTurns {case.maxTurns}; "
-                "shorten the trajectory or raise maxTurns",
+                f"uses {result.turnsUsed} turns, over the {whose} {budget}; "
+                "shorten the trajectory or raise the budget",
             )
         )
     if case.requireBehaviors:
@@ -185,8 +191,9 @@ def _grade(
 ) -> tuple[int, str]:
     """Run the grader as a repeat does; returns (exit code, tail of its output)."""
     from capeval.runner.process import run_process
+    from capeval.runner.workdir import own_repo_env
 
-    env = dict(os.environ)
+    env = own_repo_env()
     if http is not None:
         env["EVAL_HTTP_URL"] = http.url
         env["EVAL_HTTP_TOKEN"] = http.token

@@ -29,6 +29,21 @@ from capeval.runner import reaper
 # GNU `timeout` convention: the exit code reported for a child stopped on time out.
 TIMEOUT_EXIT_CODE = 124
 
+# Variables that point git at a repository other than the one around its cwd.
+# Git exports them to hooks (a pre-push hook running the gate), CI sets some:
+# inherited by an agent or grader, `git diff` in the workdir read, and `git
+# add`/`git commit` wrote, the user's real repository instead of the repeat's.
+GIT_LOCATION_VARS: tuple[str, ...] = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+)
+
 # How long to keep reading a child's pipes after the group is dead. A process
 # that escaped the group (its own setsid) can hold them open forever; its
 # output is then truncated rather than hanging the runner.
@@ -185,7 +200,14 @@ def run_process(
     # A child inherits our PWD, and some CLIs (opencode) take their working
     # directory from it rather than from the real cwd: they must agree, or an
     # agent edits wherever capeval was started instead of its workdir.
-    child_env = {**(os.environ if env is None else env), "PWD": os.path.abspath(os.fspath(cwd))}
+    # Likewise git: a location variable inherited from capeval's own environment
+    # is dropped (one set for this child, e.g. in an agent's `env`, is kept).
+    child_env = {
+        key: value
+        for key, value in (os.environ if env is None else env).items()
+        if key not in GIT_LOCATION_VARS or os.environ.get(key) != value
+    }
+    child_env["PWD"] = os.path.abspath(os.fspath(cwd))
     with _LOCK:
         reason = scope.cancelled or (_SHUTDOWN[0] if _SHUTDOWN else None)
         if reason is not None:

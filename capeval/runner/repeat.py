@@ -45,7 +45,7 @@ from capeval.runner.artifacts import (
 from capeval.runner.httpfixture import HttpFixture
 from capeval.runner.matrix import Variant
 from capeval.runner.passrule import decide, effective_budget, is_over_budget, provider_mismatch
-from capeval.runner.workdir import WorkdirCache, WorkdirError, prepare_workdir
+from capeval.runner.workdir import WorkdirCache, WorkdirError, own_repo_env, prepare_workdir
 
 VERIFY_KILL_GRACE_S = 5.0
 # Past the agent timeout, the adapter gets this long to stop its own process
@@ -120,7 +120,7 @@ def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Ro
                 return _setup_failed_row(job, settings, started_at, t0, str(exc))
 
             agent_env = {"TMPDIR": str(_private_dir(base, "agent-tmp"))}
-            grader_env = {**os.environ, "TMPDIR": str(_private_dir(base, "verify-tmp"))}
+            grader_env = {**own_repo_env(), "TMPDIR": str(_private_dir(base, "verify-tmp"))}
             if case.httpFixture:
                 fixture = HttpFixture().start()
                 agent_env["EVAL_HTTP_URL"] = fixture.url

@@ -182,7 +182,10 @@ def plan_run(options: RunOptions) -> RunPlan:
     if explicit is None and options.resume is not None:
         explicit = _stored_root(Path(options.resume))  # resumable from anywhere
     root = find_root(explicit=explicit)
-    config = load_config(root, options.config)
+    config_file = options.config
+    if config_file is None and options.resume is not None:
+        config_file = _stored_config(Path(options.resume))  # the run's own --config
+    config = load_config(root, config_file)
 
     done: list[Row] = []
     skipped: list[str] = []
@@ -231,6 +234,7 @@ def plan_run(options: RunOptions) -> RunPlan:
             raise RunError(_unknown_agent(name, agents, where, config, root) + hint)
         used[name] = agents[name]
 
+    _refuse_bad_timeouts(options, config, root)
     repeats = options.repeats if options.repeats is not None else config.repeats
     concurrency = options.concurrency if options.concurrency is not None else config.concurrency
     if repeats < 1 or concurrency < 1:
@@ -273,6 +277,11 @@ def plan_run(options: RunOptions) -> RunPlan:
     shape["resolved"] = _resolution(variants, cases, used, settings)
     # Relative to the stream's folder, like `artifacts`, so the two can move together.
     shape["root"] = Path(os.path.relpath(root, jsonl.resolve().parent)).as_posix()
+    if config_file is not None:
+        # Not a shape field (it is read before the stored plan), but a resume
+        # without it read capeval.toml and refused the run as "changed".
+        config_at = config_file if config_file.is_absolute() else Path.cwd() / config_file
+        shape["config"] = Path(os.path.relpath(config_at, jsonl.resolve().parent)).as_posix()
     if frozen is not None:
         _refuse_changed_plan(frozen, shape["resolved"], Path(options.resume))  # type: ignore[arg-type]
     plan = RunPlan(
@@ -292,6 +301,26 @@ def plan_run(options: RunOptions) -> RunPlan:
         warnings=skipped,
     )
     return plan
+
+
+def _refuse_bad_timeouts(options: RunOptions, config: Any, root: Path) -> None:
+    """A timeout of `nan` timed every agent out before it started (every repeat a
+    failure, read as a regression), and `inf` or an astronomical one crashed the
+    run with a timer overflow: refuse them, naming where they were set."""
+    from capeval.config import MAX_TIMEOUT_S, is_finite_number
+
+    for flag, given, key, configured in (
+        ("--agent-timeout", options.agent_timeout_s, "timeouts.agent", config.agent_timeout_s),
+        ("--verify-timeout", options.verify_timeout_s, "timeouts.verify", config.verify_timeout_s),
+    ):
+        value = _pick(given, configured)
+        if is_finite_number(value) and 0 < value <= MAX_TIMEOUT_S:
+            continue
+        where = flag if given is not None else _config_key(config, root, key)
+        raise RunError(
+            f"{where} {value}: expected a number of seconds > 0 and at most {MAX_TIMEOUT_S} "
+            "(30 days)"
+        )
 
 
 def _unwritable(path: Path) -> str | None:
@@ -337,6 +366,13 @@ def _refuse_unwritable_outputs(
     if options.out is not None:
         out = Path(options.out)
         why = f"{out} is a folder" if out.is_dir() else _unwritable(out.parent)
+        if out.resolve() in (jsonl.resolve(), plan_path(jsonl).resolve()):
+            # The export replaced the row stream (or its plan) at the end of the
+            # run: a v3 file that --resume refuses and later runs cannot append to.
+            raise RunError(
+                f"--out {out}: is the run's row stream (or its plan); the v3 file would "
+                "replace it; pass --out with another path, e.g. one ending in .json"
+            )
         if why is not None:
             raise RunError(
                 f"--out {out}: cannot write the results file there: {why}; pass --out with "
@@ -369,9 +405,14 @@ def _refuse_missing_trajectories(
     """A scripted cell whose trajectory a case lacks would fail every repeat of it.
 
     Those failures would read as regressions at the gate, so the run is refused
-    before any agent starts, naming the file to add.
+    before any agent starts, naming the file to add. So is a trajectory that
+    is there but cannot be played (bad JSON, a mistyped field): every repeat
+    of it would fail the same way.
     """
+    from capeval.agents.trajectory import TrajectoryError, load_trajectory
+
     missing: list[str] = []
+    broken: dict[Path, str] = {}
     for v in variants:
         agent = agents.get(v.agent or "")
         if agent is None or agent.type != "scripted":
@@ -379,14 +420,26 @@ def _refuse_missing_trajectories(
         name = agent.trajectory or v.model
         for case in cases:
             path = case.trajectory_path(name)
+            shown = os.path.relpath(path, root) if path.is_relative_to(root) else str(path)
             if not path.is_file():
-                shown = os.path.relpath(path, root) if path.is_relative_to(root) else str(path)
                 missing.append(f"{shown} (case {case.id!r}, variant {v.id})")
+            elif path not in broken:
+                try:
+                    load_trajectory(path, name=name, file=shown)
+                    broken[path] = ""
+                except TrajectoryError as exc:
+                    broken[path] = str(exc)
     if missing:
         more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
         raise RunError(
             f"no trajectory to play: {'; '.join(missing[:3])}{more}; add the file, or leave "
             "those cases (--case/--tier) or variants out of the run"
+        )
+    unplayable = [text for text in broken.values() if text]
+    if unplayable:
+        raise RunError(
+            "trajectory cannot be played (capeval validate shows every problem):\n"
+            + "\n".join(unplayable)
         )
 
 
@@ -435,6 +488,18 @@ def _resolution(
         "verifyTimeoutS": settings.verify_timeout_s,
         "maxTurns": settings.max_turns,
     }
+
+
+def _stored_config(stream: Path) -> Path | None:
+    """The `--config` file a stream's run was started with, when its plan says."""
+    try:
+        stored = json.loads(plan_path(stream).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    rel = stored.get("config") if isinstance(stored, dict) else None
+    if not isinstance(rel, str) or not rel:
+        return None
+    return stream.resolve().parent / rel
 
 
 def _stored_root(stream: Path) -> Path | None:
@@ -719,6 +784,17 @@ def execute(options: RunOptions, plan: RunPlan | None = None) -> RunOutcome:
     with writer:
         if options.resume is None:
             _refuse_used_stream(plan.jsonl_path)
+        else:
+            # The stream was read when planning, before this lock: the run that
+            # held it may have finished repeats since (a --resume started while
+            # it was still ending). Running them again would duplicate rows.
+            from capeval.results.jsonl import read_jsonl
+
+            wanted = {j.triple for j in plan.jobs}
+            plan.done = [r for r in read_jsonl(plan.jsonl_path)[0] if triple(r) in wanted]
+            rows[:] = plan.done
+            finished = {triple(r) for r in plan.done}
+            todo = [j for j in todo if j.triple not in finished]
         try:
             write_plan(plan)
         except OSError as exc:
@@ -779,6 +855,7 @@ def _execute(
             raise RunError(
                 f"{exc}; {len(rows)} finished repeats are kept: free space, then finish the "
                 f"run with: capeval run --resume {plan.jsonl_path}"
+                + (f" --out {options.out}" if options.out is not None else "")
             ) from None
         except BaseException:
             stop.set()

@@ -15,9 +15,11 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
+from capeval.runner.process import GIT_LOCATION_VARS
 from capeval.workspace import fixture_link_problem
 
 GIT_IDENTITY = {
@@ -53,16 +55,20 @@ class WorkdirError(ValueError):
     """A fixture that cannot be copied safely; the message names the path and the fix."""
 
 
+def own_repo_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`base` (default: this process's environment) without `GIT_LOCATION_VARS`:
+    git run in a workdir then finds the workdir's own repository."""
+    env = os.environ if base is None else base
+    return {k: v for k, v in env.items() if k not in GIT_LOCATION_VARS}
+
+
 def git_env(base: dict[str, str] | None = None) -> dict[str, str]:
     """Environment for the runner's own git calls: no user or system config, fixed identity."""
-    env = dict(os.environ if base is None else base)
+    env = own_repo_env(base)
     env.update(GIT_IDENTITY)
     env["GIT_CONFIG_NOSYSTEM"] = "1"
     env["GIT_CONFIG_GLOBAL"] = os.devnull
     env["GIT_TERMINAL_PROMPT"] = "0"
-    env.pop("GIT_DIR", None)
-    env.pop("GIT_WORK_TREE", None)
-    env.pop("GIT_INDEX_FILE", None)
     return env
 
 
