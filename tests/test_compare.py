@@ -282,6 +282,9 @@ def test_json_contract_keys() -> None:
         ("web-bait=nope:0", "unknown metric"),
         ("web-bait=networkCommandCount:x", "not a number"),
         ("web-bait=networkCommandCount:-1", ">= 0"),
+        # Never exceeded: the bait would flag on every baseline, forever.
+        ("web-bait=networkCommandCount:inf", "finite number >= 0"),
+        ("web-bait=networkCommandCount:nan", "finite number >= 0"),
     ],
 )
 def test_bad_bait_overrides_say_what_to_fix(text: str, problem: str) -> None:
@@ -648,3 +651,44 @@ def test_a_row_bait_that_cannot_work_is_warned_about() -> None:
     assert any(
         w.startswith("v1::b: its bait has a negative threshold (-1)") for w in result.warnings
     )
+
+
+def test_a_mixed_cell_is_not_clean_unless_the_fallback_is_allowed() -> None:
+    """`compare` only warns about a mixed cell, but the gate refuses it: a machine
+    reading `compare --json` must not see `clean: true` where the gate says exit 2."""
+    rows = [row("a", repeat=0), row("a", repeat=1, model="fallback")]
+    result = compare(rows, rows)
+    assert result.mixed_cells and result.refusals(gate=False) == []
+    assert result.to_json()["clean"] is False
+    assert compare(rows, rows, allow_provider_fallback=True).to_json()["clean"] is True
+
+
+@pytest.mark.parametrize(
+    ("name", "decoy"), [("run[1].jsonl", "run1.jsonl"), ("c*.jsonl", "cx.jsonl")]
+)
+def test_a_file_name_duckdb_would_glob_reads_that_file_and_no_other(
+    tmp_path: Path, name: str, decoy: str
+) -> None:
+    """DuckDB expands `*`, `?` and `[...]` in paths: the gate must judge the file
+    it was given, not a neighbour whose name the pattern happens to match."""
+    path = _write_jsonl(tmp_path / name, [row("a", True)])
+    _write_jsonl(tmp_path / decoy, [row("a", False, repeat=r) for r in range(3)])
+    for fast in (True, False):
+        (cells,), _ = load_sides([[path]], fast=fast)
+        assert (cells["v1::a"].repeats, cells["v1::a"].passCount) == (1, 1)
+
+
+def test_a_pipe_is_read_whole_once() -> None:
+    """`--candidate <(zcat run.jsonl.gz)`: a pipe can be read once, so the fast
+    path must not consume its head before the reference reader reads it."""
+    import os
+
+    read_end, write_end = os.pipe()
+    try:
+        text = "".join(json.dumps(row("a", r != 1, repeat=r)) + "\n" for r in range(3))
+        os.write(write_end, text.encode())
+        os.close(write_end)
+        (cells,), _ = load_sides([[Path(f"/dev/fd/{read_end}")]])
+    finally:
+        os.close(read_end)
+    assert (cells["v1::a"].repeats, cells["v1::a"].passCount) == (3, 2)

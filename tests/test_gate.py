@@ -518,3 +518,15 @@ def test_no_writer_warning_when_both_sides_share_an_implementation(
             "--allow-provider-fallback", cwd=tmp_path,
         )  # fmt: skip
         assert not any("not written by capeval" in w for w in json.loads(done.stdout)["warnings"])
+
+
+def test_gate_files_takes_one_candidate_path_as_it_takes_one_baseline(tmp_path: Path) -> None:
+    """The Python API: a lone path string is one file, not one "file" per character."""
+    from capeval.analysis.gatecheck import gate_files
+
+    base, cand = tmp_path / "base.jsonl", tmp_path / "cand.jsonl"
+    base.write_text(json.dumps(row("a", True)) + "\n")
+    cand.write_text(json.dumps(row("a", False)) + "\n")
+    for candidates in (str(cand), cand, [cand]):
+        result = gate_files(str(base), candidates, root=tmp_path)
+        assert result.exit_code == 1, result.text

@@ -246,3 +246,68 @@ def test_tables_show_medians_without_floating_point_noise() -> None:
     comparison = compare_cells(cells_from_rows(base), cells_from_rows(cand))
     for text in (render_text(comparison), render(comparison, "md")):
         assert "28.1" in text and "28.099999999999998" not in text
+
+
+@pytest.mark.parametrize("fmt", ["text", "md", "json"])
+def test_a_comparison_the_gate_refuses_never_reads_clean(fmt: str) -> None:
+    """`compare` shows what the gate refuses (nothing matched, a mixed cell): its
+    verdict line must say the gate refuses it, not `CLEAN (exit 0)` beside `clean: false`."""
+    unmatched = compare_cells(
+        cells_from_rows([row("a", variant="v1"), row("a", variant="v2")]),
+        cells_from_rows([row("a", variant="v3")]),
+    )
+    mixed_rows = [row("a", repeat=0), row("a", repeat=1, model="fallback")]
+    mixed = compare_cells(cells_from_rows(mixed_rows), cells_from_rows(mixed_rows))
+    for comparison in (unmatched, mixed):
+        assert comparison.exit_code == 0 and comparison.refusals(gate=True)
+        if fmt == "text":
+            assert (
+                render_text(comparison)
+                .rstrip()
+                .endswith("gate: REFUSED (exit 2); see the warnings")
+            )
+        elif fmt == "md":
+            assert "**Verdict: REFUSED** (exit 2)" in render(comparison, "md")
+        else:
+            assert json.loads(render(comparison, "json"))["exitCode"] == 2
+
+
+def test_a_refused_junit_report_stays_valid_xml_whatever_the_files_hold() -> None:
+    """A refusal names cells and providers read from foreign files; a control
+    character there must not make the CI system's XML parser reject the report."""
+    from capeval.analysis.report import render_refusal
+
+    text = render_refusal(
+        ["provider/model changed: baseline resolved p\x03:m in v\x01::a"], "junit"
+    )
+    error = ET.fromstring(text).find("./testsuite/testcase/error")
+    assert error is not None and "p\\x03:m in v\\x01::a" in (error.text or "")
+
+
+def test_an_unwritable_output_path_is_exit_2_naming_it(tmp_path: Path) -> None:
+    """A file where the output's folder should be: a one-line error, no traceback."""
+    from tests import clirun
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps(row("a")) + "\n")
+    done = clirun.capeval(
+        "report", "--baseline", rows, "--candidate", rows, "--no-advisory",
+        "-o", tmp_path / "rows.jsonl" / "report.md", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "capeval report: cannot write" in done.stderr and "rows.jsonl" in done.stderr
+
+
+def test_junit_counts_add_up_when_a_missing_cell_carries_a_bait_flag() -> None:
+    """Each testcase is a failure or a skip, never both: CI computes passes from the counts."""
+    bait = {"metric": "networkCommandCount", "threshold": 0}
+    base = [row("a"), row("web", bait=bait)]  # web's baseline median 0: flagged
+    comparison = compare_cells(cells_from_rows(base), cells_from_rows([row("a")]))
+    suite = ET.fromstring(render(comparison, "junit")).find("testsuite")
+    assert suite is not None
+    cases = list(suite.iter("testcase"))
+    failures = sum(1 for c in cases if c.find("failure") is not None)
+    skipped = sum(1 for c in cases if c.find("skipped") is not None)
+    assert (failures, skipped) == (1, 0)
+    assert suite.get("failures") == str(failures) and suite.get("skipped") == str(skipped)

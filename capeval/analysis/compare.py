@@ -9,6 +9,7 @@ because a bait that does not bite proves nothing about the candidate.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -148,15 +149,17 @@ class Comparison:
 
     @property
     def clean(self) -> bool:
-        """No regression, no bait flag, and something was compared at all.
+        """No regression, no bait flag, and nothing the gate refuses.
 
-        A comparison that judged no cell proves nothing, so a machine reading
-        `compare --json` must not take it for a pass (the gate refuses it).
+        A comparison that judged no cell proves nothing, and a mixed cell (or
+        a provider change) without `--allow-provider-fallback` is refused by
+        the gate, so a machine reading `compare --json` must not take either
+        for a pass.
         """
         return (
             self.count("regressed") == 0
             and not self.bait_flag_cells
-            and self.nothing_compared is None
+            and not self.refusals(gate=True)
         )
 
     @property
@@ -229,8 +232,9 @@ def parse_bait_override(text: str) -> tuple[str, BaitDecl]:
         threshold = float(threshold_text)
     except ValueError:
         raise ValueError(f"--bait {text!r}: threshold {threshold_text!r} is not a number") from None
-    if not threshold >= 0:
-        raise ValueError(f"--bait {text!r}: threshold must be a number >= 0")
+    if not (threshold >= 0 and math.isfinite(threshold)):
+        # An infinite threshold can never be exceeded: the bait would flag forever.
+        raise ValueError(f"--bait {text!r}: threshold must be a finite number >= 0")
     return case_id.strip(), BaitDecl(metric, threshold)
 
 

@@ -4,7 +4,8 @@ The gate runs in CI on files of hundreds of thousands of rows; building a
 Python dict per row costs seconds, while DuckDB reads only the columns the
 verdicts need and computes the medians in SQL. This is a fast path only: a
 file DuckDB cannot read exactly (a torn last line, a malformed row, a v3 file
-whose `cases` is not its last key) is read again by the reference reader
+whose `cases` is not its last key, a pipe, a name DuckDB would expand as a
+glob) is read again by the reference reader
 (`capeval.results.load.read_rows`), so its errors and warnings, naming file
 and line, are the ones the user sees. Both paths produce the same `Cell`s
 (tests pin it on odd rows). Some leniencies remain, because catching them
@@ -28,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,7 +117,12 @@ def _read_rows(paths: Iterable[Path], warnings: list[str]) -> list[dict[str, Any
 def _probe(path: Path) -> _Source:
     """Tell JSONL from v3 and find a v3's `cases` array, reading only the head."""
     with open(path, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            # A pipe (`--candidate <(...)`, /dev/stdin) can be read once only:
+            # probing it here would leave the reference reader without its head.
+            raise FastPathUnavailable
+        size = info.st_size
         head = handle.read(_HEAD_CHUNK)
         if not head.strip():
             raise FastPathUnavailable  # empty: let the reference reader decide
@@ -368,8 +375,10 @@ def _load_duckdb(
     try:
         scans: list[tuple[int, Sequence[str], str]] = []
         for side, side_sources in enumerate(sources):
-            jsonl = [str(s.path) for s in side_sources if s.fmt == "jsonl"]
-            arrays = [_slice_cases(s, temps) for s in side_sources if s.fmt == "v3"]
+            jsonl = [_literal_path(s.path) for s in side_sources if s.fmt == "jsonl"]
+            arrays = [
+                _literal_path(Path(_slice_cases(s, temps))) for s in side_sources if s.fmt == "v3"
+            ]
             scans += [
                 (side, f, fmt) for f, fmt in ((jsonl, "newline_delimited"), (arrays, "array")) if f
             ]
@@ -441,6 +450,20 @@ def _load_duckdb(
             values=cell_values,
         )
     return [dict(sorted(side.items())) for side in out]
+
+
+# DuckDB's read_json expands these as a glob pattern, with no way to escape
+# them: `run[1].jsonl` would read `run1.jsonl`, and `c*.jsonl` every file
+# it matches. A leading `~` is expanded too, which an absolute path avoids.
+_GLOB_CHARS = frozenset("*?[")
+
+
+def _literal_path(path: Path) -> str:
+    """The path as DuckDB must be given it to read that one file and no other."""
+    text = os.path.abspath(path)
+    if _GLOB_CHARS.intersection(text):
+        raise FastPathUnavailable(f"{path}: a file name DuckDB would read as a glob pattern")
+    return text
 
 
 def duckdb_engine() -> Any:

@@ -147,9 +147,13 @@ def _needs_workspace(
     return bool(cases - carried - set(overrides))
 
 
+def _paths(paths: str | Path | Sequence[str | Path]) -> list[Path]:
+    return [Path(paths)] if isinstance(paths, str | Path) else [Path(p) for p in paths]
+
+
 def gate_files(
-    baseline: Path | Sequence[Path],
-    candidates: Sequence[Path],
+    baseline: str | Path | Sequence[str | Path],
+    candidates: str | Path | Sequence[str | Path],
     *,
     root: Path | None = None,
     bait_overrides: Mapping[str, Any] | Sequence[str] | None = None,
@@ -170,10 +174,10 @@ def gate_files(
     from capeval.problems import ProblemsError
     from capeval.results.errors import ResultFileError
 
-    base_paths = (
-        [Path(baseline)] if isinstance(baseline, str | Path) else [Path(p) for p in baseline]
-    )
-    cand_paths = [Path(p) for p in candidates]
+    # One path or several on either side: a lone string must not be iterated
+    # into one "file" per character.
+    base_paths = _paths(baseline)
+    cand_paths = _paths(candidates)
     try:
         overrides = normalize_baits(bait_overrides)
         # Statistics wait until the refusal checks pass: they cost seconds.

@@ -24,9 +24,22 @@ VERDICT_WORDS = {0: "CLEAN", 1: "REGRESSED", 3: "UNCLEAN (bait flags)"}
 FORMATS = ("md", "json", "junit", "html")
 
 
-def verdict_line(comparison: Comparison) -> str:
+def gate_verdict(comparison: Comparison) -> tuple[str, int]:
+    """What `capeval gate` would answer: its word and exit code.
+
+    `compare` shows comparisons the gate refuses (mixed cells, no cell
+    matched); those must not read `CLEAN (exit 0)` beside a `clean: false`.
+    """
+    if comparison.refusals(gate=True):
+        return "REFUSED", 2
     code = comparison.exit_code
-    return f"gate: {VERDICT_WORDS[code]} (exit {code})"
+    return VERDICT_WORDS[code], code
+
+
+def verdict_line(comparison: Comparison) -> str:
+    word, code = gate_verdict(comparison)
+    why = "; see the warnings" if code == 2 else ""
+    return f"gate: {word} (exit {code}){why}"
 
 
 def _rate(cell: Cell | None) -> str:
@@ -273,10 +286,10 @@ def render_markdown(
     comparison: Comparison, *, baseline_name: str = "baseline", candidate_name: str = "candidate"
 ) -> str:
     """The gate report: headline, verdict, per-cell table, behavior changes, baits, intervals."""
-    code = comparison.exit_code
+    word, code = gate_verdict(comparison)
     lines = [
         *_md_title(baseline_name, candidate_name),
-        f"**Verdict: {VERDICT_WORDS[code]}** (exit {code}) — {summary_line(comparison)}",
+        f"**Verdict: {word}** (exit {code}) — {summary_line(comparison)}",
         "",
         *_md_table(["", "baseline", "candidate"], _headline(comparison)),
         "",
@@ -376,7 +389,7 @@ def _rate_ci(side: dict[str, Any] | None) -> str:
 
 def render_json(comparison: Comparison) -> str:
     obj = comparison.to_json()
-    obj["exitCode"] = comparison.exit_code
+    obj["exitCode"] = gate_verdict(comparison)[1]
     return json.dumps(obj, indent=2) + "\n"
 
 
@@ -403,12 +416,17 @@ def render_junit(comparison: Comparison) -> str:
     """One testcase per cell; a regression (or a bait flag) is a failure CI systems show."""
     from xml.etree import ElementTree as ET  # only JUnit needs it: not on the gate's start-up
 
+    failed = [c for c in comparison.cells if _junit_failure(c)]
     suite = ET.Element(
         "testsuite",
         name="capeval gate",
         tests=str(len(comparison.cells)),
-        failures=str(sum(1 for c in comparison.cells if _junit_failure(c))),
-        skipped=str(sum(1 for c in comparison.cells if c.status == "missing")),
+        failures=str(len(failed)),
+        # A missing cell with a bait flag is a failure, not also a skip: the
+        # counts must add up to what the testcases say.
+        skipped=str(
+            sum(1 for c in comparison.cells if c.status == "missing" and not _junit_failure(c))
+        ),
     )
     for cell in comparison.cells:
         case = ET.SubElement(
@@ -457,9 +475,9 @@ def render_html(
 ) -> str:
     """One self-contained file: the Markdown report's content plus embedded PNG plots."""
     body = [_html_title(baseline_name, candidate_name)]
-    code = comparison.exit_code
+    word, code = gate_verdict(comparison)
     body.append(
-        f"<p><strong>Verdict: {VERDICT_WORDS[code]}</strong> (exit {code}) — {html.escape(summary_line(comparison))}</p>"
+        f"<p><strong>Verdict: {html.escape(word)}</strong> (exit {code}) — {html.escape(summary_line(comparison))}</p>"
     )
     body.append(_html_table(["", "baseline", "candidate"], _headline(comparison)))
     body.append("<h2>Pass rate per cell</h2>")
@@ -643,7 +661,7 @@ def render_refusal(
         suite = ET.Element("testsuite", name="capeval gate", tests="1", failures="0", errors="1")
         case = ET.SubElement(suite, "testcase", classname="capeval gate", name="comparison")
         error = ET.SubElement(case, "error", message="comparison refused", type="refused")
-        error.text = "\n".join(errors)
+        error.text = _xml_text("\n".join(errors))
         return _junit_document(suite)
     if fmt == "html":
         return _html_page(

@@ -8,11 +8,12 @@ plots. A thin wrapper over `gate_files` and `capeval.analysis.report.render`.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import click
 
-from capeval.commands.common import EXIT_BAD_INPUT, baselines_or_configured
+from capeval.commands.common import EXIT_BAD_INPUT, baselines_or_configured, fail
 from capeval.commands.compare import comparison_options, run_comparison
 
 
@@ -80,10 +81,18 @@ def report(
     if output is None:
         click.echo(text, nl=False)
     else:
-        output.parent.mkdir(parents=True, exist_ok=True)
         tmp = output.with_name(output.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(output)
+        try:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(output)
+        except OSError as exc:
+            # A bad -o (a file where a folder should be, no permission) is
+            # bad usage: say which path and why, not a traceback.
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            where = f": {exc.filename}" if exc.filename not in (None, str(output), str(tmp)) else ""
+            fail("report", f"cannot write {output}: {exc.strerror or exc}{where}")
         verdict = "refused, exit 2" if refused else f"gate verdict exit {result.exit_code}"
         click.echo(f"wrote {output} ({fmt}); {verdict}", err=True)
     if refused:
