@@ -265,7 +265,8 @@ def test_fast_path_mixes_jsonl_and_v3_in_order(tmp_path: Path) -> None:
 
 def test_torn_last_line_falls_back_and_still_warns(tmp_path: Path) -> None:
     good = write_jsonl(tmp_path / "good.jsonl", runner_rows(10))
-    torn = write_jsonl(tmp_path / "torn.jsonl", runner_rows(10))
+    # Another run: two files holding the same repeats would rightly warn too.
+    torn = write_jsonl(tmp_path / "torn.jsonl", [{**r, "runId": "r2"} for r in runner_rows(10)])
     with open(torn, "a") as handle:
         handle.write('{"id": "half", "pass')
     assert sorted(frame_module._read_fast([good, torn])) == [0]
@@ -368,3 +369,27 @@ def test_v3_checks_the_document_around_cases(tmp_path: Path) -> None:
         with pytest.raises(ResultFileError) as expected:
             load_frame([path], fast=False)
         assert str(raised.value) == str(expected.value)
+
+
+def test_a_run_passed_as_stream_and_v3_export_is_reported_like_read_many(tmp_path: Path) -> None:
+    # A notebook loading a results folder gets the run written both ways
+    # twice; the frame keeps both copies (as read_many does for the gate) but
+    # must say so, in read_many's words, instead of silently doubling the run.
+    from capeval.results.errors import ResultFileWarning
+    from capeval.results.load import read_many
+
+    rows = [make_row(c, repeat=i, runId="r1") for c in ("a", "b") for i in range(2)]
+    stream = write_jsonl(tmp_path / "r1.jsonl", rows)
+    export = tmp_path / "r1.json"
+    write_v3(export, rows, started_at="2026-01-01T00:00:00Z", finished_at=None)
+    other = write_jsonl(tmp_path / "r2.jsonl", [make_row("a", runId="r2")])
+    paths = [export, other, stream, stream]
+    expected: list[str] = []
+    read_many(paths, on_warning=expected.append)
+    frame, found = same_frame(paths)
+    assert frame.height == 13
+    assert found == expected
+    assert len(found) == 2  # the stream was passed twice: counted twice, reported twice
+    assert all(f"{stream} holds 4 repeat(s) that {export} holds too" in m for m in found)
+    with pytest.warns(ResultFileWarning, match="holds 4 repeat"):
+        load_frame([stream, export])

@@ -461,3 +461,39 @@ def test_a_row_stream_with_a_damaged_first_line_is_an_error_not_skipped(tmp_path
     )
     report = ingest(open_db(), [tmp_path])
     assert [Path(p).name for p, _ in report.skipped] == ["report.json"]
+
+
+def test_rows_without_a_repeat_number_are_each_counted(tmp_path: Path) -> None:
+    # `repeat` is optional in a row; three unnumbered repeats of one cell are
+    # three repeats, as `capeval aggregate` counts them, never folded into one.
+    rows = [row("r1", "v", "c", i, passed) for i, passed in enumerate((True, False, True))]
+    for r in rows:
+        del r["repeat"]
+    write_jsonl(tmp_path / "old.jsonl", rows)
+    expected = aggregate(read_rows(tmp_path / "old.jsonl"))[0]
+    assert (expected["repeats"], expected["passCount"]) == (3, 2)
+    scanned, stored = connect([tmp_path]), open_db()
+    ingest(stored, [tmp_path])
+    for con in (scanned, stored):
+        assert count(con, "SELECT count(*) FROM repeats") == 3
+        cell = records(con, "SELECT repeats, passCount FROM cells")
+        assert cell == [{"repeats": 3, "passCount": 2}]
+        assert records(con, "SELECT repeats, passed FROM runs") == [{"repeats": 3, "passed": 2}]
+
+
+def test_a_path_with_glob_characters_is_read_as_named(tmp_path: Path) -> None:
+    # DuckDB expands `[1]` in a file name as a pattern: `run[1]/r.jsonl` read
+    # `run1/r.jsonl` instead (another run), or nothing at all.
+    (tmp_path / "run[1]").mkdir()
+    (tmp_path / "run1").mkdir()
+    write_jsonl(tmp_path / "run[1]" / "r.jsonl", [row("bracketed", "v", "c", 0, True)])
+    write_jsonl(tmp_path / "run1" / "r.jsonl", [row("plain", "v", "c", 0, False)])
+    scanned, stored = connect([tmp_path / "run[1]"]), open_db()
+    ingest(stored, [tmp_path])
+    assert records(scanned, "SELECT runId, passed FROM repeats") == [
+        {"runId": "bracketed", "passed": True}
+    ]
+    assert records(stored, "SELECT runId, source FROM repeats ORDER BY runId") == [
+        {"runId": "bracketed", "source": str(tmp_path / "run[1]" / "r.jsonl")},
+        {"runId": "plain", "source": str(tmp_path / "run1" / "r.jsonl")},
+    ]

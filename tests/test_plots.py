@@ -294,3 +294,36 @@ def test_history_data_dates_runs_as_the_history_views_do() -> None:
     )
     viewed = [r[0] for r in con.execute(f"SELECT {_utc('s')} FROM t ORDER BY i").fetchall()]
     assert [plotted[r] for r in ("a", "b", "c")] == viewed
+
+
+def test_history_refuses_to_drop_runs_without_start_times(real_results: Path) -> None:
+    # Old v3 rows carry no runStartedAt; beside dated runs they were silently
+    # left off the time axis (in the legend, never plotted).
+    mixed = load_frame([*sorted(real_results.glob("*.json")), SAMPLES / "run1-dev-sloppy.jsonl"])
+    with pytest.raises(plots.PlotError, match=r"3 run\(s\) have no readable start time"):
+        plots.history_data(mixed)
+    # A run dated by some of its rows is still plotted.
+    part = load_frame(SAMPLES / "run1-dev-sloppy.jsonl")
+    part = part.with_columns(
+        pl.when(pl.col("repeat") == 0)
+        .then(None)
+        .otherwise(pl.col("runStartedAt"))
+        .alias("runStartedAt")
+    )
+    assert plots.history_data(part)["repeats"].sum() == part.height
+
+
+def test_a_long_heatmap_title_stays_inside_the_figure(repeats: pl.DataFrame) -> None:
+    # One variant makes a narrow figure; `capeval plot heatmap` titles it with
+    # the run id, which was cut off at both edges.
+    one = repeats.filter(pl.col("variantId") == "oracle")
+    run = one["runId"].max()
+    figure = plots.heatmap(
+        one.filter(pl.col("runId") == run), title=f"Pass rate per variant and case — {run}@x"
+    )
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)
+    box = figure.axes[0].title.get_window_extent(renderer)
+    assert box.x0 >= 0 and box.x1 <= figure.bbox.width

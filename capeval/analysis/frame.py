@@ -222,6 +222,8 @@ def load_frame(
     last line, a malformed or duplicated row, a value of an odd type) is read
     by the reference reader, so its errors and warnings name file and line as
     always. Both paths give the same frame; `fast=False` forces the reference.
+    Repeats that two files both hold (a run's stream and its v3 export) are
+    kept twice, as `read_many` keeps them, with its warning.
     """
     paths = [paths] if isinstance(paths, str | Path) else list(paths)
     fast_parts = _read_fast(paths) if fast else {}
@@ -235,6 +237,8 @@ def load_frame(
             except FrameError as exc:
                 raise FrameError(f"{path}: {exc}") from None
         parts.append(part)
+    for message in _shared_repeats(paths, parts):
+        (on_warning or _default_warn)(message)
     try:
         return _assemble(parts)
     except FrameError:
@@ -246,6 +250,69 @@ def load_frame(
 
 def _ignore(message: str) -> None:
     """Warnings were already delivered on the first read."""
+
+
+def _default_warn(message: str) -> None:
+    import warnings
+
+    from capeval.results.errors import ResultFileWarning
+
+    warnings.warn(message, ResultFileWarning, stacklevel=3)
+
+
+def _repeat_key() -> pl.Expr:
+    """A row's cell as `capeval.aggregate.row_result_key` names it."""
+    import polars as pl
+
+    return (
+        pl.when(pl.col("resultKey").is_not_null() & (pl.col("resultKey") != ""))
+        .then(pl.col("resultKey"))
+        .otherwise(pl.concat_str(pl.col("variantId").fill_null("None"), pl.lit("::"), pl.col("id")))
+    )
+
+
+def _shared_repeats(paths: Sequence[str | Path], parts: Sequence[_Part]) -> list[str]:
+    """Repeats that two files both hold (a run's v3 export beside its stream), worded
+    as `capeval.results.load.read_many` words them.
+
+    Both copies stay in the frame, as `read_many` keeps them for the gate, but
+    a frame that silently counts a run twice gives wrong pass rates; so say so.
+    """
+    import polars as pl
+
+    # A file passed twice holds nothing "too" of itself: `same` is where it came first.
+    first_index: dict[str, int] = {}
+    for index, path in enumerate(paths):
+        first_index.setdefault(str(path), index)
+    if len(first_index) < 2:
+        return []
+    keys = (
+        pl.concat(
+            [
+                part.fixed.lazy().select(
+                    pl.lit(index).alias("file"),
+                    pl.lit(first_index[str(path)]).alias("same"),
+                    pl.col("runId"),
+                    _repeat_key().alias("key"),
+                    pl.col("repeat"),
+                )
+                for index, (path, part) in enumerate(zip(paths, parts, strict=True))
+            ]
+        )
+        .filter(pl.col("runId").is_not_null() & pl.col("repeat").is_not_null())
+        .unique()
+        .with_columns(pl.col("file").min().over("runId", "key", "repeat").alias("first"))
+        .filter(pl.col("same") != pl.col("first"))
+        .group_by("file", "first")
+        .len()
+        .sort("file", "first")
+        .collect()
+    )
+    return [
+        f"{paths[file]} holds {count} repeat(s) that {paths[first]} holds too (same run, cell "
+        "and repeat); both are counted: pass one file per run (its .jsonl or its v3 export)"
+        for file, first, count in keys.iter_rows()
+    ]
 
 
 # -- parts: one file's rows, fixed columns final, extras kept lossless ----------------
@@ -684,11 +751,7 @@ def _has_duplicates(rows: pl.DataFrame) -> bool:
     """Repeats recorded twice, keyed as `capeval.results.load._duplicates` keys them."""
     import polars as pl
 
-    key = (
-        pl.when(pl.col("resultKey").is_not_null() & (pl.col("resultKey") != ""))
-        .then(pl.col("resultKey"))
-        .otherwise(pl.concat_str(pl.col("variantId").fill_null("None"), pl.lit("::"), pl.col("id")))
-    )
+    key = _repeat_key()
     keyed = rows.filter(pl.col("repeat").is_not_null()).select(
         pl.struct(pl.col("runId"), key.alias("key"), pl.col("repeat")).is_duplicated().any()
     )

@@ -57,6 +57,10 @@ SKIP_DIRS = frozenset({".git", ".ipynb_checkpoints", "__pycache__", ".venv"})
 # Per-repeat evidence the runner keeps beside a stream (agent streams, run summaries).
 SKIP_DIR_SUFFIXES = (".artifacts",)
 _HEAD = 1 << 16
+# Characters DuckDB's readers expand as a pattern (or a home folder): a file
+# whose path holds one is read through a temp copy, never by its name, which
+# could name other files or none.
+_GLOB_CHARS = frozenset("*?[]{}~")
 _HASH_CHUNK = 1 << 20
 # A time string that states its UTC offset (`Z`, `+09:00`, `-0800`, `+09`);
 # one without is taken as UTC. Shared with the plots (a polars expression),
@@ -160,8 +164,6 @@ def _select_sql(facts: dict[str, str] = _STAGED_FACTS) -> str:
                 f"coalesce(r.runId, {facts['stem']} || '@' || "
                 f"coalesce(r.runStartedAt, {facts['headerStartedAt']}, '')) AS runId"
             )
-        elif column == "repeat":
-            plain.append('coalesce(r."repeat", 0) AS "repeat"')
         elif column == "passed":
             # What every other reader refuses must not become a pass rate here.
             plain.append(
@@ -256,10 +258,13 @@ GROUP BY runId, resultKey, variantId, id"""
 # What `connect` gives SQL to read, as the README lists it.
 VIEWS = ("repeats", "cells", "cell_metrics", "runs", "metric_directions")
 
+# A row without a `repeat` number (the field is optional) cannot be matched
+# with another copy of itself, so it is always kept: the reference reader
+# counts every such row, and folding them onto one key lost repeats.
 REPEATS_VIEW_SQL = """
 CREATE OR REPLACE VIEW repeats AS
 SELECT * FROM result_rows
-QUALIFY row_number() OVER (
+QUALIFY "repeat" IS NULL OR row_number() OVER (
   PARTITION BY runId, variantId, id, "repeat"
   ORDER BY CASE format WHEN 'jsonl' THEN 0 ELSE 1 END, source
 ) = 1
@@ -289,7 +294,9 @@ SELECT
   array_agg(DISTINCT variantId ORDER BY variantId) AS variants,
   count(DISTINCT id) AS cases,
   count(DISTINCT resultKey) AS cells,
-  max("repeat") + 1 AS repeats,
+  -- Rows without repeat numbers: the mean repeats per cell, rounded up.
+  coalesce(max("repeat") + 1, CAST(ceil(count(*) / count(DISTINCT resultKey)) AS BIGINT))
+    AS repeats,
   count(*) AS rows,
   CAST(count_if(passed) AS BIGINT) AS passed,
   count_if(passed) / count(*) AS passRate,
@@ -693,7 +700,7 @@ def _plan_file(
                 "crashed); it is left for the next ingest"
             )
         if end > start:
-            if start == 0 and end == stat.st_size:
+            if start == 0 and end == stat.st_size and not set(key) & _GLOB_CHARS:
                 read_path = key
             else:
                 read_path = _temp_slice(handle, start, end, temps)

@@ -8,9 +8,13 @@ configurations shows in the report.
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
+_COUNTS = ("cases", "configurations", "passed", "failed")
 _COLUMNS = "{'caseId': 'VARCHAR', 'group': 'VARCHAR', 'grants': 'VARCHAR', 'passed': 'BOOLEAN'}"
 
 GROUP_COUNTS_SQL = f"""
@@ -25,12 +29,23 @@ ORDER BY "group"
 """
 
 
+# DuckDB expands these in a file name as a pattern (or a home folder).
+_GLOB_CHARS = frozenset("*?[]{}~")
+
+
 def group_counts(jsonl: Path) -> dict[str, dict[str, int]]:
     """{group: {cases, configurations, passed, failed}} for one row stream."""
     import duckdb
 
-    with duckdb.connect() as con:
-        rows = con.execute(GROUP_COUNTS_SQL, [str(jsonl)]).fetchall()
+    with contextlib.ExitStack() as stack:
+        read = str(jsonl)
+        if set(read) & _GLOB_CHARS:
+            # By its name DuckDB would read whatever the pattern matches (an
+            # out dir `report[2]` reads `report2/`): read a copy instead.
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="capeval-counts-"))
+            read = str(shutil.copyfile(jsonl, Path(tmp) / "rows.jsonl"))
+        with duckdb.connect() as con:
+            rows = con.execute(GROUP_COUNTS_SQL, [read]).fetchall()
     return {
         g: {"cases": c, "configurations": n, "passed": p, "failed": f} for g, c, n, p, f in rows
     }
@@ -46,4 +61,5 @@ def as_frame(jsonl: Path) -> Any:
     import polars as pl
 
     counts = group_counts(jsonl)
-    return pl.DataFrame([{"group": g, **v} for g, v in counts.items()])
+    schema = {"group": pl.String, **dict.fromkeys(_COUNTS, pl.Int64)}
+    return pl.DataFrame([{"group": g, **v} for g, v in counts.items()], schema=schema)

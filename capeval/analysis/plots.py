@@ -130,7 +130,9 @@ def heatmap(repeats: pl.DataFrame, *, title: str | None = None) -> Figure:
     for i, j in zip(*np.where(np.isnan(grid)), strict=True):
         ax.text(j, i, "-", ha="center", va="center", fontsize=9, color="black")
     fig.colorbar(image, ax=ax, label="pass rate", fraction=0.05, pad=0.03)
-    ax.set_title(title or "Pass rate per variant and case")
+    # Wrapped: a figure one or two variants wide is narrower than a title
+    # naming a run id, and an unwrapped title is cut at both edges.
+    ax.set_title(title or "Pass rate per variant and case", wrap=True)
     fig.tight_layout()
     return fig
 
@@ -249,6 +251,17 @@ def history_data(repeats: pl.DataFrame) -> pl.DataFrame:
         )
     if "source" in repeats.columns:
         repeats = repeats.with_columns(pl.col("runId").fill_null(pl.col("source")))
+    dated = repeats.group_by("runId").agg(started.is_not_null().any().alias("dated"))
+    if not dated["dated"].all():
+        # A run without a start time has no place on the time axis; dropping
+        # it would show a history without it, as if it had never run.
+        runs = sorted(str(r) for r in dated.filter(~pl.col("dated"))["runId"].to_list())
+        raise PlotError(
+            f"history: {len(runs)} run(s) have no readable start time ({', '.join(runs[:3])}"
+            f"{', ...' if len(runs) > 3 else ''}): rows without runStartedAt, e.g. old v3 "
+            "files; the history views date those by the file's header (connect(paths), "
+            "SELECT * FROM repeats)"
+        )
     tokens = [c for c in ("tokenInput", "tokenOutput") if c in repeats.columns]
     token_sum = pl.sum_horizontal(tokens) if tokens else pl.lit(None, dtype=pl.Int64)
     token_seen = pl.any_horizontal([pl.col(c).is_not_null() for c in tokens]) if tokens else False
