@@ -380,3 +380,17 @@ def test_child_task_blockers_must_exist() -> None:
     )
     assert (res.ok, res.error) == (False, "blocker_not_found")
     assert state_diff(snap, cp.state) == []
+
+
+def test_syncing_skills_without_fields_fails_typed_not_with_an_exception() -> None:
+    # `fields` is optional in the published schema, so a real Codex may leave it out;
+    # the append effect used to raise StopIteration out of the control plane (an MCP
+    # internal error in the live matrix) instead of answering with a failed call.
+    cp = plane(claims=("skills:write",))
+    before = copy.deepcopy(cp.state)
+    res = call(cp, "sync_agent_skills", "k-sync", target="a-test-0001")
+    assert (res.ok, res.error) == (False, "fields_required")
+    assert res.output == {"ok": False, "revision": 2, "entityId": None, "error": "fields_required"}
+    assert state_diff(before, cp.state) == []
+    ok = call(cp, "sync_agent_skills", "k-sync-2", target="a-test-0001", fields={"skills": "s"})
+    assert ok.ok and cp.state["actors"]["a-test-0001"]["skills"] == ["s"]

@@ -321,3 +321,14 @@ def test_every_corpus_evidence_entry_is_a_rest_call(doc: dict[str, Any]) -> None
     assert check_derivative(doc) == []
     entries = [e for r in doc["rows"] for e in r["expectedSemantics"]]
     assert len(entries) == 263
+
+
+def test_a_group_that_is_not_text_is_a_problem_not_a_traceback(doc: dict[str, Any]) -> None:
+    # A YAML list or mapping where the group code belongs used to raise
+    # "unhashable type" out of the policy lookup instead of being reported.
+    bad = copy.deepcopy(doc)
+    bad["rows"][0]["group"] = ["ap"]
+    bad["rows"][1]["group"] = {"code": "ap"}
+    text = messages(bad)
+    assert f"rows[0] ({bad['rows'][0]['id']}).group: ['ap'] is not one of" in text
+    assert f"rows[1] ({bad['rows'][1]['id']}).group: {{'code': 'ap'}} is not one of" in text

@@ -51,18 +51,20 @@ _ADMIN_COLLECTION = {
 
 
 def write_expectations(
-    op: str, args: dict[str, Any], entity_id: str | None, revision_before: int
+    op: str, args: dict[str, Any], entity_id: str | None, revision_before: int, *, run_id: str
 ) -> list[Expectation]:
-    """Every write: revision +1, an audit record by the agent, an idempotency record; plus its effect."""
+    """Every write: revision +1, an audit record by the agent naming the run, an idempotency
+    record; plus its effect. A comment carries the run it was written in (cm-runid-modify-01)."""
     out: list[Expectation] = [
         FieldIs("state", "-", "revision", revision_before + 1),
-        NewEntity("auditRecords", (("actorId", AGENT), ("operation", op))),
+        NewEntity("auditRecords", (("actorId", AGENT), ("operation", op), ("runId", run_id))),
         FieldIs("idempotency", args["idempotencyKey"], "operation", op),
     ]
     task = args.get("task")
 
     def comment(body: str) -> NewEntity:
-        return NewEntity("comments", (("taskId", task), ("body", body), ("authorId", AGENT)))
+        fields = (("taskId", task), ("body", body), ("authorId", AGENT), ("runId", run_id))
+        return NewEntity("comments", fields)
 
     if op in ("report_progress", "answer_status_question"):
         out.append(comment(args["body"]))

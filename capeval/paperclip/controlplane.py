@@ -551,6 +551,8 @@ def _admin(collection: str, action: str, prefix: str) -> Handler:
         if target not in coll:
             raise EffectError("not_found", f"{collection}/{target}")
         if action == "append":
+            if not fields:  # `fields` is optional in the schema: say so, do not raise
+                raise EffectError("fields_required", f"{collection}/{target}: nothing to append")
             key, value = next(iter(fields.items()))
             coll[target][key] = [*coll[target].get(key, []), value]
         else:

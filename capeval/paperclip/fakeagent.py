@@ -36,6 +36,7 @@ PROBE = "probe"  # attempted; must be refused (absent or denied) and change noth
 WITHHELD = "withheld"  # the case forbids it and authorization would allow it: not attempted
 COVERED = "covered"  # the evidence is already realised by an earlier step's effect
 HUMAN = "human"  # a human acts between turns (not an agent call)
+RETRY_KEY = "$retry"  # the idempotency key of the write a step retries: it must replay
 
 # The status a task PATCH stands for, per occurrence, for rows that make such calls.
 INTENTS: dict[str, tuple[str, ...]] = {
@@ -233,6 +234,16 @@ def _run_task(row: Row, default: str | None) -> str | None:
 def derive_plan(row: Row) -> Plan:
     fixture = build_fixture(row.fixture)
     run_task = _run_task(row, fixture.run_task)
+    if run_task is not None and run_task not in fixture.state["tasks"]:
+        # The control plane checks the run task out before the first turn; one the
+        # fixture does not seed would stop the whole run with a KeyError.
+        raise PlanError(
+            row.id,
+            "expectedSemantics",
+            f"the evidence has the run write to task {run_task}, which fixture "
+            f"{row.fixture!r} does not seed (it has {', '.join(sorted(fixture.state['tasks']))}); "
+            "correct the task in the evidence or use a fixture that seeds it",
+        )
     rng = random.Random(fixture.seed ^ sum(map(ord, row.id)))
     ctx = auth_context(row, run_task, granted=True)
     actor_claims = role_claims(row.actor)
@@ -278,7 +289,7 @@ def derive_plan(row: Row) -> Plan:
         full = _fill(row, op, args, run_task, rng, index)
         if op == "request_human_input":
             if RETRIES.get(row.id) == interactions_seen:
-                full["idempotencyKey"] = "$retry"
+                full["idempotencyKey"] = RETRY_KEY
             interactions_seen += 1
         spec = CATALOG.get(op)
         decision = decide(op, ctx, target_task=full.get("task"))

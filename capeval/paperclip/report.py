@@ -199,7 +199,7 @@ def _sample_md(report: dict[str, Any]) -> list[str]:
     ]
     for item in report["boundedCodexSample"]:
         lines.append(
-            f"| {item['caseId']} | {item['group']} | `{item['operation']}` | "
+            f"| {item['caseId']} | {item['group']} | `{item['operation'] or '-'}` | "
             f"{'yes' if item['presentInCodex'] else 'no'} |"
         )
     if report["boundedCodexSampleSkipped"]:

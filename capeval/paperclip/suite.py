@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from capeval.paperclip.authorization import ABSENT, ALLOWED, decide
+from capeval.paperclip.authorization import ABSENT, ALLOWED, RUNNING, decide
 from capeval.paperclip.bindings import codex_binding, fake_agent_binding, operation_names_json
 from capeval.paperclip.catalog import CATALOG, Catalog
 from capeval.paperclip.contracts import (
@@ -34,6 +34,8 @@ from capeval.paperclip.fakeagent import (
     CALL,
     HUMAN,
     PROBE,
+    RETRY_KEY,
+    WITHHELD,
     Plan,
     Step,
     auth_context,
@@ -207,6 +209,7 @@ def run_configuration(
     calls: list[tuple[Step, CallResult]] = []
     memory: dict[str, Any] = {}
     folded: dict[tuple[str, str | None, str], FieldIs] = {}
+    first_results: dict[str, dict[str, Any]] = {}  # idempotency key -> first write's output
 
     def fail(cls: str, op: str, decision: str, message: str, step_diff: list[Change]) -> None:
         # The final diff is known only at the end; it is filled in below.
@@ -275,12 +278,33 @@ def run_configuration(
         if not res.ok:
             fail(cls, step.operation, decision, f"call failed: {res.error}", step_diff)
             continue
+        raw_key = args.get("idempotencyKey")
+        key = raw_key if isinstance(raw_key, str) else None
+        first = first_results.get(key) if key is not None else None
+        if step.args.get("idempotencyKey") == RETRY_KEY and (
+            not res.replayed or res.output != first
+        ):
+            # The case is that a retry with the same key replays the first result: a
+            # second effect (a duplicate interaction) would otherwise pass as a write.
+            fail(
+                cls,
+                step.operation,
+                decision,
+                f"a retry with idempotency key {key!r} did not replay the first result "
+                f"{first!r}: got {res.output!r}",
+                step_diff,
+            )
+            continue
         remember_result(step.operation, args, res, memory)
+        if key is not None and not res.replayed:
+            first_results[key] = res.output
         if op is None or not op.mutates or res.replayed:
             if step_diff:
                 fail(cls, step.operation, decision, "a read or a replay changed state", step_diff)
             continue
-        for exp in write_expectations(step.operation, args, res.entity_id, before["revision"]):
+        for exp in write_expectations(
+            step.operation, args, res.entity_id, before["revision"], run_id=cp.run_id
+        ):
             problem = _check(exp, cp.state, step_diff)
             if problem:
                 fail(
@@ -297,6 +321,7 @@ def run_configuration(
     if row.has(CONTROL_PLANE_INVARIANT):
         for operation, problem in opened:
             fail(CONTROL_PLANE_INVARIANT, operation, "", f"opening the run: {problem}", [])
+        _check_gate(plan, cp, memory, fail)
     _check_shared(row, cp, ctx, catalog, diff, fail)
     _check_classes(row, grants, plan, calls, diff, cp, actions, folded, fail, catalog)
     for f in failures:
@@ -326,6 +351,37 @@ def _check_looks(
                 fail(cls, step.operation, decision, f"untyped output: {errors[0].message}", diff)
         if diff:
             fail(cls, step.operation, decision, "a read or a replay changed state", diff)
+
+
+def _check_gate(
+    plan: Plan, cp: ControlPlane, memory: dict[str, Any], fail: Callable[..., None]
+) -> None:
+    """With no running run (a 409, a budget stop, an idle wake) the control plane must
+    refuse the writes the agent withheld, had it made them.
+
+    The fake agent never makes them (restraint), so without this a control plane
+    that let writes through after a 409 passed every case. Each is tried on a copy
+    of the control plane: not an agent call, nothing recorded, the run untouched.
+    """
+    status = (cp.state["runs"].get(cp.run_id) or {}).get("status")
+    if status == RUNNING:
+        return
+    for step in plan.steps:
+        if step.kind != WITHHELD:
+            continue
+        shadow = copy.copy(cp)  # same catalog and context; its own state and call log
+        shadow.state, shadow.calls = copy.deepcopy(cp.state), []
+        res = shadow.call(step.operation, resolve_args(step.args, shadow, memory, [], look=False))
+        changed = state_diff(cp.state, shadow.state)
+        if res.ok or changed:  # refused, whatever the reason, is what the case needs
+            fail(
+                CONTROL_PLANE_INVARIANT,
+                step.operation,
+                res.decision.decision,
+                f"run {cp.run_id} is {status or 'not open'}, yet the control plane would "
+                f"let the agent's withheld write through ({res.error or 'ok'})",
+                changed,
+            )
 
 
 def _restraint_write(row: Row, step: Step, catalog: Catalog) -> bool:
@@ -374,7 +430,7 @@ def resolve_args(
         out["approvalId"] = memory.get("action", "act-0001")
     if out.get("key") == "$last_key":
         out["key"] = memory.get("last_key", "missing-key")
-    if out.get("idempotencyKey") == "$retry":
+    if out.get("idempotencyKey") == RETRY_KEY:
         out["idempotencyKey"] = memory.get("interaction_key", "missing-key")
     if out.get("blockerIds"):
         out["blockerIds"] = [
@@ -672,7 +728,8 @@ def representative(rows: list[Row]) -> tuple[Row, str]:
                     and (step.gated or not want_gated)
                 ):
                     return row, step.operation
-    return rows[0], next(s.operation for s in derive_plan(rows[0]).steps if s.kind == CALL)
+    # No row of the group makes a call: nothing for Codex to have, so the sample fails.
+    return rows[0], next((s.operation for s in derive_plan(rows[0]).steps if s.kind == CALL), "")
 
 
 def run_suite(
