@@ -16,9 +16,10 @@ below: on such streams capeval counts more than the original harness did, and
   measure it.
 * `shellCommandCount` counts a shell call given as an argv list too (it is
   joined into one command string), since agents differ only in encoding.
-* `editViaShellCount` also counts sed/perl short-option clusters holding `i`
-  (`perl -pi -e`, `sed -ni`) and `--in-place`: the same in-place edit as
-  `-i`, spelled differently.
+* `editViaShellCount` also counts sed/perl short-option clusters holding the
+  `i` switch (`perl -pi -e`, `perl -0pi`, `sed -ni.bak`) and `--in-place`:
+  the same in-place edit as `-i`, spelled differently. An `i` inside another
+  switch's argument (`perl -Ilib`, `perl -Mstrict`) is none.
 * The command word is that of the command the segment runs
   (`scanner.command_words`): reserved words and `( … )` are looked through
   (`do sed -i …`, `then curl x`, `{ curl a` count), and `for`/`case`
@@ -54,9 +55,13 @@ NETWORK_COMMANDS = frozenset(
     {"curl", "wget", "nc", "ncat", "telnet", "aria2c", "http", "xh", "httpie"}
 )
 EDIT_COMMANDS = frozenset({"sed", "perl", "awk", "gawk"})
-# sed and perl accept -i inside a cluster of single-letter flags (-pi, -ni).
-_CLUSTER_EDIT_COMMANDS = frozenset({"sed", "perl"})
-_FLAG_CLUSTER = re.compile(r"-[A-Za-z]*i[A-Za-z]*")
+# sed and perl accept -i inside a cluster of single-letter switches (-pi,
+# -ni, -0pi, -pi.bak). In a cluster, these switches take the rest of the word
+# as their argument, so an `i` after them is no switch: `perl -Ilib`,
+# `perl -Mstrict` and `sed -ei` edit nothing in place.
+_REST_IS_ARGUMENT = {"sed": frozenset("efl"), "perl": frozenset("CdDeEFImMVx")}
+# perl's -0 and -l take optional digits: octal (-0777, -l0), or -0x hex.
+_PERL_DIGITS = {"0": re.compile(r"[xX][0-9A-Fa-f]*|[0-7]*"), "l": re.compile(r"[0-7]*")}
 LEGACY_TASK_TOOLS = ("task", "spawn_agent")
 _WHITESPACE_RUN = re.compile(r"\s+")
 
@@ -90,8 +95,33 @@ def is_edit_segment(segment: Segment) -> bool:
         word = unquote_word(raw)
         if word.startswith(("-i", "--in-place")):
             return True
-        if name in _CLUSTER_EDIT_COMMANDS and _FLAG_CLUSTER.fullmatch(word):
+        if name in _REST_IS_ARGUMENT and _cluster_edits_in_place(name, word):
             return True
+    return False
+
+
+def _cluster_edits_in_place(name: str, word: str) -> bool:
+    """Whether a sed/perl short-switch cluster (`-pi`, `-0pi`, `-ni.bak`) holds `-i`.
+
+    Walked switch by switch, because a letter i inside a switch's argument
+    (`-Ilib`, `-Mstrict`, `-Mwarnings`) is no in-place edit, and text after
+    the `i` is its backup suffix (`-pi.bak`), not a reason to miss it.
+    """
+    if len(word) < 2 or word[0] != "-" or word[1] == "-":
+        return False
+    k = 1
+    while k < len(word):
+        c = word[k]
+        if c == "i":
+            return True
+        if c in _REST_IS_ARGUMENT[name] or not c.isascii() or not c.isalnum():
+            return False
+        k += 1
+        if name == "perl" and c in _PERL_DIGITS:
+            digits = _PERL_DIGITS[c].match(word, k)
+            k = digits.end() if digits else k
+        elif c.isdigit():
+            return False
     return False
 
 

@@ -19,6 +19,8 @@ from typing import Any
 from capeval.toolkinds import make_tool_call
 from capeval.turns import RunSummary, TokenUsage, ToolCall, Turn
 
+_USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "thinking")
+
 
 class RunSummaryError(ValueError):
     """A run summary that cannot be read: where, which field, and what is wrong."""
@@ -89,9 +91,6 @@ class _Reader:
             )
         raw_turns = self.array(top["turns"], "turns")
         turns = tuple(self.turn(t, k) for k, t in enumerate(raw_turns))
-        token_usage = top.get("tokenUsage")
-        if token_usage is not None:
-            self.mapping(token_usage, "tokenUsage")
         error = top.get("error")
         return RunSummary(
             status=self.string(top, "status", "status") or "done",
@@ -99,11 +98,20 @@ class _Reader:
             finishedAt=self.string(top, "finishedAt", "finishedAt"),
             durationMs=self.number(top, "durationMs", "durationMs"),
             turnsUsed=self.integer(top, "turnsUsed", "turnsUsed"),
-            tokenUsage=TokenUsage.from_json(token_usage),
+            tokenUsage=self.usage(top.get("tokenUsage")),
             toolCallCount=self.integer(top, "toolCallCount", "toolCallCount"),
             turns=turns,
             error=_error_text(error),
         )
+
+    def usage(self, value: Any) -> TokenUsage | None:
+        """Token counts, each a count: a string would silently read as 0 tokens,
+        and a negative one would shrink the totals it is summed into."""
+        if value is None:
+            return None
+        obj = self.mapping(value, "tokenUsage")
+        counts = {k: self.integer(obj, k, f"tokenUsage.{k}") or 0 for k in _USAGE_KEYS}
+        return TokenUsage(**counts)
 
     def turn(self, value: Any, k: int) -> Turn:
         where = f"turns[{k}]"

@@ -150,6 +150,15 @@ def test_network_command_count(command: str, count: int) -> None:
         ("sed -ni 'p' f", 1),
         ("perl -pi -e 's/a/b/' f", 1),
         ("perl -i -pe 's/a/b/' f", 1),
+        ("perl -pi.bak -e 's/a/b/' f", 1),  # the i switch with its backup suffix
+        ("sed -ni.orig 's/a/b/p' f", 1),
+        ("perl -0pi -e 's/a/b/' f", 1),  # -0 (record separator) before -p -i
+        ("perl -0777pi -e 's/a/b/' f", 1),
+        ("perl -lpi -e 's/a/b/' f", 1),
+        ("perl -Ilib t/basic.t", 0),  # -I takes `lib`: its i is no switch
+        ("perl -Mstrict -we 'print 1'", 0),  # -M takes the module name
+        ("perl -Mwarnings -e 'print 1' f", 0),
+        ("sed -ei f", 0),  # -e takes the script `i`
         ("awk -i inplace '{print}' f", 1),
         ("gawk -i inplace '{print}' f", 1),
         ("/bin/sed -i s/a/b/ f", 1),

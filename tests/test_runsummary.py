@@ -120,6 +120,10 @@ MALFORMED: list[tuple[Any, str, str]] = [
         "expected a string",
     ),
     ({"turns": [], "tokenUsage": 5}, "tokenUsage", "expected a JSON object"),
+    # A string would read as 0 tokens, a negative count would shrink the totals.
+    ({"turns": [], "tokenUsage": {"input": "1200"}}, "tokenUsage.input", "expected a number"),
+    ({"turns": [], "tokenUsage": {"output": -300}}, "tokenUsage.output", "expected a count"),
+    ({"turns": [], "tokenUsage": {"thinking": True}}, "tokenUsage.thinking", "got a boolean"),
     ({"turns": [], "status": 0}, "status", "expected a string"),
     ({"turns": [], "turnsUsed": "3"}, "turnsUsed", "expected a number"),
     # A negative count would pass any turn budget.

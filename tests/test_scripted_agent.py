@@ -325,6 +325,11 @@ def test_player_stopped_by_sigterm_records_the_turns_so_far(tmp_path: Path) -> N
     assert obj["status"] == "cancelled" and obj["turnsUsed"] == 1
     assert "SIGTERM" in obj["error"]
     assert not (tmp_path / "two").exists()
+    # Tokens of the turn it played, not of the turn it never got to.
+    written = len("first") + len(json.dumps({"command": "echo 1 > one"}, sort_keys=True))
+    assert obj["tokenUsage"]["output"] == -(-written // 4)
+    played = parse_trajectory(json.loads(traj.read_text()), "t")
+    assert obj["tokenUsage"] == estimate_tokens(played, "", 1).to_json()
 
 
 # --- the adapter ----------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,7 @@ from capeval.agents.codex import parse_codex_stream
 from capeval.agents.gemini import parse_gemini_stream
 from capeval.agents.opencode import parse_opencode_stream
 from capeval.agents.streams import ParsedStream
-from capeval.turns import EDIT, READ, SHELL, WEB_FETCH, WRITE, TokenUsage
+from capeval.turns import EDIT, READ, SHELL, TASK, WEB_FETCH, WRITE, TokenUsage
 
 DATA = Path(__file__).parent / "data" / "streams"
 
@@ -82,15 +83,20 @@ def test_claude_script_stream_groups_blocks_by_message_id(agent_streams: Path) -
     assert all(d is not None and d >= 0 for d in durations)
 
 
-def test_claude_usage_falls_back_to_messages_counted_once(agent_streams: Path) -> None:
+def test_claude_usage_is_unknown_without_a_result(agent_streams: Path) -> None:
+    """A stream cut off before its `result` (a killed agent) states no usage.
+
+    Its assistant lines carry each response's opening usage: output_tokens 1
+    apiece, while the run really wrote 20. Summing them would invent a count.
+    """
     body = [
         ln
         for ln in lines(agent_streams / "claude-script-stream.jsonl")
         if '"type":"result"' not in ln
     ]
     p = parse_claude_stream(body)
-    # 4 distinct message ids x input 10: the two-block messages are not counted twice.
-    assert p.summary.tokenUsage == TokenUsage(input=40, output=4)
+    assert p.summary.tokenUsage is None
+    assert p.summary.turnsUsed == 4  # the turns seen are kept
     assert p.status == "failed" and "without a `result`" in (p.error or "")
 
 
@@ -280,6 +286,68 @@ def test_codex_edits_of_one_file_are_not_repeated_calls() -> None:
     stream.append('{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":1}}')
     p = parse_codex_stream(stream)
     assert derive_behaviors(p.summary)["repeatedSearchCount"] == 0  # two edits, not a loop
+
+
+def codex_events(*events: tuple[str, dict[str, Any]]) -> list[str]:
+    """A Codex stream of `item.*` events, framed as `codex exec --json` frames them."""
+    stream = ['{"type":"thread.started","thread_id":"t"}', '{"type":"turn.started"}']
+    stream += [json.dumps({"type": kind, "item": item}) for kind, item in events]
+    stream.append('{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":1}}')
+    return stream
+
+
+def test_codex_plan_item_does_not_merge_later_turns() -> None:
+    """Codex shows a run's update_plan calls as one todo_list item that is
+    completed only when the whole run ends; it must not glue every later call
+    into its turn. Six model responses: plan, ls, pwd, plan again, cat, text."""
+    from capeval.behaviors import derive_behaviors
+
+    def cmd(n: int, script: str) -> dict[str, Any]:
+        return {"id": f"item_{n}", "type": "command_execution", "command": script}
+
+    plan = {"id": "item_0", "type": "todo_list", "items": [{"text": "a", "completed": False}]}
+    done = {**plan, "items": [{"text": "a", "completed": True}]}
+    message = {"id": "item_4", "type": "agent_message", "text": "done"}
+    stream = codex_events(
+        ("item.started", plan),
+        *[(k, cmd(1, "ls")) for k in ("item.started", "item.completed")],
+        *[(k, cmd(2, "pwd")) for k in ("item.started", "item.completed")],
+        ("item.updated", done),
+        *[(k, cmd(3, "cat f")) for k in ("item.started", "item.completed")],
+        ("item.completed", message),
+        ("item.completed", done),
+    )
+    p = parse_codex_stream(stream)
+    assert [[c.name for c in t.toolCalls] for t in p.summary.turns] == [
+        ["update_plan"],
+        ["command_execution"],
+        ["command_execution"],
+        ["update_plan"],
+        ["command_execution"],
+        [],
+    ]
+    assert p.summary.toolCallCount == 5
+    assert derive_behaviors(p.summary)["longestToolOnlyStreak"] == 5
+
+
+def test_codex_spawn_agent_is_a_task_call() -> None:
+    from capeval.behaviors import derive_behaviors
+
+    spawn = {
+        "id": "item_0",
+        "type": "collab_tool_call",
+        "tool": "spawn_agent",
+        "sender_thread_id": "t",
+        "receiver_thread_ids": [],
+        "prompt": "look around",
+        "agents_states": {},
+        "status": "in_progress",
+    }
+    spawned = {**spawn, "receiver_thread_ids": ["t2"], "status": "completed"}
+    p = parse_codex_stream(codex_events(("item.started", spawn), ("item.completed", spawned)))
+    assert p.skipped == {}
+    assert calls(p) == [(0, "spawn_agent", TASK, None)]
+    assert derive_behaviors(p.summary)["taskToolCallCount"] == 1
 
 
 def test_codex_fallback_metadata_error_item_is_not_a_turn(agent_streams: Path) -> None:

@@ -1,13 +1,14 @@
 """Claude Code (`claude -p ... --output-format stream-json --verbose`).
 
 Claude prints one `assistant` line per content block, and every block of one
-model response carries the same `message.id` and the same usage: grouping
-by that id is what makes one response one turn, and usage counted once. The
-`result` line is the verdict (a run can exit 0 and still have failed, e.g.
-`error_max_turns`) and carries the final usage, which wins over the
-per-message usage the stream shows mid-flight. A run that started a
-background Agent can print several `result` lines, one per query: their
-usage is summed.
+model response carries the same `message.id`: grouping by that id is what
+makes one response one turn. The `result` line is the verdict (a run can
+exit 0 and still have failed, e.g. `error_max_turns`) and carries the usage.
+A run that started a background Agent can print several `result` lines, one
+per query: their usage is summed. A stream cut off before any `result` (the
+agent killed at the timeout) has no usage: the `assistant` lines only repeat
+each response's opening usage, whose `output_tokens` is a placeholder (1),
+not what the model wrote, so summing them would report a made-up count.
 
 Not passed: `--max-turns`. capeval's turn budget is soft (judged after the
 run, never stopping the agent), so the CLI must not enforce it.
@@ -61,7 +62,6 @@ def parse_claude_stream(lines: Iterable[str]) -> ParsedStream:
     """Claude Code stream-json lines -> turns, usage, verdict, session and model."""
     skipped = Skipped("claude-code")
     turns: dict[str, TurnBuilder] = {}  # message.id -> turn, in first-seen order
-    usage_by_message: dict[str, TokenUsage] = {}
     results: dict[str, str] = {}
     texts: list[str] = []
     session = init_model = message_model = version = None
@@ -103,9 +103,6 @@ def parse_claude_stream(lines: Iterable[str]) -> ParsedStream:
                     answered.append(message["model"])
             current = turns[message_id]
             message_model = as_str(message.get("model")) or message_model
-            usage = _usage(message.get("usage"))
-            if usage is not None:
-                usage_by_message[message_id] = usage
             content = message.get("content")
             for block in content if isinstance(content, list) else ():
                 if not isinstance(block, Mapping):
@@ -142,8 +139,6 @@ def parse_claude_stream(lines: Iterable[str]) -> ParsedStream:
     result = finals[-1] if finals else None
     reported = [u for u in (_usage(r.get("usage")) for r in finals) if u is not None]
     usage = sum(reported, TokenUsage()) if reported else None
-    if usage is None and usage_by_message:
-        usage = sum(usage_by_message.values(), TokenUsage())
     failure = next((r for r in finals if not _succeeded(r)), None)
     if result is None:
         status, error = "failed", unfinished("a `result` event")

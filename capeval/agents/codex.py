@@ -12,7 +12,13 @@ requested, which Codex runs concurrently when there are several. Hence:
 - a message or reasoning item after the current turn's calls opens a new turn.
 
 This matches the request count of the scripted model server exactly (the
-real-CLI tests check it). Codex's `exec` run is one `turn.started` /
+real-CLI tests check it). The plan tool is the exception: Codex shows all of a
+run's `update_plan` calls as one `todo_list` item, started by the first,
+updated by each later one and completed only when the whole run ends. Each
+start or update is taken as one call that returned at once; were the item
+left in flight until the run ends, every later call would join its turn.
+Sub-agent tools (`collab_tool_call` items) are calls named by their `tool`
+(`spawn_agent` is of kind `task`). Codex's `exec` run is one `turn.started` /
 `turn.completed` pair (a *user* turn): its usage is summed, it is not a
 model turn. No duration is reported: the run's is wall time, and each turn
 is timed by when its events' lines reached capeval (without that, as when a
@@ -46,7 +52,15 @@ from capeval.agents.streams import (
 from capeval.turns import TokenUsage, ToolCall
 
 TEXT_ITEMS = ("agent_message", "reasoning")
-TOOL_ITEMS = ("command_execution", "file_change", "mcp_tool_call", "web_search", "todo_list")
+PLAN_ITEM = "todo_list"
+TOOL_ITEMS = (
+    "command_execution",
+    "file_change",
+    "mcp_tool_call",
+    "web_search",
+    "collab_tool_call",
+    PLAN_ITEM,
+)
 
 
 def _tool_call(item: Mapping[str, Any]) -> ToolCall:
@@ -73,6 +87,11 @@ def _tool_call(item: Mapping[str, Any]) -> ToolCall:
         )
     if itype == "web_search":
         return make_call(item_id, "web_search", {"query": item.get("query")})
+    if itype == "collab_tool_call":
+        arguments = {k: item.get(k) for k in ("prompt", "receiver_thread_ids")}
+        return make_call(item_id, str(item.get("tool")), arguments, item.get("status"))
+    if itype == PLAN_ITEM:
+        return make_call(item_id, "update_plan", {"items": item.get("items")})
     return make_call(
         item_id, str(itype), {k: v for k, v in item.items() if k not in ("id", "type")}
     )
@@ -140,7 +159,7 @@ def parse_codex_stream(
                 skipped.add(f"{kind}(no item)")
                 continue
             itype = item.get("type")
-            if itype in TOOL_ITEMS and not item.get("id"):
+            if itype in TOOL_ITEMS and itype != PLAN_ITEM and not item.get("id"):
                 # Without ids every such item would be one call, each replacing
                 # the last: pair an id-less item's events first in, first out.
                 if kind == "item.started" or not anonymous:
@@ -153,7 +172,12 @@ def parse_codex_stream(
                         "id": anonymous.pop(0) if kind == "item.completed" else anonymous[0],
                     }
             item_id = str(item.get("id") or "")
-            if itype in TOOL_ITEMS:
+            if itype == PLAN_ITEM:
+                # One update_plan call per start or update, never in flight; the
+                # completion at the run's end is no call (see the module docstring).
+                if kind != "item.completed":
+                    place({**item, "id": f"{PLAN_ITEM}-{next(numbers)}"})
+            elif itype in TOOL_ITEMS:
                 place(item)
                 if kind == "item.completed":
                     in_flight.discard(item_id)

@@ -280,17 +280,20 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def estimate_tokens(trajectory: Trajectory, prompt: str) -> TokenUsage:
+def estimate_tokens(trajectory: Trajectory, prompt: str, played: int | None = None) -> TokenUsage:
     """Deterministic stand-in for token counts: characters / 4, rounded up.
 
     Input: the prompt, re-read on every turn. Output: the turns' texts and
     their calls' arguments as written in the trajectory (before templates, so
-    the per-repeat port and token do not move the count).
+    the per-repeat port and token do not move the count). `played` is the
+    number of turns a stopped run got through: turns it never reached used
+    no tokens.
     """
-    turns = max(len(trajectory.turns), 1)
+    scripts = trajectory.turns if played is None else trajectory.turns[:played]
+    turns = max(len(scripts), 1) if played is None else len(scripts)
     written = sum(
         len(turn.text) + sum(len(json.dumps(c.arguments, sort_keys=True)) for c in turn.calls)
-        for turn in trajectory.turns
+        for turn in scripts
     )
     return TokenUsage(
         input=math.ceil(len(prompt) / CHARS_PER_TOKEN) * turns,
@@ -319,6 +322,7 @@ def play(
     started_at, t0 = _now(), time.monotonic()
     turns: list[Turn] = []
     status, error = trajectory.status, trajectory.error
+    played: int | None = None  # all of them, unless stopped
     try:
         for index, script in enumerate(trajectory.turns):
             start = time.monotonic()
@@ -334,13 +338,14 @@ def play(
         player.wait_background()
     except Stopped:
         status, error = "cancelled", f"stopped by SIGTERM after {len(turns)} turns"
+        played = len(turns)
     return RunSummary(
         status=status,
         startedAt=started_at,
         finishedAt=_now(),
         durationMs=round((time.monotonic() - t0) * 1000.0, 1),
         turnsUsed=len(turns),
-        tokenUsage=estimate_tokens(trajectory, prompt),
+        tokenUsage=estimate_tokens(trajectory, prompt, played),
         toolCallCount=sum(len(t.toolCalls) for t in turns),
         turns=tuple(turns),
         error=error,
