@@ -78,7 +78,7 @@ def test_an_interrupted_run_says_how_to_finish_it_with_its_out_and_baseline(
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, err
-    assert f"capeval run --resume {stream} --out {out} --baseline {baseline}" in err
+    assert f"capeval run --resume {stream.name} --out {out} --baseline {baseline}" in err
 
 
 def test_a_resume_counts_rows_another_run_appended_after_it_planned(tmp_path: Path) -> None:
@@ -216,3 +216,35 @@ def test_out_may_not_overwrite_the_baseline_the_run_is_gated_against(tmp_path: P
     assert "is the --baseline file" in proc.stderr
     assert baseline.read_text() == '{"version": 3, "cases": []}\n'
     assert not (tmp_path / "r.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("agent", "binary"),
+    [
+        ("type = 'claude-code'\ncommand = 'no-such-claude'", "no-such-claude"),
+        ("type = 'command'\ncommand = 'no-such-agent --prompt {prompt}'", "no-such-agent"),
+    ],
+)
+def test_an_agent_whose_binary_is_missing_is_refused_before_any_repeat(
+    tmp_path: Path, agent: str, binary: str
+) -> None:
+    # Every repeat used to fail with "not found" in its row's `error` alone:
+    # the screen showed a run of failures and the gate a regression.
+    write_case(tmp_path, "alpha")
+    (tmp_path / "capeval.toml").write_text(f"[agents.mine]\n{agent}\n")
+    options = RunOptions(root=tmp_path, jsonl=tmp_path / "r.jsonl", matrix=("p:m@mine",))
+    with pytest.raises(RunError) as info:
+        plan_run(options)
+    assert f"{binary!r} (agent 'mine')" in str(info.value)
+    assert "[agents.mine]" in str(info.value)
+    assert not (tmp_path / "r.jsonl").exists()
+    # A dry run shows the plan, with the problem as a warning.
+    plan = plan_run(RunOptions(**{**options.__dict__, "dry_run": True}))
+    assert any(binary in w for w in plan.warnings)
+
+
+def test_an_agent_found_on_path_is_not_refused(tmp_path: Path) -> None:
+    write_case(tmp_path, "alpha")
+    (tmp_path / "capeval.toml").write_text("[agents.mine]\ntype = 'claude-code'\ncommand = 'sh'\n")
+    plan = plan_run(RunOptions(root=tmp_path, jsonl=tmp_path / "r.jsonl", matrix=("p:m@mine",)))
+    assert [j.agent.name for j in plan.todo] == ["mine"]

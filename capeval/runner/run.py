@@ -300,7 +300,39 @@ def plan_run(options: RunOptions) -> RunPlan:
         shape=shape,
         warnings=skipped,
     )
+    missing = _missing_binaries({j.agent.name: j.agent for j in plan.todo})
+    if missing and options.dry_run:
+        plan.warnings.append(f"{missing}; a real run would refuse to start")
+    elif missing:
+        raise RunError(f"{missing}; nothing was run")
     return plan
+
+
+def _missing_binaries(agents: dict[str, AgentConfig]) -> str | None:
+    """Agents whose executable is not there, said as one error (None: all found).
+
+    Otherwise every repeat of them fails with "not found" in its row's `error`
+    alone: the screen shows a run of failures, and the gate a regression.
+    """
+    from capeval.agents.check import binary_of
+    from capeval.agents.cliadapter import resolve_binary
+
+    missing: list[str] = []
+    tables: list[str] = []
+    for name, agent in sorted(agents.items()):
+        binary = binary_of(agent)
+        # A command template may build its binary's path from a placeholder.
+        if not binary or "{" in binary or resolve_binary(binary) is not None:
+            continue
+        missing.append(f"{binary!r} (agent {name!r})")
+        tables.append(f"[agents.{name}]")
+    if not missing:
+        return None
+    return (
+        f"not found on PATH or not executable: {', '.join(missing)}; install it, or set "
+        f"`command` in {' / '.join(tables)} of capeval.toml (`capeval agents list` shows "
+        "what each agent runs)"
+    )
 
 
 def _refuse_bad_timeouts(options: RunOptions, config: Any, root: Path) -> None:
