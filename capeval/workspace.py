@@ -415,10 +415,16 @@ def validate_workspace(
     # Of invalid cases too: "every problem at once", not one more round per fix.
     result.problems += trajectory_problems(found, _checked_dirs(found, ids))
     if graders and result.cases:
-        # The grader check reports an unplayable oracle too: keep one of each message.
+        # The grader check reports an unplayable or missing oracle too, in its
+        # own words: keep one problem per message, and one per whole file.
         shown = {str(p) for p in result.problems}
+        whole = {p.file for p in result.problems if not p.field}
         found_problems = grader_problems(found, result.cases, config)
-        result.problems += [p for p in found_problems if str(p) not in shown]
+        result.problems += [
+            p
+            for p in found_problems
+            if str(p) not in shown and not (not p.field and p.file in whole)
+        ]
     return result
 
 

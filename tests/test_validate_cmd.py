@@ -270,3 +270,13 @@ def test_an_unplayable_trajectory_is_reported_without_graders(good: Path) -> Non
     result = invoke("--root", str(good))
     assert result.exit_code == 2
     assert "evals/capability/cases/alpha/trajectories/sloppy.json" in result.output
+
+
+def test_a_missing_oracle_is_reported_once_with_graders(good: Path) -> None:
+    # The grader check reported it a second time, in other words ("a oracle").
+    add_case(good, "lonely", oracle=False)
+    result = invoke("--root", str(good), "--case", "lonely", "--graders")
+    assert result.exit_code == 2
+    lines = [line for line in result.stdout.splitlines() if "oracle.json" in line]
+    assert len(lines) == 1, result.stdout
+    assert lines[0].startswith("evals/capability/cases/lonely/trajectories/oracle.json: missing;")

@@ -75,7 +75,7 @@ def check_case(
             Problem(
                 traj_file,
                 "",
-                f"missing: every case ships a {trajectory} trajectory that solves it "
+                f"missing: every case ships a trajectory named {trajectory!r} that solves it "
                 "(see README.md, 'Demo cases and the scripted agent')",
             )
         ]
