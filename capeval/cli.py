@@ -10,6 +10,7 @@ inside the command function.
 from __future__ import annotations
 
 import importlib
+import sys
 
 import click
 
@@ -67,6 +68,13 @@ def entry() -> None:
     from capeval.commands import common
 
     common.PROMPT_EXIT = True
+    # Result files may hold text no encoding can print (a lone surrogate
+    # escape such as "\ud800" is valid JSON): print it escaped rather than
+    # end a gate in a UnicodeEncodeError after the verdict was reached.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     main()
 
 

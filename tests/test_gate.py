@@ -530,3 +530,18 @@ def test_gate_files_takes_one_candidate_path_as_it_takes_one_baseline(tmp_path: 
     for candidates in (str(cand), cand, [cand]):
         result = gate_files(str(base), candidates, root=tmp_path)
         assert result.exit_code == 1, result.text
+
+
+def test_a_lone_surrogate_in_a_case_id_is_printed_escaped(tmp_path: Path) -> None:
+    # "\ud800" is a valid JSON escape but no encoding can print it: the gate
+    # reached its verdict, then died in a UnicodeEncodeError with exit 1.
+    base = jsonl(tmp_path / "base.jsonl", [row("a", True), row("b", True)])
+    # ensure_ascii keeps the escape as the file's text
+    cand = jsonl(tmp_path / "cand.jsonl", [row("a\ud800", True), row("b", True)])
+    assert "\\ud800" in cand.read_text()
+    for command in (["gate"], ["report", "-o", str(tmp_path / "r.md")]):
+        out = capeval(*command, "--baseline", base, "--candidate", cand)
+        assert "Traceback" not in out.stderr, out.stderr
+        assert out.returncode in (0, 1, 3), out.stderr
+    assert "a\\ud800" in capeval("gate", "--baseline", base, "--candidate", cand).stdout
+    assert "a\\ud800" in (tmp_path / "r.md").read_text(encoding="utf-8")

@@ -84,7 +84,9 @@ def report(
         tmp = output.with_name(output.name + ".tmp")
         try:
             output.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(text, encoding="utf-8")
+            # A lone surrogate escape in a result file ("\ud800" in an id)
+            # is valid JSON but not encodable: write it escaped, not a traceback.
+            tmp.write_text(text, encoding="utf-8", errors="backslashreplace")
             tmp.replace(output)
         except OSError as exc:
             # A bad -o (a file where a folder should be, no permission) is
