@@ -128,3 +128,24 @@ def test_freeze_and_gate_agree_on_where_the_baseline_is(tmp_path: Path) -> None:
     again = capeval("baseline", "freeze", "--repeats", "1", "--force", cwd=root)
     assert again.returncode == 0, again.stderr
     assert 'add baseline = "evals/capability/results/baseline.json" to capeval.toml' in again.stdout
+
+
+@pytest.mark.slow
+def test_a_narrower_refreeze_keeps_the_baseline_unless_forced(tmp_path: Path) -> None:
+    # `--case X` replaced the whole baseline with X alone; every other cell then
+    # read as "new" and the gate silently stopped checking it.
+    from tests.test_run_helpers import write_case, write_done
+
+    root = _workspace(tmp_path, '[agents.sloppy]\ntype = "scripted"\ntrajectory = "sloppy"\n')
+    write_case(root, "beta", trajectories={"sloppy": [write_done("sloppy")]})
+    target = root / "evals" / "capability" / "results" / "baseline.json"
+    assert capeval("baseline", "freeze", "--repeats", "1", cwd=root).returncode == 0
+    whole = target.read_bytes()
+    narrow = capeval("baseline", "freeze", "--repeats", "1", "--case", "alpha", cwd=root)
+    assert narrow.returncode == 2, narrow.stderr
+    assert "lacks 1 cell(s) the baseline holds (scripted:oracle::beta)" in narrow.stderr
+    assert target.read_bytes() == whole
+    assert target.with_name("baseline.json.new").exists()
+    forced = capeval("baseline", "freeze", "--repeats", "1", "--case", "alpha", "--force", cwd=root)
+    assert forced.returncode == 0, forced.stderr
+    assert [r["id"] for r in json.loads(target.read_text())["cases"]] == ["alpha"]

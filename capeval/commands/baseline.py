@@ -13,7 +13,7 @@ stays and the new recording is kept as `<baseline>.new` for inspection.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,6 +55,7 @@ def freeze(
     from capeval.analysis.compare import BaitStatus
     from capeval.analysis.fastload import load_side
     from capeval.analysis.gatecheck import workspace_baits
+    from capeval.commands.common import shown_path
     from capeval.config import load_config
     from capeval.runner.run import RunOptions, execute
 
@@ -106,6 +107,22 @@ def freeze(
                 if median is not None
                 else f"{cell.resultKey}: no stats for {decl.metric}"
             )
+    dropped = _dropped_cells(target, new_cells)
+    if dropped and not force:
+        more = f" and {len(dropped) - 3} more" if len(dropped) > 3 else ""
+        return FreezeResult(
+            target,
+            False,
+            outcome.jsonl_path,
+            problems,
+            exit_code=2,
+            message=(
+                f"the new recording lacks {len(dropped)} cell(s) the baseline holds "
+                f"({', '.join(dropped[:3])}{more}): the gate would stop checking them. "
+                f"The old baseline is unchanged and the new recording is {shown_path(fresh)}; freeze "
+                "without --case/--matrix, or pass --force to replace it anyway"
+            ),
+        )
     if problems and not force:
         return FreezeResult(
             target,
@@ -113,10 +130,10 @@ def freeze(
             outcome.jsonl_path,
             problems,
             exit_code=3,
-            message=f"baits did not reproduce; the old baseline is unchanged and the new recording is {fresh}",
+            message=f"baits did not reproduce; the old baseline is unchanged and the new recording is {shown_path(fresh)}",
         )
     fresh.replace(target)
-    message = f"froze {target}"
+    message = f"froze {shown_path(target)}"
     if cfg.baseline is None or cfg.baseline.resolve() != target.resolve():
         shown = target.relative_to(root) if target.is_relative_to(root) else target
         message += (
@@ -125,6 +142,24 @@ def freeze(
             "capeval run --baseline use this one"
         )
     return FreezeResult(target, True, outcome.jsonl_path, problems, exit_code=0, message=message)
+
+
+def _dropped_cells(target: Path, new_cells: Mapping[str, object]) -> list[str]:
+    """Cells of the current baseline the new recording would drop (none if unreadable).
+
+    `--case X` used to replace the whole baseline with X alone: every other
+    cell then showed as "new" and the gate silently stopped checking it.
+    """
+    from capeval.analysis.fastload import load_side
+    from capeval.results.errors import ResultFileError
+
+    if not target.is_file():
+        return []
+    try:
+        old_cells, _ = load_side([target])
+    except ResultFileError:
+        return []  # a broken baseline is what a refreeze repairs
+    return sorted(set(old_cells) - set(new_cells))
 
 
 @click.group("baseline")
@@ -152,7 +187,11 @@ def baseline() -> None:
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=None)
 @click.option("--config", type=click.Path(path_type=Path, dir_okay=False), default=None)
 @click.option("--concurrency", type=click.IntRange(min=1), default=None)
-@click.option("--force", is_flag=True, help="Freeze even when a bait does not reproduce.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Freeze even when a bait does not reproduce or cells of the old baseline are left out.",
+)
 @click.option("--case", "cases", multiple=True, help="Only these cases (default: all).")
 @click.option(
     "--jsonl",
