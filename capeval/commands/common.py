@@ -40,6 +40,14 @@ config_option = click.option(
 )
 
 
+def shown_path(path: Path) -> Path:
+    """A path as the user would type it: relative when it is under the working directory."""
+    try:
+        return Path(path).resolve().relative_to(Path.cwd().resolve())
+    except (OSError, ValueError):
+        return Path(path)
+
+
 def fail(command: str, message: str) -> NoReturn:
     """Report bad input on stderr as `capeval COMMAND: message` and exit 2."""
     click.echo(f"capeval {command}: {message}", err=True)

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from capeval.commands.common import shown_path
+
 if TYPE_CHECKING:
     from capeval.paperclip.derivative import Row
     from capeval.paperclip.suite import SuiteResult
@@ -83,14 +85,6 @@ def _evidence_dir() -> Path:
     return root / DEFAULT_OUT
 
 
-def _shown(path: Path) -> Path:
-    """A written path as the user would type it: relative when it is under the working directory."""
-    try:
-        return path.relative_to(Path.cwd())
-    except ValueError:
-        return path
-
-
 def _suite_line(result: SuiteResult) -> str:
     from capeval.paperclip.report import summary, verdict_line
 
@@ -123,7 +117,7 @@ def validate(file: Path | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({"ok": True, "rows": len(rows), "groups": len(groups)}))
     else:
-        click.echo(f"ok: {_shown(path)}: {len(rows)} rows in {len(groups)} groups")
+        click.echo(f"ok: {shown_path(path)}: {len(rows)} rows in {len(groups)} groups")
 
 
 @paperclip.command()
@@ -193,7 +187,9 @@ def report(file: Path | None, out: Path | None, as_json: bool) -> None:
             )
         )
     else:
-        click.echo(f"wrote {_shown(json_path)}\nwrote {_shown(md_path)}\nwrote {_shown(rows_path)}")
+        click.echo(
+            f"wrote {shown_path(json_path)}\nwrote {shown_path(md_path)}\nwrote {shown_path(rows_path)}"
+        )
         click.echo(_suite_line(result))
     if not result.ok:
         raise SystemExit(1)
@@ -298,7 +294,7 @@ def live(
     else:
         click.echo(
             f"{len(results)} turns: {summary['passed']} passed, {failed} failed"
-            f"{' (scripted model)' if scripted else ''}; rows: {_shown(rows_path)}"
+            f"{' (scripted model)' if scripted else ''}; rows: {shown_path(rows_path)}"
         )
     if failed:
         raise SystemExit(1)

@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 import click
 
-from capeval.commands.common import config_option, fail, root_option
+from capeval.commands.common import config_option, fail, root_option, shown_path
 from capeval.problems import ProblemsError
 
 
@@ -37,7 +37,7 @@ def resume_command(stream: Path, out: Path | None, baseline: Path | None) -> str
     Neither `--out` nor `--baseline` is part of the stream's stored plan, so a
     bare `--resume` never wrote the v3 file nor ran the gate that was asked for.
     """
-    words = ["capeval", "run", "--resume", str(stream)]
+    words = ["capeval", "run", "--resume", str(shown_path(stream))]
     if out is not None:
         words += ["--out", str(out)]
     if baseline is not None:
@@ -50,7 +50,7 @@ def _interrupted(stream: Path | None, finish: str = "") -> NoReturn:
     still the interrupted exit code 130, not click's "Aborted!" and 1, which reads
     as "some repeat failed"."""
     if stream is not None and stream.is_file() and stream.stat().st_size > 0:
-        kept = f"rows so far are in {stream}; finish with: {finish}"
+        kept = f"rows so far are in {shown_path(stream)}; finish with: {finish}"
     else:
         kept = "no repeat was recorded"
     click.echo(f"capeval run: interrupted by SIGINT: {kept}", err=True)
@@ -272,14 +272,16 @@ def run(
         for v in plan.variants:
             click.echo(f"  variant {v.id}: provider {v.provider}, model {v.model}, agent {v.agent}")
         click.echo(f"  cases: {', '.join(c.id for c in plan.cases)}")
-        click.echo(f"  rows -> {plan.jsonl_path}")
+        click.echo(f"  rows -> {shown_path(plan.jsonl_path)}")
         kept = plan.settings.artifacts_dir
-        click.echo(f"  artifacts -> {kept if kept is not None else 'none (--no-artifacts)'}")
+        click.echo(
+            f"  artifacts -> {shown_path(kept) if kept is not None else 'none (--no-artifacts)'}"
+        )
         return
 
     if not quiet and not as_json:
         click.echo(
-            f"run {plan.run_id}: {len(plan.todo)} of {len(plan.jobs)} repeats to run; rows -> {plan.jsonl_path}",
+            f"run {plan.run_id}: {len(plan.todo)} of {len(plan.jobs)} repeats to run; rows -> {shown_path(plan.jsonl_path)}",
             err=True,
         )
     try:
@@ -324,11 +326,13 @@ def run(
     else:
         click.echo(format_table(cells))
         passed = sum(1 for r in outcome.rows if r.get("passed") is True)
-        click.echo(f"{passed}/{len(outcome.rows)} repeats passed; rows in {outcome.jsonl_path}")
+        click.echo(
+            f"{passed}/{len(outcome.rows)} repeats passed; rows in {shown_path(outcome.jsonl_path)}"
+        )
     if outcome.interrupted:
         click.echo(
             f"interrupted by {outcome.interrupted}: {len(outcome.rows)} of {len(plan.jobs)} repeats "
-            f"recorded in {outcome.jsonl_path}; finish with: "
+            f"recorded in {shown_path(outcome.jsonl_path)}; finish with: "
             f"{resume_command(outcome.jsonl_path, out, baseline)}",
             err=True,
         )
