@@ -9,7 +9,6 @@ as is and the others produce it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,17 +41,6 @@ class TokenUsage:
             "cacheWrite": self.cacheWrite,
             "thinking": self.thinking,
         }
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any] | None) -> TokenUsage | None:
-        if not isinstance(obj, Mapping):
-            return None
-        return cls(
-            **{
-                k: _int(obj.get(k))
-                for k in ("input", "output", "cacheRead", "cacheWrite", "thinking")
-            }
-        )
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(
@@ -133,13 +121,3 @@ class RunSummary:
         if self.error is not None:
             out["error"] = self.error
         return out
-
-
-def _int(value: Any) -> int:
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value)
-    return 0
