@@ -345,3 +345,21 @@ def test_a_torn_journal_keeps_the_records_before_the_tear(tmp_path: Path) -> Non
     assert read_journal(journal) == []  # the server never started
     journal.write_text('{"kind": "open"}\n{"kind": "surface", "operations": []}\n{"kind": "ca')
     assert [r["kind"] for r in read_journal(journal)] == ["open", "surface"]
+
+
+def test_codex_waits_for_the_control_planes_tool_catalog(
+    cases: dict[str, LiveCase], tmp_path: Path
+) -> None:
+    # Without these, Codex sent the first model request beside the MCP server's
+    # start; on a loaded machine the scripted model answered before the tools
+    # were listed and turns failed ("never listed", "never called") at random.
+    from capeval.paperclip.live import LiveSettings, codex_argv
+    from capeval.paperclip.mcpserver import SERVER_NAME
+
+    settings = LiveSettings(codex="codex", derivative=tmp_path / "d.yaml")
+    argv = codex_argv(settings, cases["hb"], tmp_path / "j", tmp_path, [])
+    overrides = {argv[i + 1] for i, word in enumerate(argv) if word == "-c"}
+    mcp = f"mcp_servers.{SERVER_NAME}"
+    assert f"{mcp}.required=true" in overrides
+    assert f'{mcp}.startup_readiness="catalog"' in overrides
+    assert any(o.startswith(f"{mcp}.startup_timeout_sec=") for o in overrides)

@@ -622,3 +622,27 @@ def test_a_wake_routed_to_no_task_fails_every_case_with_a_run_task(
         "er-no-unassigned-01",
     }
     assert {f.operation for f in result.failures} == {"route_wake"}
+
+
+def test_the_billing_child_is_created_for_the_billing_agent(rows: list[Row]) -> None:
+    # su-crossteam-billing-01: "it creates a child task for the billing agent"; the child
+    # used to go to a coder, so the case passed without doing what it says.
+    row = next(r for r in rows if r.id == "su-crossteam-billing-01")
+    (create,) = [s for s in derive_plan(row).steps if s.operation == "create_task"]
+    assert create.args["assigneeId"] == "a-billing-0001"
+    result = run_configuration(row, GRANTED)
+    assert result.passed
+    (child,) = [c for c in result.diff if c.entity == "tasks" and c.field == "assigneeId"]
+    assert child.after == "a-billing-0001"
+
+
+def test_ask_mode_refuses_every_status_change_the_patch_could_be(rows: list[Row]) -> None:
+    # wk-ask-mode-01: "status changes ... are refused in ask mode"; the evidence's PATCH does
+    # not say which status, so it is tried as each status-changing tool, each refused
+    # because of the mode (not for some other reason a grant could lift).
+    row = next(r for r in rows if r.id == "wk-ask-mode-01")
+    result = run_configuration(row, SINGLE)
+    assert result.passed
+    refused = {s.operation: c.decision.reason for s, c in result.calls if s.kind == PROBE}
+    for operation in ("finish_task", "block_task", "request_review", "create_task"):
+        assert refused[operation] == "operation_not_available_in_task_mode", operation

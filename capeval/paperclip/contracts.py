@@ -1,8 +1,11 @@
 """What each agent write must do to the state: the typed-effect contracts of section 4.
 
-Pure. Written from the spec's effect lines, independently of the mock's
+Pure. Written from the spec's effect lines (and, where the spec is silent, from
+the words of the cases that rely on an effect), independently of the mock's
 handlers, so a handler that forgets a field (or writes the wrong one) fails
-the agent_tool_contract and combined_multi_hop checks.
+the agent_tool_contract and combined_multi_hop checks. Also here: what the
+reads a case relies on must answer, what a human's answer to an interaction
+does, and how the control plane must open a run.
 """
 
 from __future__ import annotations
@@ -27,7 +30,16 @@ class NewEntity:
     fields: tuple[tuple[str, Any], ...]  # (field, value) the new entity must carry
 
 
-Expectation = FieldIs | NewEntity
+@dataclass(frozen=True)
+class Unchanged:
+    """An entity the write must leave exactly as it was (hb-wake-comment-01: an answer in
+    one comment, "changing nothing else")."""
+
+    entity: str
+    id: str | None
+
+
+Expectation = FieldIs | NewEntity | Unchanged
 
 _ADMIN_COLLECTION = {
     "create_case": "cases",
@@ -51,29 +63,44 @@ _ADMIN_COLLECTION = {
 
 
 def write_expectations(
-    op: str, args: dict[str, Any], entity_id: str | None, revision_before: int, *, run_id: str
+    op: str,
+    args: dict[str, Any],
+    entity_id: str | None,
+    revision_before: int,
+    *,
+    run_id: str,
+    before: dict[str, Any] | None = None,
 ) -> list[Expectation]:
     """Every write: revision +1, an audit record by the agent naming the run, an idempotency
-    record; plus its effect. A comment carries the run it was written in (cm-runid-modify-01)."""
+    record; plus its effect. A comment carries the run it was written in (cm-runid-modify-01).
+
+    `before` is the state the write was made on, for the effects that depend on it: a
+    gateway call to a tool with an approval path opens a pending action request
+    (ap-mcp-gate-01); one with no approver cannot (ap-mcp-pathmissing-01)."""
     out: list[Expectation] = [
         FieldIs("state", "-", "revision", revision_before + 1),
         NewEntity("auditRecords", (("actorId", AGENT), ("operation", op), ("runId", run_id))),
         FieldIs("idempotency", args["idempotencyKey"], "operation", op),
     ]
     task = args.get("task")
+    prior = before or {}
+    task_before = prior.get("tasks", {}).get(task) if isinstance(task, str) else None
 
     def comment(body: str) -> NewEntity:
         fields = (("taskId", task), ("body", body), ("authorId", AGENT), ("runId", run_id))
         return NewEntity("comments", fields)
 
     if op in ("report_progress", "answer_status_question"):
-        out.append(comment(args["body"]))
+        out += [comment(args["body"]), Unchanged("tasks", task)]
     elif op == "finish_task":
         out += [FieldIs("tasks", task, "status", "done"), comment(args["summary"])]
     elif op == "block_task":
         out += [FieldIs("tasks", task, "status", "blocked"), comment(args["reason"])]
         if args.get("blockerIds") is not None:
             out.append(FieldIs("tasks", task, "blockerIds", list(args["blockerIds"])))
+        elif task_before is not None:
+            # no ids: the blocker set stays (bl-cancelled-not-resolved-01 "unchanged")
+            out.append(FieldIs("tasks", task, "blockerIds", task_before.get("blockerIds")))
     elif op == "request_review":
         out += [FieldIs("tasks", task, "status", "in_review"), comment(args["body"])]
     elif op == "write_document":
@@ -83,22 +110,43 @@ def write_expectations(
             FieldIs("documentRevisions", entity_id, "baseRevisionId", args["baseRevisionId"]),
             FieldIs("documents", doc, "latestRevisionId", entity_id),
         ]
+        if before is not None:
+            # appends a revision: the earlier ones stay, and the new one is numbered after
+            # them (dp-plan-doc-01 "revision 1", dp-base-revision-01 "revision 3")
+            earlier = list((prior.get("documents", {}).get(doc) or {}).get("revisionIds", []))
+            out += [
+                FieldIs("documents", doc, "revisionIds", [*earlier, entity_id]),
+                FieldIs("documentRevisions", entity_id, "number", len(earlier) + 1),
+            ]
     elif op == "request_human_input":
         out += [
+            FieldIs("interactions", entity_id, "taskId", task),
             FieldIs("interactions", entity_id, "status", "pending"),
             FieldIs("interactions", entity_id, "kind", args["kind"]),
             FieldIs("interactions", entity_id, "continuation", args["continuation"]),
+            # what the human is asked: ix-questions-01 "holding all three", ix-verdicts-01
+            # "one item per finding"
+            FieldIs("interactions", entity_id, "items", list(args.get("items") or [])),
             FieldIs("tasks", task, "status", "in_review"),
         ]
     elif op == "register_deliverable":
+        # ar-workproduct-pr-01: "with kind pull_request and its URL"
+        kind, uri = args["kind"], args["uri"]
         out += [
             FieldIs("artifacts", entity_id, "taskId", task),
-            NewEntity("workProducts", (("artifactId", entity_id), ("kind", args["kind"]))),
+            FieldIs("artifacts", entity_id, "kind", kind),
+            FieldIs("artifacts", entity_id, "uri", uri),
+            NewEntity(
+                "workProducts",
+                (("taskId", task), ("artifactId", entity_id), ("kind", kind), ("uri", uri)),
+            ),
         ]
     elif op == "create_task":
-        status = "blocked" if args.get("blockerIds") else "todo"
+        blockers = list(args.get("blockerIds") or [])
         out += [
-            FieldIs("tasks", entity_id, "status", status),
+            # blocked because of these blockers (bl-create-blocked-01 "with i-0103 as blocker")
+            FieldIs("tasks", entity_id, "status", "blocked" if blockers else "todo"),
+            FieldIs("tasks", entity_id, "blockerIds", blockers),
             FieldIs("tasks", entity_id, "parentId", args.get("parentId")),
             FieldIs("tasks", entity_id, "assigneeId", args.get("assigneeId")),
         ]
@@ -110,6 +158,9 @@ def write_expectations(
         ]
     elif op == "call_gateway_tool":
         out.append(FieldIs("actionRequests", entity_id, "taskId", task))
+        tool = (before or {}).get("gatewayTools", {}).get(args["tool"]) or {}
+        if tool.get("approverRoles"):
+            out.append(FieldIs("actionRequests", entity_id, "status", "pending"))
     elif op == "sync_agent_skills":
         pass  # appends to a list; the revision and audit record still prove the write
     elif op in _ADMIN_COLLECTION:
@@ -118,12 +169,61 @@ def write_expectations(
     return out
 
 
-def human_expectations(event: str, interaction: str, task: str) -> list[FieldIs]:
+def read_problems(op: str, args: dict[str, Any], data: Any, state: dict[str, Any]) -> list[str]:
+    """What a read's answer got wrong about `state`, for the reads whose content a case
+    relies on: the task context names each blocker with its status and owner
+    (bl-read-owners-01), an approval read shows its decision (ap-approval-deny-01 "reads
+    the rejection") and its linked tasks (ap-approval-wake-01), and an operation lookup
+    returns the write's recorded result (the "verify" hop of a multi-hop row)."""
+    got = data if isinstance(data, dict) else {}
+    if op == "get_task_context":
+        tasks = state["tasks"]
+        task = tasks.get(args.get("task")) or {}
+        want = [
+            {"id": b, "status": tasks[b]["status"], "assigneeId": tasks[b]["assigneeId"]}
+            for b in task.get("blockerIds", [])
+            if b in tasks
+        ]
+        shown = got.get("blockers")
+        entries = [e for e in shown if isinstance(e, dict)] if isinstance(shown, list) else []
+        if not all(any(e.items() <= entry.items() for entry in entries) for e in want):
+            return [
+                f"the context of {args.get('task')} shows blockers {shown!r}, expected {want!r}"
+            ]
+    elif op in ("get_approval", "get_approval_context"):
+        approval = state["approvals"].get(args.get("approvalId")) or {}
+        fields = ("status", "taskIds") if op == "get_approval" else ("taskIds",)
+        wrong = [f for f in fields if got.get(f) != approval.get(f)]
+        if wrong:
+            read = {f: got.get(f) for f in wrong}
+            held = {f: approval.get(f) for f in wrong}
+            return [f"approval {args.get('approvalId')} read as {read!r}, expected {held!r}"]
+    elif op == "inspect_operation_result":
+        record = state["idempotency"].get(args.get("key")) or {}
+        if got != record.get("result"):
+            return [
+                f"operation {args.get('key')!r} read as {got!r}, expected {record.get('result')!r}"
+            ]
+    return []
+
+
+WAKING_CONTINUATIONS = ("wake_assignee", "wake_assignee_on_accept")
+
+
+def human_expectations(
+    event: str, interaction: str, task: str, *, continuation: str, assignee: str | None
+) -> list[Expectation]:
+    """What a human answering an interaction does. Accepting one whose continuation wakes
+    the assignee leaves a wake for the task's assignee on that task: without it there is
+    no next turn (mh-plan-confirm-01's "after the owner accepts, turn two")."""
     if event == "accept":
-        return [
+        out: list[Expectation] = [
             FieldIs("interactions", interaction, "status", "accepted"),
             FieldIs("tasks", task, "status", "in_progress"),
         ]
+        if continuation in WAKING_CONTINUATIONS:
+            out.append(NewEntity("wakes", (("agentId", assignee), ("taskId", task))))
+        return out
     return [FieldIs("interactions", interaction, "status", "rejected")]
 
 

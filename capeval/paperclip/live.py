@@ -35,6 +35,7 @@ SCRIPTED_KEY_VAR = "CAPEVAL_LIVE_API_KEY"
 SCRIPTED_MODEL = "gpt-5.5"
 DEFAULT_TIMEOUT_S = 300.0
 _KEY_VARS = ("OPENAI_API_KEY", "CODEX_API_KEY")
+MCP_STARTUP_TIMEOUT_S = 60  # Codex's default is 10 s
 
 
 class LiveSkipped(Exception):
@@ -93,6 +94,11 @@ def codex_argv(
     Values are TOML; JSON's strings and arrays of strings are valid TOML.
     MCP tools ask for approval by default, which `exec` can never give: the
     server's tools are approved up front (the control plane decides instead).
+    Codex starts MCP servers beside the first model request; on a loaded
+    machine the scripted model answered before the server had listed its
+    tools, and the turn failed ("never listed", "never called") with nothing
+    wrong in the control plane. The server is therefore `required`, ready once
+    its tool catalog is known, with a start-up allowance beyond Codex's 10 s.
     """
     server = [
         "-m", "capeval.paperclip.mcpserver",
@@ -106,6 +112,9 @@ def codex_argv(
         "-c", f"{mcp}.command={json.dumps(sys.executable)}",
         "-c", f"{mcp}.args={json.dumps(server)}",
         "-c", f'{mcp}.default_tools_approval_mode="approve"',
+        "-c", f"{mcp}.startup_timeout_sec={MCP_STARTUP_TIMEOUT_S}",
+        "-c", f"{mcp}.required=true",
+        "-c", f'{mcp}.startup_readiness="catalog"',
     ]  # fmt: skip
     model = model_of(settings)
     if model:

@@ -23,8 +23,10 @@ from capeval.paperclip.catalog import CATALOG, Catalog
 from capeval.paperclip.contracts import (
     Expectation,
     FieldIs,
+    Unchanged,
     human_expectations,
     open_run_problems,
+    read_problems,
     write_expectations,
 )
 from capeval.paperclip.controlplane import CONTROL_PLANE_ACTOR, CallResult, ControlPlane
@@ -179,6 +181,11 @@ def configurations(row: Row) -> list[str]:
 
 
 def _check(exp: Expectation, state: dict[str, Any], diff: list[Change]) -> str | None:
+    if isinstance(exp, Unchanged):
+        touched = [c for c in diff if c.entity == exp.entity and c.id == exp.id]
+        if touched:
+            return f"{exp.entity}[{exp.id}] must not change: {'; '.join(map(str, touched))}"
+        return None
     if isinstance(exp, FieldIs):
         if exp.entity == "state":
             got = state.get(exp.field)
@@ -227,10 +234,21 @@ def run_configuration(
                 what = "no interaction" if target is None else f"no interaction {target}"
                 fail(COMBINED_MULTI_HOP, "human:accept", "", f"{what} to accept", [])
                 continue
+            asked = cp.state["interactions"][target]
+            task, continuation = asked["taskId"], asked["continuation"]
+            assignee = (cp.state["tasks"].get(task) or {}).get("assigneeId")
+            before = copy.deepcopy(cp.state)
             cp.human_event(step.operation, target)
-            task = cp.state["interactions"][target]["taskId"]
-            for e in human_expectations(step.operation, target, task):
-                folded[(e.entity, e.id, e.field)] = e
+            step_diff = state_diff(before, cp.state)
+            for e in human_expectations(
+                step.operation, target, task, continuation=continuation, assignee=assignee
+            ):
+                if isinstance(e, FieldIs):
+                    folded[(e.entity, e.id, e.field)] = e
+                else:
+                    problem = _check(e, cp.state, step_diff)
+                    if problem:
+                        fail(COMBINED_MULTI_HOP, f"human:{step.operation}", "", problem, step_diff)
             continue
         before = copy.deepcopy(cp.state)
         looked = len(calls)
@@ -251,6 +269,20 @@ def run_configuration(
                 fail(cls, step.operation, decision, "a forbidden operation was allowed", step_diff)
             elif step_diff:
                 fail(cls, step.operation, decision, "a refused call changed state", step_diff)
+            elif (
+                step.refusal is not None
+                and grants != UNGRANTED  # without the grant a missing claim may come first
+                and res.decision.reason != step.refusal
+            ):
+                # The row says why it is refused; refused for another reason, the call
+                # would go through once that reason is gone (a grant, another task).
+                fail(
+                    AUTHORIZATION_POLICY if row.has(AUTHORIZATION_POLICY) else cls,
+                    step.operation,
+                    decision,
+                    f"refused as {res.decision.reason}, but the case says {step.refusal}",
+                    step_diff,
+                )
             continue
         op = catalog.get(step.operation)
         if decision != ALLOWED:
@@ -301,9 +333,20 @@ def run_configuration(
         if op is None or not op.mutates or res.replayed:
             if step_diff:
                 fail(cls, step.operation, decision, "a read or a replay changed state", step_diff)
+            if op is not None and not op.mutates:
+                for problem in read_problems(
+                    step.operation, args, res.output.get("data"), cp.state
+                ):
+                    fail(
+                        AGENT_TOOL_CONTRACT if row.has(AGENT_TOOL_CONTRACT) else cls,
+                        step.operation,
+                        decision,
+                        problem,
+                        step_diff,
+                    )
             continue
         for exp in write_expectations(
-            step.operation, args, res.entity_id, before["revision"], run_id=cp.run_id
+            step.operation, args, res.entity_id, before["revision"], run_id=cp.run_id, before=before
         ):
             problem = _check(exp, cp.state, step_diff)
             if problem:
