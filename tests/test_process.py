@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_run_helpers import alive, group_gone
+from test_run_helpers import alive, eventually, group_gone
 
 from capeval.runner import process
 from capeval.runner.process import (
@@ -189,3 +189,49 @@ def test_a_process_that_left_the_group_holding_the_pipes_does_not_hang_the_run(
         assert time.monotonic() - start < 8
     finally:
         subprocess.run(["pkill", "-f", f"sleep {marker}"], check=False)
+
+
+def test_output_past_the_cap_keeps_head_and_tail_and_says_what_was_dropped(
+    tmp_path: Path,
+) -> None:
+    # A grader running `yes` until its timeout held every byte: tens of GB.
+    script = "printf START; head -c 100000 /dev/zero | tr '\\0' y; printf END; echo err >&2"
+    r = run_process(["bash", "-c", script], cwd=tmp_path, max_output_bytes=1000)
+    assert r.stdout.startswith(b"START" + b"y" * 495)
+    assert r.stdout.endswith(b"y" * 497 + b"END")
+    assert b"[capeval: 99008 bytes of output dropped here]" in r.stdout
+    assert len(r.stdout) < 1100 and r.stderr == b"err\n"
+    ends = [end for end, _ in r.stdout_arrivals]
+    assert ends == sorted(ends) and ends[-1] == len(r.stdout)
+    assert r.stdout_lines()[-1][1] is not None
+
+
+def test_output_under_the_cap_is_kept_whole(tmp_path: Path) -> None:
+    r = run_process(["bash", "-c", "head -c 5000 /dev/zero"], cwd=tmp_path)
+    assert r.stdout == b"\0" * 5000
+
+
+def test_a_process_that_left_its_group_dies_with_its_scope(tmp_path: Path) -> None:
+    # setsid (or a daemon's double fork) escapes the group kill: it ran on
+    # after its repeat, in a deleted workdir, after the run itself.
+    pidfile = tmp_path / "pid"
+    script = f"setsid bash -c 'echo $$ > {pidfile}; exec sleep 30' </dev/null >/dev/null 2>&1 &"
+    with process_scope("repeat"):
+        r = run_process(
+            ["bash", "-c", script + f" while [ ! -s {pidfile} ]; do :; done"], cwd=tmp_path
+        )
+        assert r.exit_code == 0
+        escaped = int(pidfile.read_text())
+        assert alive(escaped)  # out of the group's reach
+    assert eventually(lambda: not alive(escaped), 3.0)
+
+
+def test_a_scope_kills_only_its_own_escaped_processes(tmp_path: Path) -> None:
+    outsider = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        with process_scope("repeat"):
+            run_process(["true"], cwd=tmp_path)
+        assert alive(outsider.pid)
+    finally:
+        outsider.kill()
+        outsider.wait()

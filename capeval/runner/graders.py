@@ -10,7 +10,6 @@ grader run as `bash <verify>` in the workdir.
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -204,13 +203,14 @@ def _grade(
 
 @contextmanager
 def _workdir(root: Path, case: Case) -> Iterator[Path]:
+    from capeval.runner.reaper import remove_tree
     from capeval.runner.workdir import prepare_workdir
 
     workdir = prepare_workdir(root, case)
     try:
         yield workdir
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        remove_tree(workdir)
 
 
 def _http(case: Case) -> HttpFixture | nullcontext[None]:

@@ -11,10 +11,12 @@ repeat's processes and Ctrl-C or a crash can stop all of them.
 from __future__ import annotations
 
 import bisect
+import collections
 import contextlib
 import contextvars
 import itertools
 import os
+import secrets
 import signal
 import subprocess
 import threading
@@ -43,6 +45,19 @@ GIT_LOCATION_VARS: tuple[str, ...] = (
     "GIT_NAMESPACE",
     "GIT_PREFIX",
 )
+
+# Every child of a scope carries this variable, set to the scope's own token.
+# A process that left its group (setsid, a daemon's double fork) escapes the
+# group kill and kept running after its repeat, its workdir deleted, after
+# the run; its environment still names the scope, so it is found by that.
+SCOPE_VAR = "CAPEVAL_PROCESS_SCOPE"
+
+# Of each of a child's output streams, at most this much is kept in memory:
+# the first half and the last half, with a marker for what was dropped
+# between them. A grader running `yes` for its 60 s timeout held about 50 GB;
+# the tail is kept because that is where a grader says why it failed and an
+# agent's stream says how the run ended.
+MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 
 # How long to keep reading a child's pipes after the group is dead. A process
 # that escaped the group (its own setsid) can hold them open forever; its
@@ -94,6 +109,8 @@ class ProcessScope:
     name: str
     groups: set[int] = field(default_factory=set)
     cancelled: str | None = None  # reason, once cancelled
+    token: str = field(default_factory=lambda: secrets.token_hex(8))  # SCOPE_VAR's value
+    started: bool = False  # a child was started in it
 
     def cancel(self, reason: str, sig: int = signal.SIGKILL) -> int:
         """Refuse new children and signal every live group; returns how many were signalled."""
@@ -136,6 +153,39 @@ def process_scope(name: str) -> Iterator[ProcessScope]:
         _CURRENT.reset(token)
         with _LOCK:
             _SCOPES.discard(scope)
+        if scope.started:
+            kill_escaped(scope)
+
+
+def kill_escaped(scope: ProcessScope, rounds: int = 5) -> int:
+    """SIGKILL every process still carrying the scope's token; returns how many.
+
+    Its groups are dead by now: what is left is what moved to another group
+    or session. Found through /proc (Linux); elsewhere nothing is found. One
+    may fork between a scan and its kill, so scans repeat until one finds none.
+    """
+    needle = f"{SCOPE_VAR}={scope.token}".encode()
+    killed = 0
+    for _ in range(rounds):
+        found = 0
+        try:
+            pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+        except OSError:
+            return killed
+        for pid in pids:
+            if pid == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as fh:
+                    if needle in fh.read().split(b"\0"):
+                        os.kill(pid, signal.SIGKILL)
+                        found += 1
+            except OSError:  # gone meanwhile, or another user's
+                continue
+        killed += found
+        if not found:
+            break
+    return killed
 
 
 def current_scope() -> ProcessScope:
@@ -187,6 +237,7 @@ def run_process(
     timeout_s: float | None = None,
     stdin: bytes | None = None,
     kill_grace_s: float = 5.0,
+    max_output_bytes: int | None = MAX_OUTPUT_BYTES,
 ) -> ProcessResult:
     """Run `argv` in its own process group and wait for it, whatever it does.
 
@@ -194,6 +245,7 @@ def run_process(
     cannot hang a headless run. On timeout the group gets SIGTERM, then
     SIGKILL after `kill_grace_s`. When the child exits, anything it left
     running in its group is killed too: a repeat leaves no processes behind.
+    Of stdout and stderr each, at most `max_output_bytes` (head and tail) is kept.
     """
     scope = current_scope()
     start = time.monotonic()
@@ -208,6 +260,8 @@ def run_process(
         if key not in GIT_LOCATION_VARS or os.environ.get(key) != value
     }
     child_env["PWD"] = os.path.abspath(os.fspath(cwd))
+    if scope is not _ROOT:
+        child_env[SCOPE_VAR] = scope.token
     with _LOCK:
         reason = scope.cancelled or (_SHUTDOWN[0] if _SHUTDOWN else None)
         if reason is not None:
@@ -223,14 +277,14 @@ def run_process(
         )
         # With start_new_session the child's pid is its process group id.
         scope.groups.add(proc.pid)
+        scope.started = True
         reaper.track_group(proc.pid)  # killed by the reaper if capeval itself is killed
 
-    out_chunks: list[bytes] = []
-    err_chunks: list[bytes] = []
-    out_times: list[float] = []
+    out = _Capture(max_output_bytes)
+    err = _Capture(max_output_bytes)
     readers = [
-        threading.Thread(target=_drain, args=(proc.stdout, out_chunks, out_times), daemon=True),
-        threading.Thread(target=_drain, args=(proc.stderr, err_chunks), daemon=True),
+        threading.Thread(target=_drain, args=(proc.stdout, out), daemon=True),
+        threading.Thread(target=_drain, args=(proc.stderr, err), daemon=True),
     ]
     if stdin is not None:
         readers.append(threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True))
@@ -259,8 +313,9 @@ def run_process(
     with _LOCK:
         scope.groups.discard(proc.pid)
         cancelled = scope.cancelled is not None or bool(_SHUTDOWN)
+    drained_by = time.monotonic() + _PIPE_DRAIN_S  # one wait for all pipes, not one each
     for t in readers:
-        t.join(_PIPE_DRAIN_S)
+        t.join(max(0.0, drained_by - time.monotonic()))
     if not any(t.is_alive() for t in readers):
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
@@ -277,13 +332,14 @@ def run_process(
         exit_code = 128 - returncode
     else:
         exit_code = returncode
+    out_chunks, out_times = out.kept()
     ends = list(itertools.accumulate(len(c) for c in out_chunks))
     return ProcessResult(
         exit_code=exit_code,
         timed_out=timed_out,
         duration_ms=duration_ms,
-        stdout=b"".join(list(out_chunks)),
-        stderr=b"".join(list(err_chunks)),
+        stdout=b"".join(out_chunks),
+        stderr=b"".join(err.kept()[0]),
         cancelled=cancelled and not timed_out and returncode < 0,
         stdout_arrivals=tuple(zip(ends, out_times, strict=False)),
     )
@@ -302,14 +358,61 @@ def _await_exit(proc: subprocess.Popen[bytes], exited: threading.Event) -> None:
         exited.set()
 
 
-def _drain(pipe: IO[bytes] | None, chunks: list[bytes], times: list[float] | None = None) -> None:
+class _Capture:
+    """One output stream: its head and tail up to `limit` bytes, each piece with
+    the time it arrived; what lies between them is counted, not kept."""
+
+    def __init__(self, limit: int | None) -> None:
+        self._head_limit = None if limit is None else limit - limit // 2
+        self._tail_limit = 0 if limit is None else limit // 2
+        self._lock = threading.Lock()
+        self._head: list[tuple[bytes, float]] = []
+        self._head_size = 0
+        self._tail: collections.deque[tuple[bytes, float]] = collections.deque()
+        self._tail_size = 0
+        self._dropped = 0
+
+    def add(self, chunk: bytes, at: float) -> None:
+        with self._lock:
+            if self._head_limit is None or self._head_size + len(chunk) <= self._head_limit:
+                self._head.append((chunk, at))
+                self._head_size += len(chunk)
+                return
+            room = self._head_limit - self._head_size
+            if room > 0 and not self._tail:
+                self._head.append((chunk[:room], at))
+                self._head_size += room
+                chunk = chunk[room:]
+            self._tail.append((chunk, at))
+            self._tail_size += len(chunk)
+            while self._tail_size > self._tail_limit:
+                first, first_at = self._tail.popleft()
+                excess = self._tail_size - self._tail_limit
+                if len(first) > excess:
+                    self._tail.appendleft((first[excess:], first_at))
+                    self._dropped += excess
+                    self._tail_size -= excess
+                else:
+                    self._dropped += len(first)
+                    self._tail_size -= len(first)
+
+    def kept(self) -> tuple[list[bytes], list[float]]:
+        """The kept pieces in order (a marker where bytes were dropped) and their times."""
+        with self._lock:
+            pieces = list(self._head)
+            if self._dropped:
+                marker = f"\n[capeval: {self._dropped} bytes of output dropped here]\n"
+                pieces.append((marker.encode(), self._tail[0][1] if self._tail else 0.0))
+            pieces += self._tail
+        return [p for p, _ in pieces], [t for _, t in pieces]
+
+
+def _drain(pipe: IO[bytes] | None, capture: _Capture) -> None:
     if pipe is None:
         return
     with contextlib.suppress(OSError, ValueError):
         while chunk := pipe.read1(65536):  # type: ignore[attr-defined]
-            if times is not None:
-                times.append(time.time() * 1000.0)
-            chunks.append(chunk)
+            capture.add(chunk, time.time() * 1000.0)
 
 
 def _feed(pipe: IO[bytes] | None, data: bytes) -> None:

@@ -43,6 +43,7 @@ import contextlib
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -165,6 +166,40 @@ def forget_dir(path: Path) -> None:
     _send(b"-d" + os.fsencode(os.path.abspath(path)))
 
 
+def remove_tree(path: str | bytes | os.PathLike[str]) -> None:
+    """`shutil.rmtree` that also empties read-only folders; never raises.
+
+    A fixture may ship a read-only folder (its copy keeps the mode), and an
+    agent may `chmod -w` one: plain rmtree then cannot unlink the entries
+    inside, and every repeat's temp dir stayed in `$TMPDIR` (root, which
+    ignores modes, never saw it). Such a folder inside the tree is given back
+    its owner's rwx and the entry retried; symlinks are never followed.
+    """
+    top = os.path.abspath(os.fsdecode(path))
+
+    def retry(func: object, failed: str, _exc: object) -> None:
+        with contextlib.suppress(OSError):
+            if os.path.abspath(failed) != top:
+                _owner_rwx(os.path.dirname(failed))
+            if _owner_rwx(failed):  # a folder that could not be listed or entered
+                remove_tree(failed)
+            elif func in (os.unlink, os.remove, os.rmdir):
+                func(failed)
+
+    kwargs: dict[str, object] = {"onexc" if sys.version_info >= (3, 12) else "onerror": retry}
+    with contextlib.suppress(OSError):
+        shutil.rmtree(top, **kwargs)  # type: ignore[arg-type]
+
+
+def _owner_rwx(folder: str) -> bool:
+    """Give a real folder (not a link) its owner's rwx; True when its mode changed."""
+    mode = os.lstat(folder).st_mode
+    if not stat.S_ISDIR(mode) or mode & 0o700 == 0o700:
+        return False
+    os.chmod(folder, stat.S_IMODE(mode) | 0o700)
+    return True
+
+
 @contextlib.contextmanager
 def temp_dir(prefix: str, parent: Path | None = None) -> Iterator[Path]:
     """A new temp directory, removed at the end of the block or by the reaper."""
@@ -173,7 +208,7 @@ def temp_dir(prefix: str, parent: Path | None = None) -> Iterator[Path]:
     try:
         yield path
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree(path)
         forget_dir(path)
 
 
@@ -185,7 +220,7 @@ def _reap(groups: set[int], dirs: set[bytes]) -> None:
     for path in dirs:
         # A process killed a moment ago may still finish a write into the tree.
         while True:
-            shutil.rmtree(path, ignore_errors=True)
+            remove_tree(path)
             if not os.path.lexists(path) or time.monotonic() > deadline:
                 break
             time.sleep(0.05)

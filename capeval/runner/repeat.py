@@ -21,7 +21,6 @@ failure of the agent.
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 import threading
 import time
@@ -35,7 +34,7 @@ from capeval.agents.base import Adapter, AgentConfig, AgentRequest, AgentResult
 from capeval.case import Case
 from capeval.redact import redact, secret_values
 from capeval.row import IDENTITY_FIELDS, Row, result_key
-from capeval.runner import process
+from capeval.runner import process, reaper
 from capeval.runner.artifacts import (
     relative_to_rows,
     repeat_dir,
@@ -104,23 +103,32 @@ def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Ro
     started_at = now_iso()
     t0 = time.monotonic()
     case = job.case
-    base = Path(tempfile.mkdtemp(prefix=f"capeval-{case.id}-", dir=settings.tmp_parent))
+    try:
+        base = Path(tempfile.mkdtemp(prefix=f"capeval-{case.id}-", dir=settings.tmp_parent))
+    except OSError as exc:  # a full $TMPDIR: this repeat's failure, not a traceback
+        if process.is_shutting_down():
+            raise RepeatCancelled from exc
+        return _setup_failed_row(job, settings, started_at, t0, f"no temp folder: {exc}")
     workdir, capture = base / "work", base / "capture"
-    capture.mkdir()
     fixture: HttpFixture | None = None
     secrets: list[str] = []
     artifacts: tuple[str | None, str | None] = (None, None)
     try:
         with process.process_scope(f"{job.variant.id}::{case.id}#{job.repeat}") as scope:
             try:
+                capture.mkdir()
                 prepare_workdir(settings.root, case, dest=workdir, cache=settings.workdirs)
+                agent_tmp, verify_tmp = (
+                    _private_dir(base, "agent-tmp"),
+                    _private_dir(base, "verify-tmp"),
+                )
             except (WorkdirError, OSError) as exc:
                 if process.is_shutting_down():  # Ctrl-C also reaches our own git calls
                     raise RepeatCancelled from exc
                 return _setup_failed_row(job, settings, started_at, t0, str(exc))
 
-            agent_env = {"TMPDIR": str(_private_dir(base, "agent-tmp"))}
-            grader_env = {**own_repo_env(), "TMPDIR": str(_private_dir(base, "verify-tmp"))}
+            agent_env = {"TMPDIR": str(agent_tmp)}
+            grader_env = {**own_repo_env(), "TMPDIR": str(verify_tmp)}
             if case.httpFixture:
                 fixture = HttpFixture().start()
                 agent_env["EVAL_HTTP_URL"] = fixture.url
@@ -164,7 +172,7 @@ def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Ro
     finally:
         if fixture is not None:
             fixture.stop()
-        shutil.rmtree(base, ignore_errors=True)
+        reaper.remove_tree(base)
 
     row = _row(job, settings, result, graded, started_at, t0, artifacts)
     return redact(row, secrets, keep=IDENTITY_FIELDS)

@@ -19,10 +19,11 @@ import json
 import os
 import secrets
 import signal
+import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -837,13 +838,18 @@ def execute(options: RunOptions, plan: RunPlan | None = None) -> RunOutcome:
         process.reset_shutdown()
         # Every temp dir of the run lives in one, so that a reaper told of that
         # one dir removes them all if this process is killed (capeval.runner.reaper).
-        with reaper.running(), reaper.temp_dir("capeval-run-", options.tmp_dir) as run_tmp:
-            workdirs = WorkdirCache(run_tmp)
-            plan.settings = replace(plan.settings, workdirs=workdirs, tmp_parent=run_tmp)
+        with reaper.running(), ExitStack() as stack:
             try:
-                return _execute(options, plan, todo, rows, writer)
-            finally:
-                workdirs.close()
+                run_tmp = stack.enter_context(reaper.temp_dir("capeval-run-", options.tmp_dir))
+                workdirs = stack.enter_context(WorkdirCache(run_tmp))
+            except OSError as exc:  # a full or read-only $TMPDIR: said before any agent
+                where = options.tmp_dir or tempfile.gettempdir()
+                raise RunError(
+                    f"cannot make the run's temp folder in {where}: {exc.strerror or exc}; "
+                    "free space there, or point TMPDIR at a writable folder; nothing was run"
+                ) from None
+            plan.settings = replace(plan.settings, workdirs=workdirs, tmp_parent=run_tmp)
+            return _execute(options, plan, todo, rows, writer)
 
 
 def _execute(

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from capeval.runner.process import GIT_LOCATION_VARS
+from capeval.runner.reaper import remove_tree
 from capeval.workspace import fixture_link_problem
 
 GIT_IDENTITY = {
@@ -124,7 +126,7 @@ class WorkdirCache:
             return self._templates[src]
 
     def close(self) -> None:
-        shutil.rmtree(self._dir, ignore_errors=True)
+        remove_tree(self._dir)
 
     def __enter__(self) -> WorkdirCache:
         return self
@@ -143,15 +145,60 @@ def prepare_workdir(
     if dest is None:
         dest = Path(tempfile.mkdtemp(prefix=f"capeval-{case.id}-"))
         dest.rmdir()
-    if cache is not None:
-        shutil.copytree(cache.template(root, case), dest, symlinks=True)
-        return dest
-    src = fixture_path(root, case)
+    existed = os.path.lexists(dest)
     try:
-        check_symlinks(src)
-    except WorkdirError as exc:
-        raise WorkdirError(f"case {case.id}: fixture {case.fixture}/{exc}") from None
-    shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+        if cache is not None:
+            # The template's folders were made writable when it was copied.
+            _copy(cache.template(root, case), dest, case)
+            return dest
+        src = fixture_path(root, case)
+        try:
+            check_symlinks(src)
+        except WorkdirError as exc:
+            raise WorkdirError(f"case {case.id}: fixture {case.fixture}/{exc}") from None
+        _copy(src, dest, case, ignore=shutil.ignore_patterns(".git"))
+        _writable_folders(dest)
+        _commit(dest, case)
+    except BaseException:
+        # A half-made copy must not stay: a cached template would make every
+        # later repeat of the case fail with "File exists", even once the
+        # disk that was full has room again.
+        if not existed:
+            remove_tree(dest)
+        raise
+    return dest
+
+
+def _copy(src: Path, dest: Path, case: FixtureLike, ignore: Any = None) -> None:
+    """copytree, with its list of failures said as one line (a full disk)."""
+    try:
+        shutil.copytree(src, dest, symlinks=True, ignore=ignore)
+    except shutil.Error as exc:
+        failures = exc.args[0] if exc.args and isinstance(exc.args[0], list) else []
+        if not failures:
+            raise
+        _, failed, why = failures[0]
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        raise OSError(
+            f"copying fixture {case.fixture} to the workdir failed at {failed}: {why}{more}"
+        ) from None
+
+
+def _writable_folders(dest: Path) -> None:
+    """Give every folder of a fresh copy its owner's rwx.
+
+    A read-only fixture folder (a read-only checkout, a Nix store) kept its
+    mode: `git init` then failed in the copy, and an agent could not create a
+    file where the task needs one, but only when not run as root, which
+    ignores modes. A git checkout of the same commit gives writable folders.
+    """
+    for dirpath, _dirnames, _files in os.walk(dest):
+        mode = os.lstat(dirpath).st_mode
+        if mode & 0o700 != 0o700:
+            os.chmod(dirpath, stat.S_IMODE(mode) | 0o700)
+
+
+def _commit(dest: Path, case: FixtureLike) -> None:
     env = git_env()
     for args in (
         ("init", "-q", "--template="),
@@ -171,4 +218,3 @@ def prepare_workdir(
                 f"case {case.id}: git {args[0]} failed in the workdir copy of {case.fixture}: "
                 f"{proc.stderr.strip()}"
             )
-    return dest
