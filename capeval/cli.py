@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import Any, NoReturn
 
 import click
 
 from capeval import __version__
+
+# The exit code of a program stopped by SIGINT (128 + 2), as `capeval run` uses.
+EXIT_INTERRUPTED = 130
 
 # name -> "module:attribute". One line per command; the module is imported only
 # when the command is invoked or its help is shown.
@@ -55,6 +59,36 @@ class LazyGroup(click.Group):
                 return None  # command not built yet
             raise
         return getattr(module, attr)
+
+    # Ctrl-C anywhere click would catch it (parsing, importing a command, a
+    # command without its own SIGINT handler) exits 130, the code a shell
+    # gives an interrupted program. Click's own "Aborted!" exits 1, which
+    # `capeval gate` and `capeval run` document as "regressed"/"some repeat
+    # failed": an interrupted gate must never read as a verdict.
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except KeyboardInterrupt:
+            interrupted(None)
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            interrupted(ctx.invoked_subcommand)
+
+
+def interrupted(command: str | None) -> NoReturn:
+    """Say that SIGINT stopped `command` and exit 130 (raised as click's Exit)."""
+    where = f"capeval {command}" if command else "capeval"
+    click.echo(f"\n{where}: interrupted by SIGINT", err=True)
+    raise click.exceptions.Exit(EXIT_INTERRUPTED)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

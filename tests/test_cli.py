@@ -1,10 +1,14 @@
-"""The CLI entry point stays lean: help never imports the analysis stack."""
+"""The CLI entry point: lean start-up (help never imports the analysis stack), Ctrl-C exits 130."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from capeval.cli import COMMANDS, main
@@ -28,3 +32,62 @@ def test_help_imports_no_heavy_library() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout
+
+
+def test_ctrl_c_in_a_command_exits_130_not_clicks_aborted_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Click turned Ctrl-C into "Aborted!" and exit 1: for `capeval gate`
+    # the code for "some cell regressed", a verdict nobody reached.
+    import capeval.commands.gate as gate_command
+
+    def interrupted(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(gate_command, "run_comparison", interrupted)
+    base = tmp_path / "b.jsonl"
+    base.write_text("")
+    result = CliRunner().invoke(
+        main, ["gate", "--baseline", str(base), "--candidate", str(base), "--root", str(tmp_path)]
+    )
+    assert result.exit_code == 130, result.output
+    assert "capeval gate: interrupted by SIGINT" in result.output
+    assert "Aborted!" not in result.output
+
+
+def test_ctrl_c_while_click_parses_exits_130(monkeypatch: pytest.MonkeyPatch) -> None:
+    from capeval.cli import LazyGroup
+
+    def interrupted(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(LazyGroup, "parse_args", interrupted)
+    result = CliRunner().invoke(main, ["gate", "--help"])
+    assert result.exit_code == 130, result.output
+    assert "capeval: interrupted by SIGINT" in result.output
+    assert "Aborted!" not in result.output
+
+
+def test_sigint_to_a_real_gate_exits_130(tmp_path: Path) -> None:
+    # A real process and a real signal: the gate blocks reading a FIFO
+    # candidate, so the signal lands inside the command, deterministically.
+    fifo = tmp_path / "candidate.jsonl"
+    os.mkfifo(fifo)
+    base = tmp_path / "base.jsonl"
+    base.write_text("")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "capeval.cli", "gate", "--root", str(tmp_path),
+         "--baseline", str(base), "--candidate", str(fifo)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        # Opening the write end blocks until the gate opened the read end.
+        writer = os.open(fifo, os.O_WRONLY)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+        os.close(writer)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "capeval gate: interrupted by SIGINT" in err
+    assert "Aborted!" not in err and "Traceback" not in err

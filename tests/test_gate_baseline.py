@@ -149,3 +149,43 @@ def test_a_narrower_refreeze_keeps_the_baseline_unless_forced(tmp_path: Path) ->
     forced = capeval("baseline", "freeze", "--repeats", "1", "--case", "alpha", "--force", cwd=root)
     assert forced.returncode == 0, forced.stderr
     assert [r["id"] for r in json.loads(target.read_text())["cases"]] == ["alpha"]
+
+
+@pytest.mark.parametrize(
+    ("toml", "says"),
+    [
+        ("", "the configuration names none"),
+        ('baseline = "evals/capability/results/baseline.json"\n', "does not exist yet"),
+        ("repeat = 3\n", "no usable configuration"),
+    ],
+)
+def test_gate_json_without_a_baseline_still_prints_json(
+    tmp_path: Path, toml: str, says: str
+) -> None:
+    # `capeval gate --json | jq` read nothing when no baseline was given or
+    # configured: the refusal went to stderr only, while every other refusal
+    # prints {"errors", "exitCode"} on stdout.
+    root = _workspace(tmp_path, toml)
+    gate = capeval("gate", "--candidate", root / "x.json", "--json", cwd=root)
+    assert gate.returncode == 2
+    obj = json.loads(gate.stdout)
+    assert obj["exitCode"] == 2 and len(obj["errors"]) == 1 and says in obj["errors"][0]
+    assert says in gate.stderr
+    plain = capeval("gate", "--candidate", root / "x.json", cwd=root)
+    assert plain.returncode == 2 and plain.stdout == "" and says in plain.stderr
+
+
+@pytest.mark.parametrize("fmt", ["md", "json", "junit"])
+def test_report_without_a_baseline_still_writes_a_refusal(tmp_path: Path, fmt: str) -> None:
+    # A missing baseline was the one refusal that left no report behind: a
+    # CI step that publishes the -o file found nothing (or last run's file).
+    root = _workspace(tmp_path)
+    out = root / f"gate.{fmt}"
+    done = capeval("report", "--candidate", root / "x.json", "--format", fmt, "-o", out, cwd=root)
+    assert done.returncode == 2
+    assert "capeval report: no --baseline given" in done.stderr
+    assert "refused, exit 2" in done.stderr
+    text = out.read_text()
+    assert "the configuration names none" in text
+    if fmt == "json":
+        assert json.loads(text)["exitCode"] == 2

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from capeval.commands.common import EXIT_BAD_INPUT, config_option, root_option
+from capeval.commands.common import EXIT_BAD_INPUT, SECONDS, config_option, root_option
 from capeval.problems import ProblemsError
 
 
@@ -74,7 +74,7 @@ def list_command(root: Path | None, config_path: Path | None, as_json: bool) -> 
 @config_option
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=SECONDS,
     default=120.0,
     show_default=True,
     help="Seconds the headless run may take.",

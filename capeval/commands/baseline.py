@@ -19,6 +19,8 @@ from pathlib import Path
 
 import click
 
+from capeval.commands.common import config_option, root_option
+
 DEFAULT_BASELINE = Path("evals", "capability", "results", "baseline.json")
 
 
@@ -55,7 +57,7 @@ def freeze(
     from capeval.analysis.compare import BaitStatus
     from capeval.analysis.fastload import load_side
     from capeval.analysis.gatecheck import workspace_baits
-    from capeval.commands.common import shown_path
+    from capeval.commands.common import cannot_write, shown_path
     from capeval.config import load_config
     from capeval.runner.run import RunOptions, execute
 
@@ -70,7 +72,11 @@ def freeze(
     target = out or cfg.baseline or root / DEFAULT_BASELINE
     cells = baseline_cells(matrix or cfg.matrix or ("scripted:oracle",), agent)
     fresh = target.with_name(target.name + ".new")
-    fresh.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fresh.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        # A file where the folder should be: bad usage naming the path, not a traceback.
+        raise ValueError(f"{cannot_write(target, exc)}; pass --out with a writable path") from exc
     outcome = execute(
         RunOptions(
             root=root,
@@ -168,7 +174,13 @@ def baseline() -> None:
 
 
 @baseline.command("freeze")
-@click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option(
+    "--repeats",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Repeats per cell (the spec's refreeze procedure uses 3).",
+)
 @click.option(
     "--agent",
     default="sloppy",
@@ -184,9 +196,14 @@ def baseline() -> None:
     default=None,
     help="Where to write (default: the configured baseline, else evals/capability/results/baseline.json).",
 )
-@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=None)
-@click.option("--config", type=click.Path(path_type=Path, dir_okay=False), default=None)
-@click.option("--concurrency", type=click.IntRange(min=1), default=None)
+@root_option
+@config_option
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Repeats running at once (default: the configuration's).",
+)
 @click.option(
     "--force",
     is_flag=True,
@@ -205,7 +222,7 @@ def freeze_command(
     matrix: tuple[str, ...],
     out: Path | None,
     root: Path | None,
-    config: Path | None,
+    config_path: Path | None,
     concurrency: int | None,
     force: bool,
     cases: tuple[str, ...],
@@ -224,7 +241,7 @@ def freeze_command(
             repeats=repeats,
             matrix=matrix,
             out=out,
-            config=config,
+            config=config_path,
             concurrency=concurrency,
             force=force,
             cases=cases,

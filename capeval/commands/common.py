@@ -8,6 +8,8 @@ needs it.
 from __future__ import annotations
 
 import contextlib
+import json
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -40,6 +42,36 @@ config_option = click.option(
 )
 
 
+class Seconds(click.ParamType):
+    """A timeout in seconds: finite, > 0 and at most the configuration's 30 days.
+
+    `nan` made every wait end at once (a check reported as timed out) and
+    `inf` or 1e12 crashed the wait with an OverflowError traceback.
+    """
+
+    name = "seconds"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        from capeval.config import MAX_TIMEOUT_S
+
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not (math.isfinite(number) and 0 < number <= MAX_TIMEOUT_S):
+            self.fail(
+                f"{value}: expected a number of seconds > 0 and at most {MAX_TIMEOUT_S} (30 days)",
+                param,
+                ctx,
+            )
+        return number
+
+
+SECONDS = Seconds()
+
+
 def shown_path(path: Path) -> Path:
     """A path as the user would type it: relative when it is under the working directory."""
     try:
@@ -48,8 +80,31 @@ def shown_path(path: Path) -> Path:
         return Path(path)
 
 
-def fail(command: str, message: str) -> NoReturn:
-    """Report bad input on stderr as `capeval COMMAND: message` and exit 2."""
+def cannot_write(path: Path, exc: OSError) -> str:
+    """`cannot write PATH: why`, naming the part of PATH at fault when it is another one.
+
+    mkdir's own words for a file where a folder should be ("File exists",
+    "Not a directory") do not say which part of the path is the file.
+    """
+    culprit = exc.filename if exc.filename not in (None, str(path)) else None
+    if isinstance(exc, FileExistsError) and culprit is not None:
+        reason = f"{shown_path(Path(culprit))} is a file, not a folder"
+    elif isinstance(exc, NotADirectoryError | FileExistsError):
+        reason = "a part of the path is a file, not a folder"
+    else:
+        reason = (exc.strerror or str(exc)) + (f" ({culprit})" if culprit is not None else "")
+    return f"cannot write {shown_path(path)}: {reason}"
+
+
+def fail(command: str, message: str, *, as_json: bool = False) -> NoReturn:
+    """Report bad input on stderr as `capeval COMMAND: message` and exit 2.
+
+    With `as_json` (a command given --json) stdout also gets the object a
+    refused comparison prints, `{"errors": [message], "exitCode": 2}`: a
+    pipe into `jq` must read JSON whatever went wrong.
+    """
+    if as_json:
+        click.echo(json.dumps({"errors": [message], "exitCode": EXIT_BAD_INPUT}, indent=2))
     click.echo(f"capeval {command}: {message}", err=True)
     click.get_current_context().exit(EXIT_BAD_INPUT)
 
@@ -96,30 +151,38 @@ def history_connection(
     return con, report
 
 
-def baselines_or_configured(baselines: Sequence[Path], root: Path | None) -> list[Path]:
+def baselines_or_configured(
+    baselines: Sequence[Path], root: Path | None, *, as_json: bool = False
+) -> list[Path]:
     """The given baselines, else the configuration's `baseline` (exit 2 naming the fix)."""
     if baselines:
         return list(baselines)
+    command = click.get_current_context().info_name or "gate"
+    found = configured_baseline(root)
+    if isinstance(found, str):
+        fail(command, found, as_json=as_json)
+    return [found]
+
+
+def configured_baseline(root: Path | None) -> Path | str:
+    """The configuration's `baseline`, or why there is none usable (naming the fix)."""
     from capeval.config import load_config
     from capeval.problems import ProblemsError
     from capeval.workspace import find_root
 
-    command = click.get_current_context().info_name or "gate"
     try:
         config = load_config(find_root(explicit=root))
     except ProblemsError as exc:
-        fail(command, f"no --baseline given and no usable configuration: {exc}")
+        return f"no --baseline given and no usable configuration: {exc}"
     if config.baseline is None:
-        fail(
-            command,
+        return (
             "no --baseline given and the configuration names none; pass --baseline FILE or add "
             'baseline = "evals/capability/results/baseline.json" to capeval.toml '
-            "(where capeval baseline freeze writes it)",
+            "(where capeval baseline freeze writes it)"
         )
     if not config.baseline.exists():
-        fail(
-            command,
+        return (
             f"the configured baseline {config.baseline} does not exist yet; record it with "
-            "capeval baseline freeze, or pass --baseline FILE",
+            "capeval baseline freeze, or pass --baseline FILE"
         )
-    return [config.baseline]
+    return config.baseline

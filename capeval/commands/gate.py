@@ -31,7 +31,7 @@ def gate(
 ) -> None:
     """Gate CANDIDATE results against the baseline (exit 0 clean, 1 regressed, 3 bait flags, 2 bad input)."""
     result = run_comparison(
-        baselines_or_configured(baselines, root),
+        baselines_or_configured(baselines, root, as_json=as_json),
         candidates,
         baits=baits,
         allow_provider_fallback=allow_provider_fallback,

@@ -8,13 +8,14 @@ do the work and are what a notebook calls.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from capeval.commands.common import shown_path
+from capeval.commands.common import SECONDS, cannot_write, fail, shown_path
 
 if TYPE_CHECKING:
     from capeval.paperclip.derivative import Row
@@ -65,6 +66,18 @@ def _load(file: Path | None) -> tuple[Path, list[Row]]:
     except ProblemsError as exc:
         _echo_problems(exc.problems, "; fix the derivative (or pass --file) and run again.")
         raise SystemExit(2) from exc
+
+
+@contextmanager
+def _writing(command: str, target: Path, flag: str) -> Iterator[None]:
+    """An output that cannot be written (a file where a folder should be, no
+    permission) is bad usage: exit 2 naming the path and the flag, not a traceback."""
+    try:
+        yield
+    except OSError as exc:
+        fail(
+            f"paperclip {command}", f"{cannot_write(target, exc)}; pass {flag} with a writable path"
+        )
 
 
 def _evidence_dir() -> Path:
@@ -142,7 +155,8 @@ def run(file: Path | None, as_json: bool, jsonl: Path | None, force: bool) -> No
     _, rows = _load(file)
     result = run_suite(rows)
     if jsonl is not None:
-        write_rows(result, jsonl)
+        with _writing("run", jsonl, "--jsonl"):
+            write_rows(result, jsonl)
     if as_json:
         out = {**summary(result), "failures": [f.to_json() for f in result.failures]}
         click.echo(json.dumps(out, indent=2, sort_keys=True))
@@ -172,7 +186,8 @@ def report(file: Path | None, out: Path | None, as_json: bool) -> None:
     _, rows = _load(file)
     out_dir = out or _evidence_dir()
     result = run_suite(rows)
-    json_path, md_path, rows_path = write_report(result, out_dir)
+    with _writing("report", out_dir, "--out"):
+        json_path, md_path, rows_path = write_report(result, out_dir)
     if as_json:
         click.echo(
             json.dumps(
@@ -214,7 +229,7 @@ def report(file: Path | None, out: Path | None, as_json: bool) -> None:
     "replayed through the real Codex offline (a wiring check, not a model evaluation).",
 )
 @click.option(
-    "--timeout", type=float, default=300.0, show_default=True, help="Seconds allowed per turn."
+    "--timeout", type=SECONDS, default=300.0, show_default=True, help="Seconds allowed per turn."
 )
 @click.option(
     "--out",

@@ -16,7 +16,13 @@ from typing import Any
 
 import click
 
-from capeval.commands.common import fail, history_connection, problems_text, root_option
+from capeval.commands.common import (
+    cannot_write,
+    fail,
+    history_connection,
+    problems_text,
+    root_option,
+)
 
 FORMATS = (".png", ".svg", ".pdf")
 
@@ -107,8 +113,12 @@ def _only(repeats: Any, column: str, wanted: tuple[str, ...], what: str) -> Any:
 
 
 def _save(figure: Any, output: Path, data: Any, as_json: bool) -> None:
-    output.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(output, dpi=150)
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        figure.savefig(output, dpi=150)
+    except OSError as exc:
+        # A file where a folder should be, no permission: bad usage, not a traceback.
+        fail("plot", f"{cannot_write(output, exc)}; pass -o with a writable path")
     if as_json:
         from capeval.analysis.history import _json_value
 

@@ -14,7 +14,13 @@ from pathlib import Path
 
 import click
 
-from capeval.commands.common import fail, history_connection, problems_text, root_option
+from capeval.commands.common import (
+    fail,
+    history_connection,
+    problems_text,
+    root_option,
+    shown_path,
+)
 
 
 @click.command()
@@ -45,7 +51,7 @@ def query(
     """Run a named query or SQL over the history views; print a table or JSON."""
     from capeval.analysis.queries import QueryNotFound, format_table, list_queries, resolve
 
-    if list_only or query_text is None:
+    if list_only:
         queries = list_queries(root)
         if as_json:
             payload = [{"name": q.name, "path": str(q.path), "doc": q.doc} for q in queries]
@@ -54,18 +60,36 @@ def query(
             width = max((len(q.name) for q in queries), default=0)
             for q in queries:
                 click.echo(f"{q.name.ljust(width)}  {q.summary}")
-        if query_text is None and not list_only:
-            click.echo("\nusage: capeval query NAME|SQL [--from PATH...] [--db FILE]", err=True)
         return
+
+    if query_text is None:
+        # A usage error (exit 2), not the list on stdout with exit 0: under
+        # --json a script whose query variable came out empty read the list
+        # of named queries as if it were the answer.
+        names = ", ".join(q.name for q in list_queries(root))
+        raise click.UsageError(
+            f"missing NAME|SQL: pass a named query ({names}) or SQL text; "
+            "capeval query --list describes the named queries"
+        )
 
     from capeval.analysis.history import records
     from capeval.problems import ProblemsError
     from capeval.results.errors import ResultFileError
 
     try:
-        sql, _ = resolve(query_text, root)
+        sql, named = resolve(query_text, root)
     except QueryNotFound as exc:
         fail("query", str(exc))
+    if _no_statement(sql):
+        # DuckDB runs nothing and returns no cursor at all: an empty `.sql`
+        # file or a stray `''` in a script must not end in a traceback.
+        fail(
+            "query",
+            f"{shown_path(named.path) if named is not None else repr(query_text)} holds no SQL "
+            "statement; "
+            "pass SQL text or a query name "
+            "(capeval query --list names them)",
+        )
     try:
         con, report = history_connection(sources, db, root)
         for warning in report.warnings if report is not None else ():
@@ -95,3 +119,13 @@ def query(
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
     else:
         click.echo(format_table(rows))
+
+
+def _no_statement(sql: str) -> bool:
+    """True when `sql` is empty, blank, only comments or only semicolons."""
+    import duckdb
+
+    try:
+        return not duckdb.extract_statements(sql)
+    except duckdb.Error:
+        return False  # a syntax error: reported when the query runs, with the views

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from capeval.commands.common import EXIT_BAD_INPUT, baselines_or_configured, fail
+from capeval.commands.common import EXIT_BAD_INPUT, configured_baseline, fail
 from capeval.commands.compare import comparison_options, run_comparison
 
 
@@ -25,6 +25,8 @@ from capeval.commands.compare import comparison_options, run_comparison
     type=click.Choice(["md", "json", "junit", "html"]),
     default="md",
     show_default=True,
+    help="md: a CI step summary; json: the section 8 object plus exitCode; "
+    "junit: one testcase per cell; html: one file, plots embedded.",
 )
 @click.option(
     "-o",
@@ -49,35 +51,45 @@ def report(
     When the comparison is refused (bad input, a provider change without the
     flag) the report says so and why, and the exit is 2.
 
-    Without --baseline the configuration's `baseline` is used, as `capeval gate` does.
+    Without --baseline the configuration's `baseline` is used, as `capeval gate` does;
+    when there is none, the report is a refusal naming the fix.
     """
     from capeval.analysis.report import render, render_refusal
 
     ctx = click.get_current_context()
-    baselines = tuple(baselines_or_configured(baselines, root))
-    result = run_comparison(
-        baselines,
-        candidates,
-        baits=baits,
-        allow_provider_fallback=allow_provider_fallback,
-        root=root,
-        advisory=advisory,
-        seed=seed,
-        gate=True,
-        headline=True,
-    )
+    # No baseline given or configured is a refusal like any other: the report
+    # still says why (a CI step summary must not be empty or stale).
+    found: tuple[Path, ...] | str = baselines
+    if not baselines:
+        configured = configured_baseline(root)
+        found = configured if isinstance(configured, str) else (configured,)
     names = {
-        "baseline_name": ", ".join(p.name for p in baselines),
+        "baseline_name": "baseline" if isinstance(found, str) else ", ".join(p.name for p in found),
         "candidate_name": ", ".join(p.name for p in candidates),
     }
-    refused = result.comparison is None or result.json is None
-    if refused:
-        # Still a report: a CI step summary should say why nothing was judged.
-        click.echo(result.text, err=True)
-        text = render_refusal(result.errors, fmt, **names)
+    if isinstance(found, str):
+        refused = True
+        click.echo(f"capeval report: {found}", err=True)
+        text = render_refusal([found], fmt, **names)
     else:
-        assert result.comparison is not None
-        text = render(result.comparison, fmt, **names)
+        result = run_comparison(
+            found,
+            candidates,
+            baits=baits,
+            allow_provider_fallback=allow_provider_fallback,
+            root=root,
+            advisory=advisory,
+            seed=seed,
+            gate=True,
+            headline=True,
+        )
+        refused = result.comparison is None or result.json is None
+        if refused:
+            click.echo(result.text, err=True)
+            text = render_refusal(result.errors, fmt, **names)
+        else:
+            assert result.comparison is not None
+            text = render(result.comparison, fmt, **names)
     if output is None:
         click.echo(text, nl=False)
     else:

@@ -321,7 +321,13 @@ def run(
             "rows": outcome.rows,
         }
         if gate is not None:
-            doc["gate"] = gate.json
+            # A refused gate has no section 8 object; its reasons, in the shape
+            # `capeval gate --json` prints them, rather than a bare null.
+            doc["gate"] = (
+                gate.json
+                if gate.json is not None
+                else {"errors": gate.errors, "exitCode": gate.exit_code}
+            )
         click.echo(json.dumps(doc, indent=2))
     else:
         click.echo(format_table(cells))
@@ -337,6 +343,7 @@ def run(
             err=True,
         )
     if gate is not None:
-        click.echo(gate.text, err=as_json)
+        # A verdict is output; a refusal is a diagnostic (stderr, as in `capeval gate`).
+        click.echo(gate.text, err=as_json or gate.json is None)
         click.get_current_context().exit(gate.exit_code)
     click.get_current_context().exit(outcome.exit_code)
