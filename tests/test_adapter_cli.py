@@ -8,10 +8,12 @@ are driven end to end in tests/test_real_cli_*.py.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -40,7 +42,7 @@ FAKE_CLI = textwrap.dedent(
         sys.stdout.write(open(stream).read())
         sys.stdout.flush()
     time.sleep(float(os.environ.get("FAKE_HANG", "0")))  # a CLI stuck after printing
-    sys.stderr.write("fake stderr line\\n")
+    sys.stderr.write(os.environ.get("FAKE_STDERR", "fake stderr line\\n"))
     sys.exit(int(os.environ.get("FAKE_EXIT", "0")))
     """
 )
@@ -318,3 +320,138 @@ def test_version_is_read_from_the_binary(
     assert CodexAdapter(AgentConfig(name="c", type="codex", command=str(fake_cli))).version() == (
         "0.171.0"
     )
+
+
+ESCAPING_CLI = textwrap.dedent(
+    f"""\
+    #!{sys.executable}
+    import os, subprocess, sys, time
+    # A tool call run the way Gemini CLI and opencode run them: in a session of its own.
+    quiet = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(["sleep", "300"], start_new_session=True, **quiet)
+    with open(os.environ["FAKE_PIDFILE"], "w") as fh:
+        fh.write(str(child.pid))
+    time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
+    """
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie is dead
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+@pytest.mark.parametrize("sleep, status", [("0", "done"), ("30", "timeout")])
+def test_what_the_cli_started_in_its_own_session_dies_with_it(
+    tmp_path: Path, sleep: str, status: str
+) -> None:
+    """An agent timeout (or the CLI's exit) kills its whole tree, not only its process group."""
+    cli = tmp_path / "escaping-cli"
+    cli.write_text(ESCAPING_CLI)
+    cli.chmod(0o755)
+    pidfile = tmp_path / "child.pid"
+    cfg = AgentConfig(name="g", type="gemini", command=str(cli))
+    req = request(tmp_path, None, env={"FAKE_PIDFILE": str(pidfile), "FAKE_SLEEP": sleep})
+    req = dataclasses.replace(req, timeout_s=1.0)
+    result = GeminiAdapter(cfg).run(req)
+    child = int(pidfile.read_text())
+    try:
+        assert result.status == ("failed" if status == "done" else "timeout")
+        assert not _alive(child), "the tool process outlived the agent"
+    finally:
+        if _alive(child):
+            os.kill(child, 9)
+
+
+def test_a_crash_mid_stream_says_what_stderr_said(tmp_path: Path, fake_cli: Path) -> None:
+    """A CLI killed mid-run: the row's error gives its stderr, not only the cut-off stream."""
+    stream = tmp_path / "cut.jsonl"
+    stream.write_text('{"type":"thread.started","thread_id":"t1"}\n{"type":"turn.started"}\n')
+    cfg = AgentConfig(name="cx", type="codex", command=str(fake_cli))
+    env = {"FAKE_EXIT": "139", "FAKE_STDERR": "thread 'main' panicked at codex-rs/core\nnote: x\n"}
+    result = CodexAdapter(cfg).run(request(tmp_path, stream, env=env))
+    assert result.status == "failed" and result.exitCode == 139
+    assert result.error == (
+        "codex: stream ended without `turn.completed`; stderr: thread 'main' panicked at codex-rs/core"
+    )
+
+
+def test_a_failure_names_the_stderr_line_with_the_error(tmp_path: Path, fake_cli: Path) -> None:
+    """opencode's failed migration ends with `params:`; the cause is the coloured Error line."""
+    stderr = "\x1b[91m\x1b[1mError: \x1b[0mUnexpected error\n\nFailed query:\n  CREATE TABLE x\nparams: \n"
+    cfg = AgentConfig(name="o", type="opencode", command=str(fake_cli))
+    env = {"FAKE_EXIT": "1", "FAKE_STDERR": stderr}
+    result = OpencodeAdapter(cfg).run(request(tmp_path, None, env=env))
+    assert result.status == "failed"
+    assert result.error == "opencode exit code 1: Error: Unexpected error"
+
+
+def test_codex_turns_are_timed_in_whole_milliseconds(agent_streams: Path) -> None:
+    """Codex turns are timed by arrival clock readings; their fractions are not reported."""
+    lines = (agent_streams / "codex-stream.jsonl").read_text().splitlines()
+    arrivals = [1_800_000_000_000.0 + 97.3 * i + 0.123456 for i in range(len(lines))]
+    parsed = CodexAdapter.parse_timed(list(zip(lines, arrivals, strict=True)))
+    durations = [t.durationMs for t in parsed.summary.turns]
+    assert durations and all(d is not None and float(d).is_integer() for d in durations)
+    from capeval.behaviors import derive_behaviors
+
+    assert isinstance(derive_behaviors(parsed.summary)["maxTurnDurationMs"], int)
+
+
+def test_opencode_sessions_and_snapshots_stay_in_the_repeat(tmp_path: Path, fake_cli: Path) -> None:
+    """opencode's data and state (sessions, database, project snapshots) are per repeat."""
+    cfg = AgentConfig(name="o", type="opencode", command=str(fake_cli))
+    OpencodeAdapter(cfg).run(request(tmp_path, DATA / "opencode-stream.jsonl"))
+    env = recorded(tmp_path)["env"]
+    capture = tmp_path / "capture"
+    assert Path(env["XDG_DATA_HOME"]).parent == capture
+    assert Path(env["XDG_STATE_HOME"]).parent == capture
+    # The user's own setting still wins.
+    cfg = AgentConfig(name="o", type="opencode", command=str(fake_cli), env={"XDG_DATA_HOME": "/x"})
+    OpencodeAdapter(cfg).run(request(tmp_path, DATA / "opencode-stream.jsonl"))
+    assert recorded(tmp_path)["env"]["XDG_DATA_HOME"] == "/x"
+
+
+def test_opencode_ask_permissions_really_asks(tmp_path: Path, fake_cli: Path) -> None:
+    """opencode allows every tool by default: --ask-permissions must set its permissions to ask."""
+    cfg = AgentConfig(name="o", type="opencode", command=str(fake_cli))
+    req = request(tmp_path, DATA / "opencode-stream.jsonl", skip_permissions=False)
+    OpencodeAdapter(cfg).run(req)
+    seen = recorded(tmp_path)
+    assert "--dangerously-skip-permissions" not in seen["argv"]
+    assert json.loads(seen["env"]["OPENCODE_PERMISSION"]) == {
+        "edit": "ask",
+        "bash": "ask",
+        "webfetch": "ask",
+    }
+    OpencodeAdapter(cfg).run(request(tmp_path, DATA / "opencode-stream.jsonl"))
+    assert "OPENCODE_PERMISSION" not in recorded(tmp_path)["env"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+def test_strays_get_sigterm_first_so_their_exit_traps_run(tmp_path: Path) -> None:
+    """A stray shell's trap (pyenv's rehash lock, say) runs: SIGTERM before SIGKILL."""
+    import subprocess
+
+    from capeval.agents.cliadapter import AGENT_MARK_VAR
+    from capeval.runner import strays
+
+    mark, done = strays.new_mark(), tmp_path / "trap-ran"
+    script = f"trap 'touch {done}; exit 0' TERM; while :; do sleep 0.05; done"
+    child = subprocess.Popen(
+        ["bash", "-c", script], env={**os.environ, AGENT_MARK_VAR: mark}, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 5
+        while not strays.marked_pids(AGENT_MARK_VAR, mark) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert strays.kill_marked(AGENT_MARK_VAR, mark) >= 1
+        child.wait(5)
+        assert done.exists()
+        assert strays.marked_pids(AGENT_MARK_VAR, mark) == []
+    finally:
+        child.kill()

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from capeval.agents.base import AgentConfig, AgentRequest, AgentResult
 from capeval.agents.streams import ParsedStream, reported_error
+from capeval.runner import strays
 
 if TYPE_CHECKING:
     from capeval.runner.process import ProcessResult
@@ -29,7 +30,24 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 VERSION_TIMEOUT_S = 30.0
+# One token per agent launch: what the CLI started in sessions of its own dies
+# as the CLI ends, before the grader looks at the workdir.
+AGENT_MARK_VAR = "CAPEVAL_AGENT_RUN"
 _VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:[-+.][0-9A-Za-z.-]+)?")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_COMPLAINT = re.compile(r"error|fatal|panic|exception|segmentation fault|killed", re.IGNORECASE)
+
+
+def stderr_tail(stderr: str, limit: int = 300) -> str | None:
+    """The stderr line that best says why a CLI failed, without colour codes.
+
+    The last line naming an error, else the last line: a CLI's final line is
+    often detail (opencode ends a failed query with `params:`), not the cause.
+    """
+    lines = [line.strip() for line in _ANSI.sub("", stderr).splitlines() if line.strip()]
+    named = [line for line in lines if _COMPLAINT.search(line)]
+    chosen = (named or lines)[-1:]
+    return chosen[0][:limit] if chosen else None
 
 
 def resolve_binary(command: str) -> str | None:
@@ -71,7 +89,11 @@ def agent_environment(
 def launch(
     config: AgentConfig, argv: list[str], request: AgentRequest, env: Mapping[str, str]
 ) -> ProcessResult | AgentResult:
-    """Run the agent process under the agent timeout; an AgentResult when it could not start."""
+    """Run the agent process under the agent timeout; an AgentResult when it could not start.
+
+    However it ends, nothing it started outlives it: its group is killed by
+    `run_process`, and what it started in sessions of its own by `strays`.
+    """
     from capeval.runner.process import ProcessCancelled, run_process
 
     exe = resolve_binary(argv[0])
@@ -87,14 +109,21 @@ def launch(
     request.capture_dir.mkdir(parents=True, exist_ok=True)
     # Found from here (a relative PATH entry or command), run from the workdir.
     exe = os.path.abspath(exe)
+    # Marked, so that what the CLI started in sessions of its own dies with it.
+    mark = strays.new_mark()
     try:
         return run_process(
-            [exe, *argv[1:]], cwd=request.workdir, env=env, timeout_s=request.timeout_s
+            [exe, *argv[1:]],
+            cwd=request.workdir,
+            env={**env, AGENT_MARK_VAR: mark},
+            timeout_s=request.timeout_s,
         )
     except ProcessCancelled as exc:
         return AgentResult(exitCode=None, status="cancelled", error=str(exc))
     except OSError as exc:
         return AgentResult(exitCode=None, status="failed", error=f"could not start {exe}: {exc}")
+    finally:
+        strays.kill_marked(AGENT_MARK_VAR, mark)
 
 
 def is_root() -> bool:
@@ -205,11 +234,13 @@ class CliAdapter:
             reported = reported_error(parsed)
             if reported:
                 error += f"; the last error in its stream: {reported[:300]}"
-        elif status == "failed" and error is None:
-            tail = stderr.strip().splitlines()[-1:]
-            error = f"{self.type} exit code {proc.exit_code}" + (
-                f": {tail[0][:300]}" if tail else ""
-            )
+        elif status == "failed":
+            tail = stderr_tail(stderr)
+            if error is None:
+                error = f"{self.type} exit code {proc.exit_code}" + (f": {tail}" if tail else "")
+            elif proc.exit_code != 0 and tail and reported_error(parsed) is None:
+                # The stream merely stopped (a crash, a kill): why is on stderr.
+                error += f"; stderr: {tail}"
 
         # A stream with no turn at all was not captured: behaviors must be null, not zeros.
         summary = None

@@ -243,7 +243,10 @@ class CodexAdapter(CliAdapter):
 
     @classmethod
     def parse_timed(cls, lines: list[tuple[str, float | None]]) -> ParsedStream:
-        return parse_codex_stream([line for line, _ in lines], [ts for _, ts in lines])
+        # Whole milliseconds, as the CLIs that stamp their events give them: a
+        # clock reading's fraction is noise, and showed as 181.279785156 in reports.
+        arrivals = [None if ts is None else float(round(ts)) for _, ts in lines]
+        return parse_codex_stream([line for line, _ in lines], arrivals)
 
     def cli_args(self, request: AgentRequest) -> list[str]:
         args = [

@@ -41,6 +41,7 @@ from capeval.agents.cliadapter import (
     launch,
     probe_version,
     resolve_binary,
+    stderr_tail,
 )
 from capeval.agents.streams import preview
 from capeval.turns import RunSummary
@@ -200,8 +201,8 @@ class CommandAdapter:
                 f"the post-run hook was never called: no turn stream (hook {self.config.hook or DEFAULT_HOOK})"
             )
         if status == "failed" and proc.exit_code != 0:
-            tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:]
-            errors.insert(0, f"exit code {proc.exit_code}" + (f": {tail[0][:300]}" if tail else ""))
+            tail = stderr_tail(proc.stderr.decode(errors="replace"))
+            errors.insert(0, f"exit code {proc.exit_code}" + (f": {tail}" if tail else ""))
 
         if summary is None:
             return AgentResult(

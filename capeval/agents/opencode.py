@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from capeval.agents.base import AgentRequest
-from capeval.agents.cliadapter import CliAdapter
+from capeval.agents.cliadapter import CliAdapter, isolated_dir
 from capeval.agents.streams import (
     ParsedStream,
     Skipped,
@@ -129,6 +129,10 @@ def parse_opencode_stream(lines: Iterable[str]) -> ParsedStream:
     )
 
 
+# The permissions opencode knows that guard changes and the outside world.
+ASKED_TOOLS = ("edit", "bash", "webfetch")
+
+
 class OpencodeAdapter(CliAdapter):
     type = "opencode"
     default_binary = "opencode"
@@ -140,22 +144,39 @@ class OpencodeAdapter(CliAdapter):
             args.append("--dangerously-skip-permissions")
         return args
 
+    def cli_env(self, request: AgentRequest) -> dict[str, str]:
+        # opencode keeps sessions, its database and a git snapshot of every
+        # project it worked in under XDG_DATA_HOME: each repeat would add to
+        # the user's own history, and repeats of one case (one project to
+        # opencode: their fixture commits are identical) would share one
+        # snapshot repository and database while running side by side. Its
+        # config (providers) and cache (provider packages) stay the user's;
+        # credentials come from the environment, as for Claude Code and Codex.
+        env = {
+            "XDG_DATA_HOME": isolated_dir(request, "opencode-data"),
+            "XDG_STATE_HOME": isolated_dir(request, "opencode-state"),
+        }
+        if not request.skip_permissions:
+            # opencode's own default allows every tool, so leaving out
+            # --dangerously-skip-permissions changes nothing: `--ask-permissions`
+            # must ask, which headless means the calls are rejected.
+            env["OPENCODE_PERMISSION"] = json.dumps(dict.fromkeys(ASKED_TOOLS, "ask"))
+        return env
+
 
 def scripted_env(base_url: str, home: Path, api_key: str) -> dict[str, str]:
     """Env that aims opencode's `anthropic` provider at `base_url` (e.g. the scripted model server).
 
     opencode takes extra configuration as JSON in `OPENCODE_CONFIG_CONTENT`;
-    its config, data, cache and state directories go under `home`, so the
-    user's own opencode setup (providers, plugins, sessions) stays out of a
-    check, and the model catalogue is not fetched.
+    its config and cache directories go under `home` (its data and state are
+    per repeat anyway), so the user's own opencode setup (providers, plugins)
+    stays out of a check, and the model catalogue is not fetched.
     """
     config = {
         "provider": {"anthropic": {"options": {"baseURL": f"{base_url}/v1", "apiKey": api_key}}}
     }
-    dirs = {
-        f"XDG_{kind}_HOME": str(home / kind.lower())
-        for kind in ("CONFIG", "DATA", "CACHE", "STATE")
-    }
+    # Data and state are the adapter's own, per repeat (see OpencodeAdapter.cli_env).
+    dirs = {f"XDG_{kind}_HOME": str(home / kind.lower()) for kind in ("CONFIG", "CACHE")}
     return {
         **dirs,
         "OPENCODE_CONFIG_CONTENT": json.dumps(config),

@@ -157,35 +157,15 @@ def process_scope(name: str) -> Iterator[ProcessScope]:
             kill_escaped(scope)
 
 
-def kill_escaped(scope: ProcessScope, rounds: int = 5) -> int:
-    """SIGKILL every process still carrying the scope's token; returns how many.
+def kill_escaped(scope: ProcessScope) -> int:
+    """Stop every process still carrying the scope's token; returns how many.
 
     Its groups are dead by now: what is left is what moved to another group
-    or session. Found through /proc (Linux); elsewhere nothing is found. One
-    may fork between a scan and its kill, so scans repeat until one finds none.
+    or session (see `strays`).
     """
-    needle = f"{SCOPE_VAR}={scope.token}".encode()
-    killed = 0
-    for _ in range(rounds):
-        found = 0
-        try:
-            pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
-        except OSError:
-            return killed
-        for pid in pids:
-            if pid == os.getpid():
-                continue
-            try:
-                with open(f"/proc/{pid}/environ", "rb") as fh:
-                    if needle in fh.read().split(b"\0"):
-                        os.kill(pid, signal.SIGKILL)
-                        found += 1
-            except OSError:  # gone meanwhile, or another user's
-                continue
-        killed += found
-        if not found:
-            break
-    return killed
+    from capeval.runner.strays import kill_marked
+
+    return kill_marked(SCOPE_VAR, scope.token)
 
 
 def current_scope() -> ProcessScope:
