@@ -7,15 +7,14 @@ the CLI tests go through `capeval run` in a subprocess.
 from __future__ import annotations
 
 import json
-import signal
 import sys
-import time
 from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
 from test_run_helpers import (
     capeval,
+    interrupt_when,
     read_rows,
     shell,
     start_capeval,
@@ -294,16 +293,7 @@ def test_interrupted_repeat_leaves_no_artifacts(tmp_path: Path) -> None:
     write_case(tmp_path, "hang", trajectories={"oracle": [shell(f"touch {started}; sleep 60")]})
     stream = tmp_path / "res/run.jsonl"
     proc = start_capeval(tmp_path, "--jsonl", str(stream))
-    try:
-        deadline = time.monotonic() + 30
-        while not started.exists():
-            assert time.monotonic() < deadline, "the hanging case never started"
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    err = interrupt_when(proc, started.exists)
     assert proc.returncode == 130, err
     (row,) = read_rows(stream)
     assert row["id"] == "done-first" and (stream.parent / row["artifacts"]).is_dir()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -85,6 +86,20 @@ def start_capeval(
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def interrupt_when(
+    proc: subprocess.Popen[str], ready: Callable[[], bool], within: float = 30.0
+) -> str:
+    """Ctrl-C a started run once `ready` holds; its stderr. Never leaves it running."""
+    try:
+        assert eventually(ready, within=within), "the run never got to the point to interrupt"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return err
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:

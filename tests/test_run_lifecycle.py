@@ -16,6 +16,7 @@ from test_run_helpers import (
     capeval,
     eventually,
     group_gone,
+    interrupt_when,
     read_rows,
     shell,
     start_capeval,
@@ -206,16 +207,8 @@ def test_sigint_stops_cleanly_keeps_rows_and_frees_everything(tmp_path: Path) ->
     )
     stream = tmp_path / "rows.jsonl"
     proc = start_capeval(tmp_path, "--jsonl", str(stream))
-    try:
-        assert eventually(
-            lambda: url_file.exists() and url_file.read_text().strip() != "", within=30
-        )
-        port = int(url_file.read_text().strip().rsplit(":", 1)[1])
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    err = interrupt_when(proc, lambda: url_file.exists() and url_file.read_text().strip() != "")
+    port = int(url_file.read_text().strip().rsplit(":", 1)[1])
     assert proc.returncode == 130, err
     assert "capeval run --resume rows.jsonl" in err  # relative: the run's cwd holds it
     assert _refuses(port)

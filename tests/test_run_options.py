@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 
 import pytest
-from test_run_helpers import eventually, shell, start_capeval, write_case
+from test_run_helpers import interrupt_when, shell, start_capeval, write_case
 
 from capeval.runner.run import RunError, RunOptions, plan_run
 
@@ -70,13 +69,7 @@ def test_an_interrupted_run_says_how_to_finish_it_with_its_out_and_baseline(
         *("--jsonl", str(stream), "--out", str(out), "--baseline", str(baseline), "-q"),
         env={"TMPDIR": str(tmp_path_factory.mktemp("tmpdir"))},
     )
-    try:
-        assert eventually(lambda: stream.is_file() and stream.stat().st_size > 0, within=30)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    err = interrupt_when(proc, lambda: stream.is_file() and stream.stat().st_size > 0)
     assert proc.returncode == 130, err
     assert f"capeval run --resume {stream.name} --out {out} --baseline {baseline}" in err
 
