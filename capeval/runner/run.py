@@ -523,31 +523,29 @@ def _resolution(
     }
 
 
-def _stored_config(stream: Path) -> Path | None:
-    """The `--config` file a stream's run was started with, when its plan says."""
+def _stored_path(stream: Path, key: str) -> Path | None:
+    """A path a stream's plan recorded (relative to the stream's folder), or None."""
     try:
         stored = json.loads(plan_path(stream).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    rel = stored.get("config") if isinstance(stored, dict) else None
+    rel = stored.get(key) if isinstance(stored, dict) else None
     if not isinstance(rel, str) or not rel:
         return None
-    return stream.resolve().parent / rel
+    return (stream.resolve().parent / rel).resolve()
+
+
+def _stored_config(stream: Path) -> Path | None:
+    """The `--config` file a stream's run was started with, when its plan says."""
+    return _stored_path(stream, "config")
 
 
 def _stored_root(stream: Path) -> Path | None:
     """The workspace a stream's run used, when its plan says and it still is one."""
     from capeval.workspace import is_workspace
 
-    try:
-        stored = json.loads(plan_path(stream).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    rel = stored.get("root") if isinstance(stored, dict) else None
-    if not isinstance(rel, str):
-        return None
-    root = (stream.resolve().parent / rel).resolve()
-    return root if is_workspace(root) else None
+    root = _stored_path(stream, "root")
+    return root if root is not None and is_workspace(root) else None
 
 
 def stored_resolution(stream: Path | str) -> dict[str, Any] | None:
