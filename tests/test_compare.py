@@ -692,3 +692,95 @@ def test_a_pipe_is_read_whole_once() -> None:
     finally:
         os.close(read_end)
     assert (cells["v1::a"].repeats, cells["v1::a"].passCount) == (3, 2)
+
+
+def test_rows_that_disagree_on_the_bait_use_the_newest_run_in_any_order(tmp_path: Path) -> None:
+    # Two baseline runs, the case's bait threshold edited in between: which
+    # declaration counts must not depend on the order the files are given.
+    def run(started: str, threshold: int) -> list[dict[str, Any]]:
+        bait = {"metric": "networkCommandCount", "threshold": threshold}
+        return [
+            row("a", repeat=r, bait=bait, networkCommandCount=1, runStartedAt=started)
+            for r in range(3)
+        ]
+
+    old, new = run("2026-11-01T00:00:00Z", 0), run("2026-11-02T00:00:00Z", 5)
+    for rows in (old + new, new + old, (old + new)[::-1]):
+        assert cells_from_rows(rows)["v1::a"].bait == BaitDecl("networkCommandCount", 5)
+    files = []
+    for name, rows in (("old.jsonl", old), ("new.jsonl", new)):
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+        files.append(tmp_path / name)
+    cand = tmp_path / "cand.jsonl"
+    cand.write_text(json.dumps(row("a", networkCommandCount=0)) + "\n")
+    from capeval.analysis.gatecheck import gate_files
+
+    codes = {gate_files(order, cand).exit_code for order in (files, files[::-1])}
+    assert codes == {3}  # median 1 does not exceed the newest threshold, 5
+
+
+def test_bait_overrides_from_python_take_every_documented_form() -> None:
+    base = [row("a", repeat=r, networkCommandCount=0) for r in range(3)]
+    want = BaitDecl("networkCommandCount", 0.0)
+    for overrides in (
+        ["a=networkCommandCount:0"],  # as the CLI's --bait (a list used to judge nothing)
+        "a=networkCommandCount:0",  # one text, not one override per character
+        {"a": "networkCommandCount:0"},
+        {"a": {"metric": "networkCommandCount", "threshold": 0}},
+        {"a": ("networkCommandCount", 0)},
+        {"a": want},
+    ):
+        result = compare(base, base, bait_overrides=overrides)
+        assert result.cells[0].bait is not None and result.cells[0].bait.flag, overrides
+        assert result.bait_flags == ["a"] and not result.warnings, overrides
+
+
+@pytest.mark.parametrize(
+    "decl", [{"metric": "networkCommandCount"}, ("networkCommandCount",), 0, None]
+)
+def test_malformed_bait_override_is_a_clear_error(tmp_path: Path, decl: Any) -> None:
+    from capeval.analysis.gatecheck import gate_files
+
+    with pytest.raises(ValueError, match="bait override for 'a': expected a BaitDecl"):
+        compare([row("a")], [row("a")], bait_overrides={"a": decl})
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(row("a")) + "\n")
+    result = gate_files(path, path, bait_overrides={"a": decl})
+    assert result.exit_code == 2 and "bait override for 'a'" in result.text
+
+
+def test_gate_files_takes_root_as_a_string(tmp_path: Path) -> None:
+    from capeval.analysis.gatecheck import gate_files
+
+    (tmp_path / "evals" / "capability" / "cases").mkdir(parents=True)
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(row("a")) + "\n")
+    assert gate_files(path, path, root=str(tmp_path)).exit_code == 0
+
+
+def test_compare_frames_names_what_is_wrong_with_its_input(tmp_path: Path) -> None:
+    from capeval.analysis.compare import compare_frames
+    from capeval.analysis.frame import load_frame
+
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(row("a")) + "\n")
+    frame = load_frame(path)
+    with pytest.raises(TypeError, match=r"expected a polars DataFrame .* found list"):
+        compare_frames([], frame)
+    with pytest.raises(ValueError, match=r"the frame lacks column\(s\) id, passed"):
+        compare_frames(frame.drop("id", "passed"), frame)
+    with pytest.raises(ValueError, match=r"lacks column\(s\) variantId"):
+        compare_frames(frame, frame.drop("variantId", "resultKey"))
+    # A variant read from the resultKey alone is enough.
+    assert compare_frames(frame.drop("variantId"), frame).summary["unchanged"] == 1
+
+
+def test_two_empty_sides_are_not_clean() -> None:
+    # compare_frames over two frames a filter emptied read CLEAN (exit 0).
+    from capeval.analysis.report import gate_verdict
+
+    result = compare_cells({}, {})
+    assert result.nothing_compared == "neither side holds a cell: nothing was compared"
+    assert result.nothing_compared in result.warnings
+    assert not result.clean and result.to_json()["clean"] is False
+    assert gate_verdict(result) == ("REFUSED", 2)

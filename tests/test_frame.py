@@ -393,3 +393,32 @@ def test_a_run_passed_as_stream_and_v3_export_is_reported_like_read_many(tmp_pat
     assert all(f"{stream} holds 4 repeat(s) that {export} holds too" in m for m in found)
     with pytest.warns(ResultFileWarning, match="holds 4 repeat"):
         load_frame([stream, export])
+
+
+def test_integer_past_int64_is_an_error_not_a_silent_null(tmp_path: Path) -> None:
+    # The gate reads 2**63 as a number (median 2**62 here); a null would make
+    # the frame's median differ from the gate's without a word.
+    behaviors = {"shellCommandCount": 2**63, "maxTurnDurationMs": 1}
+    rows = [
+        make_row("a", 0, behaviors=behaviors),
+        make_row("a", 1, behaviors={"shellCommandCount": 2**62, "maxTurnDurationMs": 1}),
+    ]
+    path = write_jsonl(tmp_path / "big.jsonl", rows)
+    message = r"big\.jsonl: row 0: field 'shellCommandCount': 9223372036854775808 does not fit"
+    with pytest.raises(FrameError, match=message):
+        load_frame([path])
+    with pytest.raises(FrameError, match="does not fit a 64-bit integer"):
+        rows_to_frame(rows)
+    assert rows_to_frame([make_row(turnsUsed=2**63 - 1)])["turnsUsed"][0] == 2**63 - 1
+
+
+def test_extra_integer_past_int64_is_kept_as_text() -> None:
+    frame = rows_to_frame([make_row(seed=2**64), make_row(seed=3)])
+    assert frame["seed"].to_list() == [str(2**64), "3"]
+
+
+def test_number_past_the_float_range_is_null_on_both_paths(tmp_path: Path) -> None:
+    # As the gate reads it (no usable number); DuckDB alone made it infinity.
+    path = write_jsonl(tmp_path / "huge.jsonl", [make_row("a", durationMs=10**400)])
+    assert load_frame([path])["durationMs"].to_list() == [None]
+    falls_back_alike(path, FrameError)

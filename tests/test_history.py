@@ -497,3 +497,17 @@ def test_a_path_with_glob_characters_is_read_as_named(tmp_path: Path) -> None:
         {"runId": "bracketed", "source": str(tmp_path / "run[1]" / "r.jsonl")},
         {"runId": "plain", "source": str(tmp_path / "run1" / "r.jsonl")},
     ]
+
+
+def test_connect_takes_one_path_bare_as_load_frame_does(tmp_path: Path) -> None:
+    # A lone str was iterated: "no such file or folder" for its first letter.
+    from capeval.analysis.history import connect as connect_to
+    from capeval.analysis.history import runs as runs_of
+
+    for one in (str(SAMPLES), SAMPLES):
+        con = connect_to(one)
+        assert len(runs_of(con)) == 4
+        con.close()
+        con = connect_to(one, db=tmp_path / "h.duckdb")
+        assert len(runs_of(con)) == 4
+        con.close()

@@ -327,3 +327,27 @@ def test_a_long_heatmap_title_stays_inside_the_figure(repeats: pl.DataFrame) -> 
     figure.draw(renderer)
     box = figure.axes[0].title.get_window_extent(renderer)
     assert box.x0 >= 0 and box.x1 <= figure.bbox.width
+
+
+def test_behaviors_data_takes_one_metric_as_a_string_and_duplicates_once(
+    repeats: pl.DataFrame,
+) -> None:
+    # A str was read as one metric per character; a metric named twice crashed polars.
+    one = plots.behaviors_data(repeats, "shellCommandCount")
+    assert set(one["metric"]) == {"shellCommandCount"}
+    twice = plots.behaviors_data(repeats, ["shellCommandCount", "shellCommandCount"])
+    assert twice.equals(one)
+    assert isinstance(plots.behaviors(repeats, "shellCommandCount"), Figure)
+
+
+def test_behaviors_colours_by_variant_when_the_case_id_holds_colons() -> None:
+    from matplotlib.colors import to_hex
+
+    rows = [
+        {"id": "x::y", "variantId": v, "passed": True, "shellCommandCount": n}
+        for v in ("v1", "v2")
+        for n in (1, 3)
+    ]
+    fig = plots.behaviors(pl.DataFrame(rows), ["shellCommandCount"])
+    colours = {to_hex(c.get_facecolor()[0]) for c in fig.axes[0].collections}
+    assert colours == {plots.colour(0).lower(), plots.colour(1).lower()}  # no grey

@@ -300,3 +300,21 @@ def test_query_command_names_files_it_skipped(tmp_path: Path) -> None:
     proc = capeval("query", "flaky_cells", "--from", str(tmp_path))
     assert proc.returncode == 0 and "(no rows)" in proc.stdout
     assert "skipped" in proc.stderr and "report.json" in proc.stderr  # was silent
+
+
+def test_a_join_keeps_both_columns_of_a_repeated_name() -> None:
+    # cells JOIN runs returns passRate twice; the run's used to overwrite the cell's.
+    con = connect([SAMPLES])
+    sql = (
+        "SELECT c.passRate, r.passRate, c.passRate AS passRate_1 FROM cells c "
+        "JOIN runs r USING (runId) WHERE c.passCount < c.repeats ORDER BY c.resultKey, runId"
+    )
+    records = run_query(con, sql)
+    frame = query_frame(con, sql)
+    con.close()
+    assert frame.columns == ["passRate", "passRate_2", "passRate_1"]
+    assert records and list(records[0]) == frame.columns
+    for record in records:
+        assert record["passRate"] < 1 and record["passRate"] == record["passRate_1"]
+        assert record["passRate_2"] != record["passRate"]  # the run's rate, kept apart
+    assert frame.to_dicts() == [{k: float(v) for k, v in r.items()} for r in records]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -52,6 +53,27 @@ def test_pass_at_k_and_pass_hat_k_are_the_unbiased_estimators() -> None:
     assert stats.pass_hat_k(5, 2, 2) == pytest.approx(0.1)
     assert stats.pass_at_k(5, 2, 1) == pytest.approx(0.4) == stats.pass_hat_k(5, 2, 1)
     assert stats.pass_at_k(5, 2, 4) == 1.0 and stats.pass_hat_k(5, 2, 3) == 0.0
+
+
+@pytest.mark.parametrize("k", [0, 4, 10])
+def test_pass_at_k_refuses_k_outside_the_repeats(k: int) -> None:
+    # pass@5 of 3 repeats with no pass was 1.0, and pass^5 a ZeroDivisionError.
+    for estimator in (stats.pass_at_k, stats.pass_hat_k):
+        with pytest.raises(
+            ValueError, match=f"k must be between 1 and the number of repeats \\(3\\), got {k}"
+        ):
+            estimator(3, 0, k)
+
+
+def test_pass_counts_outside_the_repeats_are_a_clear_error() -> None:
+    # A swapped call (passes > repeats) was a math domain error, or pass^k above 1.
+    with pytest.raises(ValueError, match=r"passes must be between 0 and repeats \(3\), got 5"):
+        stats.wilson(5, 3)
+    with pytest.raises(ValueError, match="passes must be between"):
+        stats.pass_hat_k(3, 5, 1)
+    with pytest.raises(ValueError, match="passes must be between"):
+        stats.pass_at_k(3, -1, 1)
+    assert stats.pass_at_k(3, 0, 3) == 0.0 and stats.pass_hat_k(3, 3, 3) == 1.0
 
 
 def test_k_ladder() -> None:
@@ -215,3 +237,24 @@ def test_median_intervals_switch_to_exact_order_statistics_above_fifty_repeats()
     large = [float(i % 7) for i in range(51)]
     assert stats.median_interval(small, seed=3) == stats.bootstrap_median(small, seed=3)
     assert stats.median_interval(large, seed=3) == stats.order_statistic_median(large)
+
+
+def test_exact_test_computes_each_table_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Thousands of cells of a few repeats share a few hundred tables; Barnard's
+    # test costs milliseconds, so it is asked once per table, not per cell.
+    import scipy.stats
+
+    calls: list[Any] = []
+    real = scipy.stats.barnard_exact
+
+    def counting(table: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(table)
+        return real(table, *args, **kwargs)
+
+    monkeypatch.setattr(scipy.stats, "barnard_exact", counting)
+    stats._exact_pvalue.cache_clear()
+    results = [stats.exact_test((1, 3), (3, 4)) for _ in range(50)]
+    assert len(calls) == 1
+    assert all(r == results[0] for r in results) and results[0]["test"] == "barnard"
+    results[0]["pValue"] = -1.0  # a caller's edit does not reach the next answer
+    assert stats.exact_test((1, 3), (3, 4))["pValue"] > 0

@@ -195,7 +195,7 @@ def _cell(key: str, rows: Sequence[Mapping[str, Any]], keep_values: bool) -> Cel
         {(_str(row.get("provider")), _str(row.get("model"))) for row in rows},
         key=lambda pair: (pair[0] or "", pair[1] or ""),
     )
-    bait = next((b for b in (parse_bait(row.get("bait")) for row in rows) if b), None)
+    bait = _newest_bait(rows)
     durations = [d for d in (_number(r.get("durationMs")) for r in rows) if d is not None]
     turns_used = [t for t in (_number(r.get("turnsUsed")) for r in rows) if t is not None]
     usages = [r.get("tokenUsage") for r in rows]
@@ -227,6 +227,26 @@ def _cell(key: str, rows: Sequence[Mapping[str, Any]], keep_values: bool) -> Cel
         passes=tuple(sorted(passes)) if keep_values else None,
         values={m: tuple(sorted(v)) for m, v in values.items()} if keep_values else None,
     )
+
+
+def _newest_bait(rows: Sequence[Mapping[str, Any]]) -> BaitDecl | None:
+    """The bait the cell's most recent run declared (rows of one case may disagree).
+
+    Pooled runs from before and after a case's bait was edited disagree; the
+    first row in file order used to win, so `--baseline A --baseline B` and
+    `--baseline B --baseline A` could flag differently. The newest run's
+    declaration (by `runStartedAt`; ties broken by the declaration) does not
+    depend on the order files or rows come in.
+    """
+    declared = [
+        (str(row.get("runStartedAt") or ""), bait.metric, bait.threshold)
+        for row in rows
+        if (bait := parse_bait(row.get("bait"))) is not None
+    ]
+    if not declared:
+        return None
+    _, metric, threshold = max(declared)
+    return BaitDecl(metric, threshold)
 
 
 def _str(value: Any) -> str | None:
@@ -283,8 +303,22 @@ def cells_from_frame(frame: pl.DataFrame) -> dict[str, Cell]:
     The frame carries behavior metrics as top-level columns; a repeat whose
     behaviors were not captured has nulls there.
     """
-    rows: list[dict[str, Any]] = []
+    if not hasattr(frame, "iter_rows"):
+        raise TypeError(
+            f"expected a polars DataFrame with one row per repeat (load_frame(...)), "
+            f"found {type(frame).__name__}"
+        )
     columns = set(frame.columns)
+    missing = [c for c in ("id", "passed") if c not in columns]
+    if not {"variantId", "resultKey"} & columns:
+        missing.append("variantId")
+    if missing:
+        # A KeyError from inside the loop named neither the frame nor the fix.
+        raise ValueError(
+            f"the frame lacks column(s) {', '.join(missing)}; pass one row per repeat "
+            "(load_frame(...) or SELECT * FROM repeats of a history connection)"
+        )
+    rows: list[dict[str, Any]] = []
     for record in frame.iter_rows(named=True):
         metrics = {m: record.get(m) for m in METRIC_NAMES if m in columns}
         captured = any(v is not None for v in metrics.values())
@@ -292,12 +326,13 @@ def cells_from_frame(frame: pl.DataFrame) -> dict[str, Cell]:
             {
                 "resultKey": record.get("resultKey"),
                 "id": record["id"],
-                "variantId": record["variantId"],
+                "variantId": record.get("variantId"),
                 "passed": record.get("passed") is True,
                 "provider": record.get("provider"),
                 "model": record.get("model"),
                 "tier": record.get("tier"),
                 "title": record.get("title"),
+                "runStartedAt": record.get("runStartedAt"),
                 "durationMs": record.get("durationMs"),
                 "turnsUsed": record.get("turnsUsed"),
                 "tokenUsage": {"input": record.get("tokenInput")},

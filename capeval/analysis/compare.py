@@ -10,7 +10,7 @@ because a bait that does not bite proves nothing about the candidate.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -169,7 +169,11 @@ class Comparison:
         With every cell `new` or `missing` nothing can regress, so a wrong
         baseline (other cases, other variant ids) would otherwise gate clean.
         """
-        if not self.cells or any(c.status not in ("new", "missing") for c in self.cells):
+        if not self.cells:
+            # Both sides empty (a notebook's filter that matched nothing) used
+            # to read CLEAN (exit 0); the file gate refuses an empty side before.
+            return "neither side holds a cell: nothing was compared"
+        if any(c.status not in ("new", "missing") for c in self.cells):
             return None
         counts = []
         for status in ("new", "missing"):
@@ -238,12 +242,42 @@ def parse_bait_override(text: str) -> tuple[str, BaitDecl]:
     return case_id.strip(), BaitDecl(metric, threshold)
 
 
+def normalize_baits(overrides: Mapping[str, Any] | Sequence[str] | None) -> dict[str, BaitDecl]:
+    """Bait overrides from `--bait` strings or a {case: decl} mapping (BaitDecl, dict or "METRIC:T")."""
+    if not overrides:
+        return {}
+    if isinstance(overrides, str):
+        overrides = [overrides]  # one `--bait` text, not one per character
+    if not isinstance(overrides, Mapping):
+        return dict(parse_bait_override(text) for text in overrides)
+    out: dict[str, BaitDecl] = {}
+    for case_id, decl in overrides.items():
+        if isinstance(decl, BaitDecl):
+            out[case_id] = decl
+            continue
+        if isinstance(decl, Mapping) and {"metric", "threshold"} <= set(decl):
+            text = f"{decl['metric']}:{decl['threshold']}"
+        elif isinstance(decl, tuple | list) and len(decl) == 2:
+            text = f"{decl[0]}:{decl[1]}"
+        elif isinstance(decl, str):
+            text = decl
+        else:
+            # A KeyError or IndexError from deep inside said nothing of the fix.
+            raise ValueError(
+                f"bait override for {case_id!r}: expected a BaitDecl, "
+                '{"metric": ..., "threshold": ...}, (metric, threshold) or "METRIC:THRESHOLD", '
+                f"found {decl!r}"
+            )
+        out[case_id] = parse_bait_override(f"{case_id}={text}")[1]
+    return out
+
+
 def compare_cells(
     baseline: Mapping[str, Cell],
     candidate: Mapping[str, Cell],
     *,
     workspace_baits: Mapping[str, BaitDecl] | None = None,
-    bait_overrides: Mapping[str, BaitDecl] | None = None,
+    bait_overrides: Mapping[str, Any] | Sequence[str] | None = None,
     allow_provider_fallback: bool = False,
     advisory: bool = False,
     seed: int = 0,
@@ -254,6 +288,9 @@ def compare_cells(
     has at most one variant, they match on case id alone, so a baseline
     recorded under a default variant id stays usable.
     """
+    # `--bait` texts or {case: "METRIC:T"} from a notebook, as `gate_files` takes
+    # them: a list was silently read as case ids and judged nothing.
+    bait_overrides = normalize_baits(bait_overrides)
     base_by_key: dict[str, Cell] = dict(baseline)
     matched_on_case_id = bool(
         candidate
@@ -439,6 +476,7 @@ __all__ = [
     "compare_cells",
     "compare_frames",
     "comparison_frame",
+    "normalize_baits",
     "parse_bait_override",
 ]
 

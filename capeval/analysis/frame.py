@@ -112,6 +112,14 @@ class FrameError(ValueError):
     """A row field whose value cannot take its column's type."""
 
 
+# Int64 bounds: polars turns a Python int past them into a silent null.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _fits_int64(value: int) -> bool:
+    return INT64_MIN <= value <= INT64_MAX
+
+
 def _convert(value: Any, kind: str, where: Callable[[], str]) -> Any:
     if value is None:
         return None
@@ -123,12 +131,21 @@ def _convert(value: Any, kind: str, where: Callable[[], str]) -> Any:
     elif isinstance(value, bool):
         pass
     elif kind == INT:
-        if isinstance(value, int):
-            return value
         if isinstance(value, float) and value.is_integer():
-            return int(value)
+            value = int(value)
+        if isinstance(value, int):
+            if not _fits_int64(value):
+                # The gate reads such a value as a number; a null here would
+                # silently move the medians a notebook computes.
+                raise FrameError(
+                    f"{where()}: {json.dumps(value)[:60]} does not fit a 64-bit integer column"
+                )
+            return value
     elif kind == FLOAT and isinstance(value, int | float):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # as the gate reads it (`cells._number`): no usable number
+            return None
     raise FrameError(f"{where()}: expected {kind}, found {json.dumps(value)[:60]}")
 
 
@@ -136,9 +153,9 @@ def _extra_kind(values: Sequence[Any]) -> str:
     present = [v for v in values if v is not None]
     if present and all(isinstance(v, bool) for v in present):
         return BOOL
-    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+    if present and all(_value_class(v) == _INT_VALUES for v in present):
         return INT
-    if present and all(isinstance(v, int | float) and not isinstance(v, bool) for v in present):
+    if present and all(_value_class(v) in (_INT_VALUES, _FLOAT_VALUES) for v in present):
         return FLOAT
     return STR
 
@@ -169,12 +186,25 @@ def _column(name: str, raw: list[Any], kind: str, where: Callable[[int], str]) -
     import polars as pl
 
     dtypes = {STR: pl.String, INT: pl.Int64, FLOAT: pl.Float64, BOOL: pl.Boolean}
-    if {type(v) for v in raw} <= FAST_TYPES[kind]:
+    if {type(v) for v in raw} <= FAST_TYPES[kind] and _in_range(raw, kind):
         # Common case: every value already has the column's type (ints in
         # a float column are exact below 2**53), so skip per-cell checks.
         return pl.Series(name, raw, dtype=dtypes[kind], strict=False)
     values = [_convert(v, kind, functools.partial(where, i)) for i, v in enumerate(raw)]
     return pl.Series(name, values, dtype=dtypes[kind])
+
+
+def _in_range(raw: Sequence[Any], kind: str) -> bool:
+    """Whether polars' lenient conversion keeps every int of an integer column.
+
+    Past Int64 it gives a silent null, which would move a notebook's medians
+    away from the gate's. (In a float column an int past the float range is
+    null on purpose: the gate reads it as no number either.)
+    """
+    if kind != INT:
+        return True
+    ints = [v for v in raw if type(v) is int]
+    return not ints or (_fits_int64(min(ints)) and _fits_int64(max(ints)))
 
 
 def _build(flat_rows: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
@@ -325,7 +355,8 @@ def _value_class(value: Any) -> str:
     if isinstance(value, bool):
         return _BOOL_VALUES
     if isinstance(value, int):
-        return _INT_VALUES
+        # An extra field's int past Int64 is kept as its JSON text, not nulled.
+        return _INT_VALUES if _fits_int64(value) else _OTHER_VALUES
     if isinstance(value, float):
         return _FLOAT_VALUES
     return _OTHER_VALUES
@@ -631,7 +662,10 @@ def _typed(source: str, kind: str) -> tuple[str, str]:
         return value, f"({text} IS NOT NULL AND coalesce({value}::VARCHAR <> {text}, true))"
     if kind == FLOAT:
         value = f"TRY_CAST({text} AS DOUBLE)"
-        bad = f"({value} IS NULL OR contains({text}, 'n') OR contains({text}, 'N'))"
+        # A number past the float range is infinity to DuckDB, no number to the reference.
+        bad = (
+            f"({value} IS NULL OR isinf({value}) OR contains({text}, 'n') OR contains({text}, 'N'))"
+        )
         return value, f"({text} IS NOT NULL AND {bad})"
     return f"({text} = 'true')", f"({text} IS NOT NULL AND {text} NOT IN ('true', 'false'))"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from capeval.analysis.cells import BaitDecl, Cell
-from capeval.analysis.compare import Comparison, compare_cells, parse_bait_override
+from capeval.analysis.compare import Comparison, compare_cells, normalize_baits
 from capeval.results.errors import ResultFileError
 
 EXIT_CLEAN = 0
@@ -34,25 +34,6 @@ class GateResult:
     json: dict[str, Any] | None
     comparison: Comparison | None = None
     errors: list[str] = field(default_factory=list)
-
-
-def normalize_baits(overrides: Mapping[str, Any] | Sequence[str] | None) -> dict[str, BaitDecl]:
-    """Bait overrides from `--bait` strings or a {case: decl} mapping (BaitDecl, dict or "METRIC:T")."""
-    if not overrides:
-        return {}
-    if not isinstance(overrides, Mapping):
-        return dict(parse_bait_override(text) for text in overrides)
-    out: dict[str, BaitDecl] = {}
-    for case_id, decl in overrides.items():
-        if isinstance(decl, BaitDecl):
-            out[case_id] = decl
-        elif isinstance(decl, Mapping):
-            out[case_id] = parse_bait_override(f"{case_id}={decl['metric']}:{decl['threshold']}")[1]
-        elif isinstance(decl, tuple):
-            out[case_id] = parse_bait_override(f"{case_id}={decl[0]}:{decl[1]}")[1]
-        else:
-            out[case_id] = parse_bait_override(f"{case_id}={decl}")[1]
-    return out
 
 
 def workspace_baits(
@@ -155,7 +136,7 @@ def gate_files(
     baseline: str | Path | Sequence[str | Path],
     candidates: str | Path | Sequence[str | Path],
     *,
-    root: Path | None = None,
+    root: str | Path | None = None,
     bait_overrides: Mapping[str, Any] | Sequence[str] | None = None,
     allow_provider_fallback: bool = False,
     advisory: bool = False,
@@ -178,6 +159,8 @@ def gate_files(
     # into one "file" per character.
     base_paths = _paths(baseline)
     cand_paths = _paths(candidates)
+    if root is not None:
+        root = Path(root)  # a notebook passes a str; workspace lookup needs a Path
     try:
         overrides = normalize_baits(bait_overrides)
         # Statistics wait until the refusal checks pass: they cost seconds.

@@ -382,8 +382,14 @@ class _Input:
 # -- discovery ------------------------------------------------------------------
 
 
-def discover(paths: Iterable[str | Path]) -> list[Path]:
-    """Result-file candidates under `paths` (files as given, folders recursively), sorted."""
+def discover(paths: str | Path | Iterable[str | Path]) -> list[Path]:
+    """Result-file candidates under `paths` (files as given, folders recursively), sorted.
+
+    One path may be given bare, as `load_frame` and `gate_files` take it: a
+    str iterated was one "file" per character.
+    """
+    if isinstance(paths, str | Path):
+        paths = [paths]
     found: set[Path] = set()
     for raw in paths:
         path = Path(raw)
@@ -543,7 +549,9 @@ def _runs_of(con: duckdb.DuckDBPyConnection, sources: Sequence[str]) -> set[str]
     return {r[0] for r in rows}
 
 
-def ingest(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> IngestReport:
+def ingest(
+    con: duckdb.DuckDBPyConnection, paths: str | Path | Iterable[str | Path]
+) -> IngestReport:
     """Bring the database up to date with the result files under `paths`.
 
     Idempotent: running it twice adds nothing the second time. All changes
@@ -558,7 +566,7 @@ def ingest(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> Inges
             "SELECT path, format, size, mtimeNs, ingestedOffset, tailHash FROM result_files"
         ).fetchall()
     }
-    paths = list(paths)
+    paths = [paths] if isinstance(paths, str | Path) else list(paths)
     files = discover(paths)
     report.files_seen = len(files)
     report.files_gone = _gone(known, files, paths)
@@ -596,7 +604,7 @@ def ingest(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> Inges
     return report
 
 
-def scan(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path]) -> IngestReport:
+def scan(con: duckdb.DuckDBPyConnection, paths: str | Path | Iterable[str | Path]) -> IngestReport:
     """Put the views straight over the files, without copying their rows: the cold path.
 
     Complete JSON Lines streams are read by DuckDB at query time, only the
@@ -851,7 +859,7 @@ def open_db(
 
 
 def connect(
-    paths: Iterable[str | Path] | None = None, db: str | Path | None = None
+    paths: str | Path | Iterable[str | Path] | None = None, db: str | Path | None = None
 ) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with the views `repeats`, `cells`, `cell_metrics` and `runs`.
 
@@ -884,7 +892,7 @@ def records(
 ) -> list[dict[str, Any]]:
     """Rows of a query as JSON-ready dicts (timestamps as ISO strings)."""
     cursor = con.execute(sql, params or [])
-    names = [d[0] for d in cursor.description or []]
+    names = _unique_names([d[0] for d in cursor.description or []])
     return [
         {name: _json_value(value) for name, value in zip(names, row, strict=True)}
         for row in cursor.fetchall()
@@ -902,12 +910,32 @@ def frame(
     import polars as pl
 
     cursor = con.execute(sql, params or [])
-    names = [d[0] for d in cursor.description or []]
+    names = _unique_names([d[0] for d in cursor.description or []])
     rows = cursor.fetchall()
     columns = list(zip(*rows, strict=True)) if rows else [() for _ in names]
     return pl.DataFrame(
         {name: list(values) for name, values in zip(names, columns, strict=True)}, strict=False
     )
+
+
+def _unique_names(names: Sequence[str]) -> list[str]:
+    """Column names made unique: `a, a` becomes `a, a_1`.
+
+    A join such as `cells JOIN runs` returns `runId`, `repeats` and
+    `passRate` twice; keyed by name, the second copy silently replaced the
+    first (the cell's pass rate became the run's) and the rest were lost.
+    """
+    taken = set(names)  # a suffix must not take the name of another column
+    out: list[str] = []
+    seen: set[str] = set()
+    for name in names:
+        unique, n = name, 0
+        while unique in seen or (unique != name and unique in taken):
+            n += 1
+            unique = f"{name}_{n}"
+        seen.add(unique)
+        out.append(unique)
+    return out
 
 
 def _json_value(value: Any) -> Any:

@@ -350,7 +350,9 @@ def history(repeats: pl.DataFrame, *, title: str | None = None) -> Figure:
 # -- behaviors: metric distributions per cell ------------------------------------------------
 
 
-def behaviors_data(repeats: pl.DataFrame, metrics: Sequence[str] | None = None) -> pl.DataFrame:
+def behaviors_data(
+    repeats: pl.DataFrame, metrics: str | Sequence[str] | None = None
+) -> pl.DataFrame:
     """Long frame of behavior values: resultKey, variantId, caseId, metric, value.
 
     Only repeats whose behaviors were captured; by default the metrics that
@@ -362,6 +364,10 @@ def behaviors_data(repeats: pl.DataFrame, metrics: Sequence[str] | None = None) 
     case = _case_column(repeats)
     _require(repeats, ["variantId", case], "behaviors")
     repeats = _with_variants(repeats)
+    if isinstance(metrics, str):
+        metrics = [metrics]  # one metric, not one per character
+    if metrics is not None:
+        metrics = list(dict.fromkeys(metrics))  # a metric named twice is one panel
     unknown = [m for m in metrics or () if m not in METRIC_NAMES]
     if unknown:
         raise PlotError(
@@ -396,7 +402,7 @@ def behaviors_data(repeats: pl.DataFrame, metrics: Sequence[str] | None = None) 
 
 
 def behaviors(
-    repeats: pl.DataFrame, metrics: Sequence[str] | None = None, *, title: str | None = None
+    repeats: pl.DataFrame, metrics: str | Sequence[str] | None = None, *, title: str | None = None
 ) -> Figure:
     """One panel per metric: each cell's values (points) and median (bar), cells down."""
     import numpy as np
@@ -407,6 +413,8 @@ def behaviors(
     shown = list(dict.fromkeys(data["metric"].to_list()))
     keys = sorted(set(data["resultKey"].to_list()), reverse=True)
     variants = sorted(set(data["variantId"].to_list()))
+    # From the data, not the key: a case id may hold '::' itself.
+    variant_of = dict(zip(data["resultKey"].to_list(), data["variantId"].to_list(), strict=True))
     columns = min(4, len(shown))
     rows = -(-len(shown) // columns)
     fig = Figure(figsize=(3.4 * columns + 2.2, max(3.0, (0.9 + 0.26 * len(keys)) * rows)))
@@ -420,8 +428,7 @@ def behaviors(
             if values.size == 0:
                 continue
             y = keys.index(key)
-            variant = key.rsplit("::", 1)[0]
-            c = colour(variants.index(variant)) if variant in variants else "grey"
+            c = colour(variants.index(variant_of[key]))
             ax.scatter(values, y + rng.uniform(-0.18, 0.18, values.size), s=14, color=c, alpha=0.8)
             ax.plot([np.median(values)] * 2, [y - 0.32, y + 0.32], color="black", linewidth=1.5)
         ax.set_title(metric, fontsize=10)

@@ -48,6 +48,7 @@ def wilson(passes: int, repeats: int, confidence: float = CONFIDENCE) -> tuple[f
     """
     if repeats <= 0:
         return None
+    _check_passes(passes, repeats)
     from scipy.special import ndtri
 
     z = float(ndtri(0.5 + confidence / 2))
@@ -88,30 +89,57 @@ def exact_test(base: tuple[int, int], cand: tuple[int, int]) -> dict[str, Any]:
     pass and fail totals instead and give another, wrong p-value. (Fisher's
     test is the same either way round.)
     """
+    (c1, n1), (c2, n2) = base, cand
+    test, pvalue = _exact_pvalue(c1, n1, c2, n2)
+    return {"test": test, "alternative": "two-sided", "pValue": pvalue}
+
+
+@functools.lru_cache(maxsize=4096)
+def _exact_pvalue(c1: int, n1: int, c2: int, n2: int) -> tuple[str, float]:
+    """(test, p-value) of one 2x2 table, computed once per table.
+
+    Barnard's test costs about 7 ms, and a matrix of thousands of cells of a
+    few repeats each holds only a few hundred distinct tables: asked per cell,
+    `compare` on 3,000 changed cells spent 20 s here.
+    """
     from scipy.stats import barnard_exact, fisher_exact
 
-    (c1, n1), (c2, n2) = base, cand
     table = [[c1, c2], [n1 - c1, n2 - c2]]
     if max(n1, n2) <= BARNARD_MAX_REPEATS:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            pvalue = float(barnard_exact(table).pvalue)
-        test = "barnard"
-    else:
-        pvalue = float(fisher_exact(table).pvalue)
-        test = "fisher"
-    return {"test": test, "alternative": "two-sided", "pValue": min(1.0, pvalue)}
+            return "barnard", min(1.0, float(barnard_exact(table).pvalue))
+    return "fisher", min(1.0, float(fisher_exact(table).pvalue))
+
+
+def _check_passes(passes: int, repeats: int) -> None:
+    """ValueError unless 0 <= passes <= repeats (a swapped call gave a math domain error)."""
+    if not 0 <= passes <= repeats:
+        raise ValueError(f"passes must be between 0 and repeats ({repeats}), got {passes}")
+
+
+def _check_k(n: int, c: int, k: int) -> None:
+    """The unbiased estimators draw k of the n repeats: 1 <= k <= n."""
+    _check_passes(c, n)
+    if not 1 <= k <= n:
+        raise ValueError(f"k must be between 1 and the number of repeats ({n}), got {k}")
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k: the chance that at least one of k repeats (drawn from n) passes."""
+    """Unbiased pass@k: the chance that at least one of k repeats (drawn from n) passes.
+
+    ValueError when k is not between 1 and n: k repeats cannot be drawn from
+    fewer (the estimate would be 1.0 even with no pass at all).
+    """
+    _check_k(n, c, k)
     if n - c < k:
         return 1.0
     return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass^k: the chance that all k repeats (drawn from n) pass."""
+    """Unbiased pass^k: the chance that all k repeats (drawn from n) pass (1 <= k <= n)."""
+    _check_k(n, c, k)
     return math.comb(c, k) / math.comb(n, k)
 
 
