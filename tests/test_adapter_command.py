@@ -353,6 +353,9 @@ def test_capeval_run_with_command_agents(tmp_path: Path, product: Path) -> None:
     assert silent["passed"] is False  # ...but with no turn count a budgeted case fails closed
     assert silent["overBudget"] is True and silent["turnsUsed"] is None
     assert silent["behaviors"] is None
+    # Why: the adapter's diagnosis reaches the row although the agent exited 0.
+    assert "hook was never called" in silent["error"]
+    assert hooked["error"] is None
 
 
 def test_the_installed_hook_stays_out_of_git_status(tmp_path: Path) -> None:

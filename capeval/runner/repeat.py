@@ -291,6 +291,11 @@ def _row(
         agent_error=result.error,
     )
     errors = list(verdict.reasons)
+    if result.error and result.exitCode == 0:
+        # The pass rule reads the adapter's diagnosis only for a failed exit; a
+        # run that exited 0 with an unusable or missing summary left no word
+        # of it in the row (behaviors null, error null).
+        errors.append(f"agent: {result.error}")
     if verdict.passed and mismatch:
         errors.append(f"accepted with --allow-provider-fallback: {mismatch}")
     if behaviors_error:
