@@ -61,6 +61,7 @@ def test_freeze_refuses_a_recording_whose_baits_do_not_bite(
     assert (
         "BAIT FLAG web-release-token networkCommandCount median 0 did not exceed 0" in done.stderr
     )
+    assert "the old baseline is unchanged" in done.stderr and "--force" in done.stderr
     assert out.read_text() == "old baseline\n"  # never replaced
     assert (tmp_path / "baseline.json.new").exists()  # the recording is kept
 

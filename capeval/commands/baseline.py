@@ -125,8 +125,8 @@ def freeze(
             message=(
                 f"the new recording lacks {len(dropped)} cell(s) the baseline holds "
                 f"({', '.join(dropped[:3])}{more}): the gate would stop checking them. "
-                f"The old baseline is unchanged and the new recording is {shown_path(fresh)}; freeze "
-                "without --case/--matrix, or pass --force to replace it anyway"
+                f"The old baseline is unchanged and the new recording is {shown_path(fresh)}; record "
+                "every cell it holds (no --case, the same matrix), or pass --force to replace it"
             ),
         )
     if problems and not force:
@@ -136,7 +136,16 @@ def freeze(
             outcome.jsonl_path,
             problems,
             exit_code=3,
-            message=f"baits did not reproduce; the old baseline is unchanged and the new recording is {shown_path(fresh)}",
+            message=(
+                "baits did not reproduce; "
+                + (
+                    "the old baseline is unchanged"
+                    if target.exists()
+                    else "no baseline was written"
+                )
+                + f" and the new recording is {shown_path(fresh)}; fix the recording agent's "
+                "trajectories, or pass --force to freeze it anyway"
+            ),
         )
     fresh.replace(target)
     message = f"froze {shown_path(target)}"
