@@ -401,3 +401,19 @@ def test_an_unset_value_never_drops_a_prompt_that_starts_with_a_dash() -> None:
     ]
     flagged = render_command("agent run --max-turns {max_turns} {prompt}", values)
     assert flagged == ["agent", "run", "- fix the bug\n- add tests"]
+
+
+def test_the_version_probe_never_runs_in_the_users_checkout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A wrapper that does not answer --version acts as an agent where it runs:
+    # the probe ran it in the current directory, the user's checkout.
+    wrapper = tmp_path / "agent.sh"
+    wrapper.write_text('#!/bin/sh\necho "ran with: $1" >> agent-was-here.txt\necho 2.3.4\n')
+    wrapper.chmod(0o755)
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    monkeypatch.chdir(checkout)
+    config = AgentConfig(name="mine", type="command", command=f"{wrapper} {{prompt}}")
+    assert CommandAdapter(config).version() == "2.3.4"
+    assert list(checkout.iterdir()) == []

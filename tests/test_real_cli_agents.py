@@ -225,6 +225,25 @@ def test_adapter_runs_the_real_cli(name: str, tmp_path: Path) -> None:
     assert_behaviors(derive_behaviors(result.summary), name)
 
 
+def fake_home(home: Path) -> Path:
+    """A user's home with a Gemini CLI setup: an auth choice, history, registered projects."""
+    gemini = home / ".gemini"
+    (gemini / "history").mkdir(parents=True)
+    (gemini / "settings.json").write_text(
+        '{\n  // mine\n  "security": {"auth": {"selectedType": "gemini-api-key"}}\n}\n'
+    )
+    (gemini / "projects.json").write_text('{"projects": {}}\n')
+    return home
+
+
+def snapshot(root: Path) -> dict[str, tuple[bool, bytes]]:
+    """Every path under `root`: is it a directory, and a file's content."""
+    return {
+        str(p.relative_to(root)): (p.is_dir(), b"" if p.is_dir() else p.read_bytes())
+        for p in root.rglob("*")
+    }
+
+
 def make_workspace(root: Path, name: str, url: str, binary: Path) -> None:
     case = root / "evals" / "capability" / "cases" / "real-cli"
     case.mkdir(parents=True)
@@ -262,6 +281,8 @@ def test_capeval_run_with_the_real_cli(name: str, tmp_path: Path) -> None:
     provider, model = MODELS[name]
     root = tmp_path / "ws"
     rows_path = tmp_path / "rows.jsonl"
+    home = fake_home(tmp_path / "home")
+    before = snapshot(home)
     with ModelServer(Script.from_json(SCRIPTS[name])) as server:
         make_workspace(root, name, server.url, binary)
         proc = subprocess.run(
@@ -282,9 +303,18 @@ def test_capeval_run_with_the_real_cli(name: str, tmp_path: Path) -> None:
             text=True,
             timeout=300,
             cwd=tmp_path,
-            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+            env={
+                **os.environ,
+                "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+                "HOME": str(home),
+            },
         )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    # The run (and its version probe) kept to its own config home: the user's is as it
+    # was. Only npm's download cache may grow (opencode fetches its provider packages
+    # through it: a cache, not the user's history or config).
+    after = {path: v for path, v in snapshot(home).items() if path.split(os.sep)[0] != ".npm"}
+    assert after == before
     (row,) = [json.loads(line) for line in rows_path.read_text().splitlines()]
     assert row["passed"] is True, row.get("error")
     assert row["status"] == "done" and row["agentExitCode"] == 0 and row["verifyExitCode"] == 0

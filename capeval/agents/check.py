@@ -111,9 +111,9 @@ class _OpencodeEndpoint(Endpoint):
 
 class _GeminiEndpoint(Endpoint):
     def configure(self, config: AgentConfig, url: str, scratch: Path) -> AgentConfig:
-        from capeval.agents.gemini import scripted_home
+        from capeval.agents.gemini import scripted_env
 
-        env = {**config.env, **scripted_home(url, scratch / "gemini-home", "capeval-check")}
+        env = {**config.env, **scripted_env(url, "capeval-check")}
         return dataclasses.replace(config, env=env)
 
 

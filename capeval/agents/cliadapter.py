@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import shutil
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -63,12 +64,20 @@ def resolve_binary(command: str) -> str | None:
     return os.path.abspath(found) if found else None
 
 
-def probe_version(exe: str, args: tuple[str, ...] = ("--version",)) -> str | None:
+def probe_version(
+    exe: str,
+    args: tuple[str, ...] = ("--version",),
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> str | None:
     """The first version-looking token `exe --version` prints, or None."""
     from capeval.runner.process import run_process
 
     try:
-        proc = run_process([exe, *args], cwd=Path.cwd(), timeout_s=VERSION_TIMEOUT_S)
+        proc = run_process(
+            [exe, *args], cwd=cwd or Path.cwd(), env=env, timeout_s=VERSION_TIMEOUT_S
+        )
     except OSError:
         return None
     m = _VERSION.search(proc.stdout.decode(errors="replace")) if proc.exit_code == 0 else None
@@ -204,8 +213,28 @@ class CliAdapter:
         return agent_environment(self.config, request, self.cli_env(request))
 
     def version(self) -> str | None:
+        """The CLI's version, asked in the environment of a run.
+
+        Even `--version` writes to the CLI's home (Gemini CLI registers the
+        folder in `~/.gemini/projects.json`, opencode makes its directories),
+        so it runs with a throwaway config home and working directory.
+        """
         exe = resolve_binary(self.binary)
-        return probe_version(exe, self.version_args) if exe else None
+        if exe is None:
+            return None
+        with tempfile.TemporaryDirectory(prefix="capeval-version-") as tmp:
+            scratch = Path(tmp)
+            request = AgentRequest(
+                workdir=scratch,
+                prompt="",
+                provider="",
+                model="",
+                case_dir=scratch,
+                capture_dir=scratch / "capture",
+                env={"TMPDIR": tmp},
+            )
+            env = self.environment(request)
+            return probe_version(exe, self.version_args, env=env, cwd=scratch)
 
     def run(self, request: AgentRequest) -> AgentResult:
         started = datetime.now(UTC)

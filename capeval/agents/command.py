@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import tempfile
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
@@ -162,11 +163,20 @@ class CommandAdapter:
         return render_command(self.config.command, self._values(request), tuple(self.config.args))
 
     def version(self) -> str | None:
+        """`<binary> --version`, asked in a throwaway directory.
+
+        It ran in the current directory, the user's checkout: a wrapper script
+        that does not answer `--version` then acted as an agent on it, with
+        the prompt `--version`.
+        """
         try:
             exe = resolve_binary(shlex.split(self.config.command or "")[0])
         except (ValueError, IndexError):
             return None
-        return probe_version(exe) if exe else None
+        if exe is None:
+            return None
+        with tempfile.TemporaryDirectory(prefix="capeval-version-") as tmp:
+            return probe_version(exe, cwd=Path(tmp))
 
     def run(self, request: AgentRequest) -> AgentResult:
         try:

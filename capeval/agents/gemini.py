@@ -12,12 +12,14 @@ Results are joined to calls on `tool_id`. Assistant text arrives in chunks
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from capeval.agents.base import AgentRequest
-from capeval.agents.cliadapter import CliAdapter
+from capeval.agents.cliadapter import CliAdapter, isolated_dir
 from capeval.agents.streams import (
     ParsedStream,
     Skipped,
@@ -150,29 +152,104 @@ class GeminiAdapter(CliAdapter):
         # trust would never know it: headless, it then drops --approval-mode
         # yolo to "default" or exits. The workdir is capeval's throwaway copy
         # of the fixture, as trusted as the fixture itself.
-        return {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+        env = {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+        if "GEMINI_CLI_HOME" not in self.config.env:  # the agent's own env names its home
+            outer = {**os.environ, **request.env, **self.config.env}
+            home = Path(isolated_dir(request, "gemini-home"))
+            seed_home(home, auth_type(self.config.env, outer))
+            env["GEMINI_CLI_HOME"] = str(home)
+        return env
 
     def prompt_args(self, request: AgentRequest) -> list[str]:
         # `--prompt=<text>` keeps a prompt that starts with `-` a value.
         return [f"--prompt={request.prompt}"]
 
 
-def scripted_home(base_url: str, home: Path, api_key: str) -> dict[str, str]:
-    """Env that aims Gemini CLI at `base_url` (e.g. the scripted model server), from a scratch home.
+# Gemini CLI keeps its settings, chat history, project registry and temp files
+# under `$GEMINI_CLI_HOME/.gemini` (default: the user's home). Each repeat gets
+# a scratch home in its capture directory, as Claude Code and Codex get a
+# config directory, so no run adds to the user's history. Headless Gemini
+# needs one thing from there: which auth method to use (else it exits 41).
+_SELECTED = re.compile(r'"(?:selectedType|selectedAuthType)"\s*:\s*"([^"]+)"')
 
-    The endpoint is `GOOGLE_GEMINI_BASE_URL`; the API-key auth method lives
-    in `~/.gemini/settings.json`, so `home` gets one saying "API key" (without
-    it a headless run exits 41). Folder trust stays on, as on a user's
-    machine: the adapter itself trusts each workdir. Writes that file.
+
+def auth_type(agent_env: Mapping[str, str], env: Mapping[str, str]) -> str | None:
+    """The auth method a run's scratch Gemini home selects, or None to leave it to Gemini.
+
+    First what the agent's own `env` (capeval.toml) provides a key for, then
+    the user's choice in their Gemini settings, then what the rest of the
+    environment provides a key for (`env`: the agent's whole environment).
     """
-    settings = {
-        "security": {"auth": {"selectedType": "gemini-api-key"}},
+    return auth_from_env(agent_env) or _selected_in(_user_settings(env)) or auth_from_env(env)
+
+
+def auth_from_env(env: Mapping[str, str]) -> str | None:
+    """The auth method the variables in `env` make usable, as Gemini CLI names it.
+
+    Gemini's own fallback, except that GOOGLE_API_KEY alone (Vertex AI
+    express mode) also counts: only Vertex accepts that key.
+    """
+    if env.get("GOOGLE_GENAI_USE_GCA") == "true":
+        return "oauth-personal"
+    if env.get("GOOGLE_GENAI_USE_VERTEXAI") == "true":
+        return "vertex-ai"
+    if env.get("GEMINI_API_KEY"):
+        return "gemini-api-key"
+    if env.get("GOOGLE_API_KEY") or (
+        env.get("GOOGLE_CLOUD_PROJECT") and env.get("GOOGLE_CLOUD_LOCATION")
+    ):
+        return "vertex-ai"
+    if env.get("CLOUD_SHELL") == "true" or env.get("GEMINI_CLI_USE_COMPUTE_ADC") == "true":
+        return "compute-default-credentials"
+    return None
+
+
+def _user_settings(env: Mapping[str, str]) -> Path | None:
+    home = env.get("GEMINI_CLI_HOME") or env.get("HOME")
+    return Path(home) / ".gemini" / "settings.json" if home else None
+
+
+def _selected_in(settings: Path | None) -> str | None:
+    """The auth method a Gemini settings file selects, or None (no file, none chosen).
+
+    Read with a pattern, not a JSON parser: the file may hold comments, and
+    older releases kept the choice at the top level as `selectedAuthType`.
+    """
+    try:
+        text = settings.read_text(encoding="utf-8") if settings is not None else ""
+    except (OSError, UnicodeDecodeError):
+        return None
+    match = _SELECTED.search(text)
+    return match.group(1) if match else None
+
+
+def seed_home(home: Path, auth: str | None) -> None:
+    """Write the scratch home's settings: the auth method, and no usage reporting.
+
+    Nothing else of the user's settings (MCP servers, extensions, history)
+    reaches a run, as nothing of their Claude Code config does.
+    """
+    settings: dict[str, Any] = {
         "telemetry": {"enabled": False},
         "privacy": {"usageStatisticsEnabled": False},
     }
+    if auth is not None:
+        settings["security"] = {"auth": {"selectedType": auth}}
     (home / ".gemini").mkdir(parents=True, exist_ok=True)
     (home / ".gemini" / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
-    return {"HOME": str(home), "GEMINI_API_KEY": api_key, "GOOGLE_GEMINI_BASE_URL": base_url}
+
+
+def scripted_env(base_url: str, api_key: str) -> dict[str, str]:
+    """Env that aims Gemini CLI at `base_url` (e.g. the scripted model server).
+
+    The endpoint is `GOOGLE_GEMINI_BASE_URL`; the API key in the agent's own
+    env makes the adapter's scratch home select API-key auth (Gemini's own
+    fallback would pick its "gateway" method for a custom endpoint). Folder
+    trust stays on, as on a user's machine: the adapter trusts each workdir.
+    """
+    # An agent env choosing Vertex or a Google login would override the key.
+    off = {"GOOGLE_GENAI_USE_VERTEXAI": "", "GOOGLE_GENAI_USE_GCA": ""}
+    return {**off, "GEMINI_API_KEY": api_key, "GOOGLE_GEMINI_BASE_URL": base_url}
 
 
 def _answering_model(announced: str | None, models: Any) -> str | None:
