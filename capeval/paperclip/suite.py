@@ -264,6 +264,8 @@ def run_configuration(
         decision = res.decision.decision
         expect_refused = step.kind == PROBE or (grants == UNGRANTED and step.gated)
         cls = _class_for(row, step, grants)
+        # What a call did (or showed) is the tool contract's, where the row has it.
+        contract_cls = AGENT_TOOL_CONTRACT if row.has(AGENT_TOOL_CONTRACT) else cls
         if expect_refused:
             if res.decision.permitted:
                 fail(cls, step.operation, decision, "a forbidden operation was allowed", step_diff)
@@ -337,26 +339,14 @@ def run_configuration(
                 for problem in read_problems(
                     step.operation, args, res.output.get("data"), cp.state
                 ):
-                    fail(
-                        AGENT_TOOL_CONTRACT if row.has(AGENT_TOOL_CONTRACT) else cls,
-                        step.operation,
-                        decision,
-                        problem,
-                        step_diff,
-                    )
+                    fail(contract_cls, step.operation, decision, problem, step_diff)
             continue
         for exp in write_expectations(
             step.operation, args, res.entity_id, before["revision"], run_id=cp.run_id, before=before
         ):
             problem = _check(exp, cp.state, step_diff)
             if problem:
-                fail(
-                    AGENT_TOOL_CONTRACT if row.has(AGENT_TOOL_CONTRACT) else cls,
-                    step.operation,
-                    decision,
-                    problem,
-                    step_diff,
-                )
+                fail(contract_cls, step.operation, decision, problem, step_diff)
             if isinstance(exp, FieldIs) and exp.entity not in ("state", "idempotency"):
                 folded[(exp.entity, exp.id, exp.field)] = exp
 
