@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from capeval.analysis.cells import Cell, cells_from_rows, parse_bait, variant_of
+from capeval.analysis.duckdb_paths import reads_as_pattern
 from capeval.metrics import METRIC_NAMES
 from capeval.results.errors import ResultFileError
 
@@ -452,16 +453,10 @@ def _load_duckdb(
     return [dict(sorted(side.items())) for side in out]
 
 
-# DuckDB's read_json expands these as a glob pattern, with no way to escape
-# them: `run[1].jsonl` would read `run1.jsonl`, and `c*.jsonl` every file
-# it matches. A leading `~` is expanded too, which an absolute path avoids.
-_GLOB_CHARS = frozenset("*?[")
-
-
 def _literal_path(path: Path) -> str:
     """The path as DuckDB must be given it to read that one file and no other."""
     text = os.path.abspath(path)
-    if _GLOB_CHARS.intersection(text):
+    if reads_as_pattern(text):
         raise FastPathUnavailable(f"{path}: a file name DuckDB would read as a glob pattern")
     return text
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from capeval.analysis.duckdb_paths import reads_as_pattern
 from capeval.behaviors import backfill_legacy
 from capeval.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME
 from capeval.results.load import read_rows
@@ -466,7 +467,6 @@ _READ_FIELDS = frozenset(ROW_COLUMNS) | FLATTENED
 # A trailing comma is valid to DuckDB but not to `json.loads`; so are bare
 # inf/nan, which the typed checks below reject.
 _TRAILING_COMMA = re.compile(rb",[ \t\r\n]*[\]}]")
-_GLOB_CHARS = frozenset("*?[{~")
 _MAX_INT_DIGITS = 18  # below 2**63: fits Int64 exactly
 
 
@@ -535,7 +535,7 @@ def _scan(
     probe: Callable[[Path], Any],
     slice_cases: Callable[[Any, list[str]], str],
 ) -> _Scan:
-    if set(str(path)) & _GLOB_CHARS:
+    if reads_as_pattern(path):
         raise _NotExact  # DuckDB would expand it as a pattern
     source = probe(Path(path))
     if source.fmt == "jsonl":

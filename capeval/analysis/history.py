@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from capeval.analysis.duckdb_paths import reads_as_pattern
 from capeval.metrics import METRIC_NAMES, NUMERIC_METRICS
 from capeval.results.errors import ResultFileError
 
@@ -57,10 +58,6 @@ SKIP_DIRS = frozenset({".git", ".ipynb_checkpoints", "__pycache__", ".venv"})
 # Per-repeat evidence the runner keeps beside a stream (agent streams, run summaries).
 SKIP_DIR_SUFFIXES = (".artifacts",)
 _HEAD = 1 << 16
-# Characters DuckDB's readers expand as a pattern (or a home folder): a file
-# whose path holds one is read through a temp copy, never by its name, which
-# could name other files or none.
-_GLOB_CHARS = frozenset("*?[]{}~")
 _HASH_CHUNK = 1 << 20
 # A time string that states its UTC offset (`Z`, `+09:00`, `-0800`, `+09`);
 # one without is taken as UTC. Shared with the plots (a polars expression),
@@ -708,7 +705,7 @@ def _plan_file(
                 "crashed); it is left for the next ingest"
             )
         if end > start:
-            if start == 0 and end == stat.st_size and not set(key) & _GLOB_CHARS:
+            if start == 0 and end == stat.st_size and not reads_as_pattern(key):
                 read_path = key
             else:
                 read_path = _temp_slice(handle, start, end, temps)

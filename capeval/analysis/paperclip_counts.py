@@ -14,6 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from capeval.analysis.duckdb_paths import reads_as_pattern
+
 _COUNTS = ("cases", "configurations", "passed", "failed")
 _COLUMNS = "{'caseId': 'VARCHAR', 'group': 'VARCHAR', 'grants': 'VARCHAR', 'passed': 'BOOLEAN'}"
 
@@ -29,17 +31,13 @@ ORDER BY "group"
 """
 
 
-# DuckDB expands these in a file name as a pattern (or a home folder).
-_GLOB_CHARS = frozenset("*?[]{}~")
-
-
 def group_counts(jsonl: Path) -> dict[str, dict[str, int]]:
     """{group: {cases, configurations, passed, failed}} for one row stream."""
     import duckdb
 
     with contextlib.ExitStack() as stack:
         read = str(jsonl)
-        if set(read) & _GLOB_CHARS:
+        if reads_as_pattern(read):
             # By its name DuckDB would read whatever the pattern matches (an
             # out dir `report[2]` reads `report2/`): read a copy instead.
             tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="capeval-counts-"))
