@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from capeval.commands.common import EXIT_BAD_INPUT, configured_baseline, fail
+from capeval.commands.common import EXIT_BAD_INPUT, cannot_write, configured_baseline, fail
 from capeval.commands.compare import comparison_options, run_comparison
 
 
@@ -105,8 +105,7 @@ def report(
             # bad usage: say which path and why, not a traceback.
             with contextlib.suppress(OSError):
                 tmp.unlink(missing_ok=True)
-            where = f": {exc.filename}" if exc.filename not in (None, str(output), str(tmp)) else ""
-            fail("report", f"cannot write {output}: {exc.strerror or exc}{where}")
+            fail("report", f"{cannot_write(output, exc)}; pass -o with a writable path")
         verdict = "refused, exit 2" if refused else f"gate verdict exit {result.exit_code}"
         click.echo(f"wrote {output} ({fmt}); {verdict}", err=True)
     if refused:
