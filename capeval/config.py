@@ -35,6 +35,7 @@ AGENT_TYPES: tuple[str, ...] = ("scripted", "command", "claude-code", "codex", "
 # infinite (or merely astronomical) timeout overflowed the platform's timers
 # mid-run with a traceback, and NaN timed every agent out before it started.
 MAX_TIMEOUT_S = 30 * 24 * 3600
+SECONDS_RULE = f"a number of seconds > 0 and at most {MAX_TIMEOUT_S} (30 days)"
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ _SECONDS = {
     "type": "number",
     "exclusiveMinimum": 0,
     "maximum": MAX_TIMEOUT_S,
-    "description": f"a number of seconds > 0 and at most {MAX_TIMEOUT_S} (30 days)",
+    "description": SECONDS_RULE,
 }
 _TEXT = {"type": "string", "minLength": 1, "description": "a non-empty string"}
 
@@ -165,6 +166,12 @@ def is_finite_number(value: Any) -> bool:
     if isinstance(value, bool):
         return False
     return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+
+
+def is_timeout(value: Any) -> bool:
+    """A usable timeout (`SECONDS_RULE`): `nan` timed every wait out at once, and
+    `inf` or an astronomical one crashed the wait with an OverflowError."""
+    return is_finite_number(value) and 0 < value <= MAX_TIMEOUT_S
 
 
 # --- the pure part ------------------------------------------------------------

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import sys
 from collections.abc import Sequence
@@ -54,18 +53,14 @@ class Seconds(click.ParamType):
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> float:
-        from capeval.config import MAX_TIMEOUT_S
+        from capeval.config import SECONDS_RULE, is_timeout
 
         try:
             number = float(value)
         except (TypeError, ValueError):
             self.fail(f"{value!r} is not a number of seconds", param, ctx)
-        if not (math.isfinite(number) and 0 < number <= MAX_TIMEOUT_S):
-            self.fail(
-                f"{value}: expected a number of seconds > 0 and at most {MAX_TIMEOUT_S} (30 days)",
-                param,
-                ctx,
-            )
+        if not is_timeout(number):
+            self.fail(f"{value}: expected {SECONDS_RULE}", param, ctx)
         return number
 
 

@@ -340,20 +340,17 @@ def _refuse_bad_timeouts(options: RunOptions, config: Any, root: Path) -> None:
     """A timeout of `nan` timed every agent out before it started (every repeat a
     failure, read as a regression), and `inf` or an astronomical one crashed the
     run with a timer overflow: refuse them, naming where they were set."""
-    from capeval.config import MAX_TIMEOUT_S, is_finite_number
+    from capeval.config import SECONDS_RULE, is_timeout
 
     for flag, given, key, configured in (
         ("--agent-timeout", options.agent_timeout_s, "timeouts.agent", config.agent_timeout_s),
         ("--verify-timeout", options.verify_timeout_s, "timeouts.verify", config.verify_timeout_s),
     ):
         value = _pick(given, configured)
-        if is_finite_number(value) and 0 < value <= MAX_TIMEOUT_S:
+        if is_timeout(value):
             continue
         where = flag if given is not None else _config_key(config, root, key)
-        raise RunError(
-            f"{where} {value}: expected a number of seconds > 0 and at most {MAX_TIMEOUT_S} "
-            "(30 days)"
-        )
+        raise RunError(f"{where} {value}: expected {SECONDS_RULE}")
 
 
 def _unwritable(path: Path) -> str | None:
