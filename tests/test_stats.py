@@ -258,3 +258,93 @@ def test_exact_test_computes_each_table_once(monkeypatch: pytest.MonkeyPatch) ->
     assert all(r == results[0] for r in results) and results[0]["test"] == "barnard"
     results[0]["pValue"] = -1.0  # a caller's edit does not reach the next answer
     assert stats.exact_test((1, 3), (3, 4))["pValue"] > 0
+
+
+def _scipy_interval(
+    samples: tuple[list[float], ...], statistic: Any, seed: int
+) -> tuple[float, float]:
+    """scipy's own percentile bootstrap of one sample (or pair), unbatched."""
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    res = bootstrap(
+        tuple(np.sort(np.asarray(s, dtype=float)) for s in samples),
+        statistic,
+        n_resamples=stats.BOOTSTRAP_RESAMPLES,
+        confidence_level=stats.CONFIDENCE,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
+    return (float(res.confidence_interval.low), float(res.confidence_interval.high))
+
+
+def _samples(count: int, seed: int) -> list[list[float]]:
+    import random
+
+    rng = random.Random(seed)
+    return [
+        [float(rng.randint(0, 9)) for _ in range(rng.choice((2, 3, 4, 5, 8, 50)))]
+        for _ in range(count)
+    ]
+
+
+def test_batched_median_intervals_are_scipys_per_sample_bootstrap() -> None:
+    # Thousands of cells are resampled in a few scipy calls (three per metric
+    # and cell took compare three minutes on 3,000 cells); each interval must
+    # still be the one scipy gives that sample alone, seeded by its size.
+    import numpy as np
+
+    samples = _samples(60, seed=11)
+    got = stats.bootstrap_medians(samples, seed=4)
+    for values, interval in zip(samples, got, strict=True):
+        if min(values) == max(values):
+            assert interval == (values[0], values[0])
+            continue
+        want = _scipy_interval((values,), np.median, stats._seed(4, "median", str(len(values))))
+        assert interval == pytest.approx(want, abs=1e-12)
+
+
+def test_batched_median_difference_intervals_are_scipys_per_pair_bootstrap() -> None:
+    import numpy as np
+
+    samples = _samples(40, seed=12)
+    pairs = list(zip(samples[::2], samples[1::2], strict=True))
+    got = stats.bootstrap_median_differences(pairs, seed=5)
+
+    def difference(x: Any, y: Any, axis: int = -1) -> Any:
+        return np.median(y, axis=axis) - np.median(x, axis=axis)
+
+    checked = 0
+    for (a, b), interval in zip(pairs, got, strict=True):
+        if min(a) == max(a) and min(b) == max(b):
+            assert interval == (b[0] - a[0],) * 2
+            continue
+        seed = stats._seed(5, "difference", str(len(a)), str(len(b)))
+        assert interval == pytest.approx(_scipy_interval((a, b), difference, seed), abs=1e-12)
+        checked += 1
+    assert checked > 10
+
+
+def test_a_cells_interval_does_not_depend_on_the_other_cells(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    samples = _samples(80, seed=13)
+    alone = [stats.bootstrap_median(s, seed=9) for s in samples]
+    together = stats.bootstrap_medians(samples, seed=9)
+    assert together == alone
+    pairs = list(zip(samples[::2], samples[1::2], strict=True))
+    alone_d = [stats.bootstrap_median_difference(a, b, seed=9) for a, b in pairs]
+    assert stats.bootstrap_median_differences(pairs, seed=9) == alone_d
+    # Split into many scipy calls (a memory cap): the same numbers.
+    monkeypatch.setattr(stats, "_BATCH_VALUES", 1)
+    assert stats.bootstrap_medians(samples, seed=9) == alone
+    assert stats.bootstrap_median_differences(pairs, seed=9) == alone_d
+
+
+def test_median_by_sorting_is_numpys_median() -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 3, 4, 5, 50, 51):
+        x = rng.integers(0, 7, (6, 40, n)).astype(float)
+        assert np.array_equal(stats._median(x, axis=-1), np.median(x, axis=-1))
