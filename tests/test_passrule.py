@@ -81,6 +81,43 @@ def test_every_failure_is_listed() -> None:
 
 
 @pytest.mark.parametrize(
+    ("requested", "resolved", "ok"),
+    [
+        # What Claude Code 2.1 and Gemini CLI 0.61 resolved these aliases to
+        # (tests/test_real_cli_agents.py asks the real CLIs).
+        ("sonnet", "claude-sonnet-5-5", True),
+        ("opus", "claude-opus-5-5", True),
+        ("haiku", "claude-haiku-5-5", True),
+        ("opusplan", "claude-sonnet-5-5", True),
+        ("default", "claude-opus-5-5", True),
+        ("pro", "gemini-3.1-pro-preview", True),
+        ("flash", "gemini-3.8-flash", True),
+        ("flash-lite", "gemini-3.5-flash-lite", True),
+        ("auto", "gemini-3.5-flash-lite", True),
+        # Older names and snapshots of the same families.
+        ("sonnet", "claude-3-5-sonnet-20241022", True),
+        ("sonnet", "claude-sonnet-4-5-20250929", True),
+        ("pro", "gemini-2.5-pro-preview-06-05", True),
+        # Another family is a fallback, however close the name.
+        ("sonnet", "claude-opus-5-5", False),
+        ("opus", "claude-sonnet-5-5", False),
+        ("opusplan", "claude-haiku-5-5", False),
+        ("flash", "gemini-3.5-flash-lite", False),
+        ("flash-lite", "gemini-3.8-flash", False),
+        ("pro", "gemini-3.8-flash", False),
+        ("sonnet", "claude-sonnet-5-5-mini", False),
+        ("auto", "gpt-5.5", False),
+        ("default", "gemini-3.8-flash", False),
+    ],
+)
+def test_family_aliases_match_their_family_only(requested: str, resolved: str, ok: bool) -> None:
+    # `--model sonnet` is how Claude Code's docs ask for a model; the CLI
+    # reports the concrete model it ran, which failed every repeat as a
+    # provider/model mismatch.
+    assert (provider_mismatch("anthropic", requested, None, resolved) is None) is ok
+
+
+@pytest.mark.parametrize(
     ("resolved", "ok"),
     [
         ((None, None), True),  # the agent did not say: nothing to check

@@ -387,3 +387,40 @@ def test_agents_check_against_the_real_cli(name: str, tmp_path: Path) -> None:
         }[name]
     )
     assert report["behaviors"]["chainSegmentCount"] == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "alias"),
+    [
+        ("claude-code", "sonnet"),
+        ("claude-code", "opusplan"),
+        ("gemini", "pro"),
+        ("gemini", "flash"),
+    ],
+)
+def test_a_family_alias_passes_the_provider_check(name: str, alias: str, tmp_path: Path) -> None:
+    # The CLI resolves the alias itself and reports the concrete model it ran;
+    # that model is what was asked for, not a fallback.
+    from capeval.runner.passrule import provider_mismatch
+
+    binary = cli_path(name)
+    provider, _ = MODELS[name]
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    with ModelServer(Script.from_json([{"text": "done"}])) as server:
+        env, args = endpoint_env_args(name, server.url, tmp_path)
+        config = AgentConfig(name=name, type=name, command=str(binary), env=env, args=args)
+        request = AgentRequest(
+            workdir=workdir,
+            prompt="Say done.",
+            provider=provider,
+            model=alias,
+            case_dir=tmp_path,
+            capture_dir=tmp_path / "capture",
+            timeout_s=120,
+            env={"TMPDIR": str(tmp_path)},
+        )
+        result = make_adapter(config).run(request)
+    assert result.status == "done", result.error
+    assert result.model and result.model != alias  # the CLI did resolve it
+    assert provider_mismatch(provider, alias, result.provider, result.model) is None

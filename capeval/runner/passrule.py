@@ -53,12 +53,40 @@ def is_over_budget(budget: int | None, turns_used: int | None) -> bool:
 _SNAPSHOT_SUFFIX = re.compile(r"^-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
 
 
+# Family aliases the CLIs resolve themselves, to whatever model of the family
+# they currently ship (seen: Claude Code 2.1 `sonnet` -> claude-sonnet-5-5,
+# `opusplan` -> claude-sonnet-5-5 headless, `default` -> claude-opus-5-5;
+# Gemini CLI 0.61 `pro` -> gemini-3.1-pro-preview, `flash` -> gemini-3.8-flash,
+# `auto` -> gemini-3.5-flash-lite). Any model of the named family is what was
+# asked for; another family is a fallback. The patterns take the old naming
+# too (claude-3-5-sonnet-20241022) and keep flash apart from flash-lite.
+_CLAUDE = r"claude-(?:[\d.]+-)*{family}(?:-[\d.]+)*(?:-latest)?"
+_GEMINI = r"gemini-[\d.]+-{family}(?:-(?:preview|exp|latest|[\d]+))*"
+_FAMILY_ALIASES = {
+    alias: re.compile(f"^(?:{pattern})$")
+    for alias, pattern in {
+        "sonnet": _CLAUDE.format(family="sonnet"),
+        "opus": _CLAUDE.format(family="opus"),
+        "haiku": _CLAUDE.format(family="haiku"),
+        "opusplan": _CLAUDE.format(family="(?:opus|sonnet)"),
+        "default": _CLAUDE.format(family="(?:opus|sonnet|haiku)"),
+        "pro": _GEMINI.format(family="pro"),
+        "flash": _GEMINI.format(family="flash"),
+        "flash-lite": _GEMINI.format(family="flash-lite"),
+        "auto": _GEMINI.format(family="(?:pro|flash|flash-lite)"),
+    }.items()
+}
+
+
 def _same_model(requested: str, resolved: str, provider: str) -> bool:
     req, res = requested.casefold(), resolved.casefold()
     prefix = provider.casefold() + "/"
     if res.startswith(prefix) and not req.startswith(prefix):
         res = res[len(prefix) :]
-    return res == req or bool(_SNAPSHOT_SUFFIX.match(res[len(req) :]) and res.startswith(req))
+    if res == req or bool(_SNAPSHOT_SUFFIX.match(res[len(req) :]) and res.startswith(req)):
+        return True
+    family = _FAMILY_ALIASES.get(req)
+    return family is not None and family.match(res) is not None
 
 
 def provider_mismatch(
