@@ -424,3 +424,40 @@ def test_a_family_alias_passes_the_provider_check(name: str, alias: str, tmp_pat
     assert result.status == "done", result.error
     assert result.model and result.model != alias  # the CLI did resolve it
     assert provider_mismatch(provider, alias, result.provider, result.model) is None
+
+
+def test_codex_counts_the_responses_its_stream_does_not_show(tmp_path: Path) -> None:
+    # Codex 0.171's exec stream shows no item for write_stdin, view_image or
+    # tool_search, and runs a patch and a command asked for together one after
+    # the other; turnsUsed must still be the number of model responses.
+    binary = cli_path("codex")
+    provider, model = MODELS["codex"]
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    patch = "*** Begin Patch\n*** Add File: a.txt\n+x\n*** End Patch\n"
+    steps: list[dict[str, Any]] = [
+        {"calls": [{"name": "apply_patch", "input": patch}, SCRIPTS["codex"][1]["calls"][0]]},
+        {"calls": [{"name": "write_stdin", "input": {"session_id": 1, "chars": ""}}]},
+        {"calls": [{"name": "tool_search", "input": {"query": "files"}}]},
+        {"calls": [{"name": "exec_command", "input": {"cmd": "ls"}}]},
+    ]
+    with ModelServer(Script.from_json(steps)) as server:
+        env, args = endpoint_env_args("codex", server.url, tmp_path)
+        config = AgentConfig(name="codex", type="codex", command=str(binary), env=env, args=args)
+        request = AgentRequest(
+            workdir=workdir,
+            prompt="Go.",
+            provider=provider,
+            model=model,
+            case_dir=tmp_path,
+            capture_dir=tmp_path / "capture",
+            timeout_s=120,
+            env={"TMPDIR": str(tmp_path)},
+        )
+        result = make_adapter(config).run(request)
+        requests = len(server.scripted_requests())
+    assert result.status == "done", result.error
+    assert requests == len(steps) + 1
+    assert result.turnsUsed == requests
+    assert result.toolCallCount == 5
+    assert result.summary is not None and result.summary.turnsUsed == requests

@@ -625,3 +625,54 @@ def test_behaviors_of_schema_streams() -> None:
     gemini = derive_behaviors(parse_gemini_stream(lines(DATA / "gemini-stream.jsonl")).summary)
     assert gemini["webFetchToolCallCount"] == 1
     assert gemini["chainSegmentCount"] == 3
+
+
+def rollout(*entries: tuple[str, dict[str, Any]]) -> list[str]:
+    """Codex session-log lines (`$CODEX_HOME/sessions/.../rollout-*.jsonl`), in its layout."""
+    return [json.dumps({"timestamp": "t", "type": kind, "payload": p}) for kind, p in entries]
+
+
+CALL = ("response_item", {"type": "function_call", "name": "exec_command", "arguments": "{}"})
+POLL = ("response_item", {"type": "function_call", "name": "write_stdin", "arguments": "{}"})
+PATCH = ("response_item", {"type": "custom_tool_call", "name": "apply_patch", "input": "x"})
+OUTPUT = ("response_item", {"type": "function_call_output", "output": "ok"})
+USAGE = ("token_usage_record", {"thread_id": "t"})
+
+
+def test_codex_rollout_counts_every_response_and_call() -> None:
+    # A response that only polled a command (write_stdin) leaves no item in
+    # the exec stream; the session log has its usage record and its call.
+    from capeval.agents.codex import rollout_counts
+
+    log = rollout(CALL, OUTPUT, USAGE, POLL, OUTPUT, USAGE, PATCH, CALL, USAGE, USAGE)
+    assert rollout_counts(log) == (4, 4)
+    assert rollout_counts(["not json", "[1]", '{"type": "x"}', *log]) == (4, 4)
+    # Another layout (no usage entries): nothing to say.
+    assert rollout_counts(rollout(CALL, OUTPUT)) is None
+    # Only the usage events of an older layout: one per response, and the
+    # rate-limit-only ones (no usage) are not responses.
+    counted = ("event_msg", {"type": "token_count", "info": {"last_token_usage": {"input": 1}}})
+    limits = ("event_msg", {"type": "token_count", "info": None, "rate_limits": {}})
+    assert rollout_counts(rollout(limits, CALL, counted, counted)) == (2, 1)
+
+
+def test_codex_rollout_counts_replace_the_streams_when_the_run_finished() -> None:
+    from capeval.agents.codex import rollout_counts, with_rollout_counts
+
+    # The stream: one shell call and a closing message, so two turns.
+    stream = parse_codex_stream(
+        codex_events(
+            ("item.started", {"id": "i0", "type": "command_execution", "command": "ls"}),
+            ("item.completed", {"id": "i0", "type": "command_execution", "command": "ls"}),
+            ("item.completed", {"id": "i1", "type": "agent_message", "text": "done"}),
+        )
+    )
+    assert (stream.summary.turnsUsed, stream.summary.toolCallCount) == (2, 1)
+    counts = rollout_counts(rollout(POLL, USAGE, CALL, USAGE, USAGE))
+    done = with_rollout_counts(stream, counts, finished=True)
+    assert (done.summary.turnsUsed, done.summary.toolCallCount) == (3, 2)
+    # Cut off: a response the log has no record of yet still counts.
+    short = rollout_counts(rollout(CALL, USAGE))
+    cut = with_rollout_counts(stream, short, finished=False)
+    assert (cut.summary.turnsUsed, cut.summary.toolCallCount) == (2, 1)
+    assert with_rollout_counts(stream, None, finished=True) is stream

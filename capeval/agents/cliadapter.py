@@ -195,6 +195,13 @@ class CliAdapter:
         """Variables the adapter sets (config isolation, quiet side traffic)."""
         return {}
 
+    def amend(self, parsed: ParsedStream, request: AgentRequest) -> ParsedStream:
+        """What the CLI's own files (in its isolated home) say beyond its stream.
+
+        Most streams say everything; Codex's leaves some model responses out.
+        """
+        return parsed
+
     # -- shared ------------------------------------------------------------
 
     @property
@@ -247,7 +254,7 @@ class CliAdapter:
         (request.capture_dir / f"{self.type}-stream.jsonl").write_text(stdout)
         (request.capture_dir / f"{self.type}-stderr.log").write_text(stderr)
 
-        parsed = self.parse_timed(proc.stdout_lines())
+        parsed = self.amend(self.parse_timed(proc.stdout_lines()), request)
         status = classify(
             timed_out=proc.timed_out,
             cancelled=proc.cancelled,

@@ -11,8 +11,9 @@ requested, which Codex runs concurrently when there are several. Hence:
   (parallel calls of one response);
 - a message or reasoning item after the current turn's calls opens a new turn.
 
-This matches the request count of the scripted model server exactly (the
-real-CLI tests check it). The plan tool is the exception: Codex shows all of a
+Some responses leave no item (see `rollout_counts`), so the run's
+`turnsUsed` and `toolCallCount` are read from Codex's own session log when
+it has one; the turns behaviors are derived from stay the stream's. The plan tool is the exception: Codex shows all of a
 run's `update_plan` calls as one `todo_list` item, started by the first,
 updated by each later one and completed only when the whole run ends. Each
 start or update is taken as one call that returned at once; were the item
@@ -32,7 +33,10 @@ and opencode use; `thinking` is `reasoning_output_tokens`.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from capeval.agents.base import AgentRequest
@@ -223,6 +227,60 @@ def parse_codex_stream(
     )
 
 
+def rollout_counts(lines: Iterable[str]) -> tuple[int, int] | None:
+    """(model responses, tool calls) of one Codex session, from its rollout log.
+
+    The `exec --json` stream shows only some tools as items: a response that
+    only polled a running command (`write_stdin`), viewed an image or
+    searched its tools leaves no trace there (seen with Codex 0.171), so
+    `turnsUsed` came out short and a turn budget could pass a run that
+    overran it; and a patch and a command asked for together run one after
+    the other, looking like two responses. Codex's own session log
+    (`$CODEX_HOME/sessions/.../rollout-*-<thread id>.jsonl`) records one usage
+    entry per model response and every call the model made. None when the
+    log holds no usage entry (another version's layout): the stream's
+    counts stand.
+    """
+    records = token_counts = calls = 0
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        payload = entry.get("payload") if isinstance(entry, dict) else None
+        if not isinstance(payload, Mapping):
+            continue
+        kind = entry.get("type")
+        if kind == "token_usage_record":
+            records += 1
+        elif kind == "event_msg" and payload.get("type") == "token_count":
+            info = payload.get("info")
+            if isinstance(info, Mapping) and info.get("last_token_usage"):
+                token_counts += 1
+        elif kind == "response_item" and str(payload.get("type", "")).endswith("_call"):
+            calls += 1
+    responses = records or token_counts
+    return (responses, calls) if responses else None
+
+
+def with_rollout_counts(
+    parsed: ParsedStream, counts: tuple[int, int] | None, *, finished: bool
+) -> ParsedStream:
+    """The stream's summary with the rollout's counts of responses and calls.
+
+    A run that did not finish (a timeout, a failed turn) may have shown a
+    response the log has no usage entry for: then the larger count stands.
+    """
+    if counts is None:
+        return parsed
+    responses, calls = counts
+    summary = parsed.summary
+    if not finished:
+        responses = max(responses, summary.turnsUsed or 0)
+        calls = max(calls, summary.toolCallCount or 0)
+    return replace(parsed, summary=replace(summary, turnsUsed=responses, toolCallCount=calls))
+
+
 def provider_args(provider: str, base_url: str, env_key: str) -> list[str]:
     """`-c` overrides that define a Responses API provider (e.g. the scripted model server).
 
@@ -268,3 +326,18 @@ class CodexAdapter(CliAdapter):
 
     def cli_env(self, request: AgentRequest) -> dict[str, str]:
         return {"CODEX_HOME": isolated_dir(request, "codex-home")}
+
+    def amend(self, parsed: ParsedStream, request: AgentRequest) -> ParsedStream:
+        sessions = request.capture_dir / "codex-home" / "sessions"
+        logs = sorted(sessions.rglob(f"rollout-*{parsed.sessionId or ''}.jsonl"))
+        if len(logs) != 1:
+            return parsed  # none (another layout), or several and no thread id to choose
+        counts = rollout_counts(_lines(logs[0]))
+        return with_rollout_counts(parsed, counts, finished=parsed.status == "done")
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
