@@ -58,6 +58,18 @@ def test_headline_compares_means_per_repeat_not_sums_over_different_repeat_count
     assert "| input tokens per repeat (mean) | 10 | 10 |" in md
 
 
+def test_headline_counts_a_baseline_cell_once_when_matched_on_case_id() -> None:
+    # A one-variant baseline against a two-variant matrix run: its cell stands
+    # beside both candidate variants, and its repeats were summed twice (7/7).
+    base = [row("a", r > 0, variant="default", repeat=r) for r in range(3)] + [
+        row("b", variant="default")
+    ]
+    cand = [row("a", True, variant=v, repeat=r) for v in ("old", "new") for r in range(3)]
+    comparison = compare_cells(cells_from_rows(base), cells_from_rows(cand))
+    assert comparison.matched_on_case_id
+    assert "| pass rate | 3/4 (75.0%) | 6/6 (100.0%) |" in render(comparison, "md")
+
+
 def test_headline_shows_a_dash_when_no_repeat_reported_a_value() -> None:
     rows = [{**row("a", True), "tokenUsage": None}]
     md = render(compare_cells(cells_from_rows(rows), cells_from_rows(rows)), "md")
@@ -89,6 +101,22 @@ def test_junit_stays_well_formed_with_a_control_character_in_a_case_id() -> None
     root = ET.fromstring(render(comparison, "junit"))  # raised "not well-formed" before
     names = [c.get("name") for c in root.iter("testcase")]
     assert names == ["a\\x01b"]
+
+
+def test_markdown_tables_survive_a_line_break_or_backtick_in_a_case_id() -> None:
+    # A newline in a cell ended the table (every later row, regressions first,
+    # became loose text); a backtick ended the code span early.
+    ids = ["a`b", "n\nl", "z"]
+    comparison = compare_cells(
+        cells_from_rows([row(i, True, repeatedSearchCount=1) for i in ids]),
+        cells_from_rows([row(i, False, repeatedSearchCount=2) for i in ids]),
+    )
+    md = render(comparison, "md")
+    cells = md.split("## Cells")[1].split("## Behavior changes")[0].strip().splitlines()
+    assert len(cells) == 2 + len(ids) and all(line.startswith("|") for line in cells)
+    assert "| ``v1::a`b`` |" in cells[2] and "| `v1::n\\x0al` |" in cells[3]
+    behaviors = md.split("## Behavior changes")[1].split("## Baits")[0].strip().splitlines()
+    assert len(behaviors) == 2 + len(ids) and all(line.startswith("|") for line in behaviors)
 
 
 def test_a_bait_without_baseline_stats_is_not_called_reproducing() -> None:

@@ -348,3 +348,22 @@ def test_median_by_sorting_is_numpys_median() -> None:
     for n in (1, 2, 3, 4, 5, 50, 51):
         x = rng.integers(0, 7, (6, 40, n)).astype(float)
         assert np.array_equal(stats._median(x, axis=-1), np.median(x, axis=-1))
+
+
+def test_intervals_near_the_float_limit_stay_finite_and_do_not_raise() -> None:
+    # Finite metric values pass the readers; their medians and intervals must
+    # not become Infinity (a token `--json` output cannot carry) nor raise
+    # (MOVER squared a spread above 1e154: OverflowError).
+    import json
+
+    huge = [1e308, 1.7e308, 1.2e308, 1.6e308]
+    medians = stats.median_intervals([huge, huge[:2]], seed=0)
+    assert medians == [(1e308, 1.7e308), (1e308, 1.7e308)]
+    small = stats.median_difference_interval(huge, [1e308, 1.5e308], seed=0)
+    large = stats.median_difference_interval(
+        [r * 1e160 for r in range(60)], [r * 2e160 for r in range(60)], seed=0
+    )
+    for interval in (small, large):
+        assert interval is not None and all(math.isfinite(v) for v in interval)
+    assert large is not None and large[0] <= 29.5e160 <= large[1]
+    json.dumps([medians, small, large], allow_nan=False)

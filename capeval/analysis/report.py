@@ -146,9 +146,14 @@ def _headline(comparison: Comparison) -> list[list[str]]:
     unknown, not zero).
     """
 
-    sides = (
-        [c.baseline for c in comparison.cells if c.baseline],
-        [c.candidate for c in comparison.cells if c.candidate],
+    # Each cell once: matched on case id alone, one baseline cell stands
+    # beside every candidate variant of its case and was counted per variant.
+    sides = tuple(
+        list({cell.resultKey: cell for cell in side if cell is not None}.values())
+        for side in (
+            [c.baseline for c in comparison.cells],
+            [c.candidate for c in comparison.cells],
+        )
     )
 
     def rate(cells: Sequence[Cell]) -> str:
@@ -179,8 +184,15 @@ def _duration(ms: float) -> str:
     return f"{seconds:.1f} s"
 
 
+# A line break inside a table cell ends the table: every later row (the
+# regressions come first) renders as loose text. Case ids from a foreign file
+# may hold one, so control characters are shown escaped, as JUnit shows them.
+_MD_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
 def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     def esc(text: str) -> str:
+        text = _MD_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
         return text.replace("|", "\\|")
 
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
@@ -192,7 +204,7 @@ def _md_title(baseline_name: str, candidate_name: str) -> list[str]:
     return [
         "# capeval gate report",
         "",
-        f"Baseline: `{baseline_name}` · Candidate: `{candidate_name}`",
+        f"Baseline: {_code(baseline_name)} · Candidate: {_code(candidate_name)}",
         "",
     ]
 
@@ -226,7 +238,10 @@ NO_BAITS = "No bait cases in this comparison."
 
 
 def _code(text: str) -> str:
-    return f"`{text}`"
+    """A code span a backtick in the text cannot end early: its fence is a longer run (CommonMark)."""
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _plain(text: str) -> str:
@@ -302,7 +317,7 @@ def render_markdown(
         rows.append(
             [
                 f"**{cell.status}**" if cell.status == "regressed" else cell.status,
-                f"`{cell.resultKey}`",
+                _code(cell.resultKey),
                 _rate(cell.baseline) + _interval(adv, "baseline"),
                 _rate(cell.candidate) + _interval(adv, "candidate"),
                 _advisory_note(adv) or "",

@@ -184,17 +184,20 @@ def _bootstrap_rows(
     step = max(1, _BATCH_VALUES // (BOOTSTRAP_RESAMPLES * width))
     out: list[tuple[float, float]] = []
     for start in range(0, rows, step):
-        res = bootstrap(
-            tuple(s[start : start + step] for s in samples),
-            statistic,
-            paired=paired,
-            vectorized=True,
-            axis=-1,
-            n_resamples=BOOTSTRAP_RESAMPLES,
-            confidence_level=CONFIDENCE,
-            method="percentile",
-            rng=np.random.default_rng(seed),
-        )
+        # scipy also takes the resamples' standard deviation, which nothing
+        # here reads and which overflows (a stderr warning) near the float limit.
+        with np.errstate(over="ignore", invalid="ignore"):
+            res = bootstrap(
+                tuple(s[start : start + step] for s in samples),
+                statistic,
+                paired=paired,
+                vectorized=True,
+                axis=-1,
+                n_resamples=BOOTSTRAP_RESAMPLES,
+                confidence_level=CONFIDENCE,
+                method="percentile",
+                rng=np.random.default_rng(seed),
+            )
         low = np.atleast_1d(res.confidence_interval.low)
         high = np.atleast_1d(res.confidence_interval.high)
         out += [(float(lo), float(hi)) for lo, hi in zip(low, high, strict=True)]
@@ -220,7 +223,17 @@ def _median(x: Any, axis: int = -1) -> Any:
     mid = np.take(s, n // 2, axis=axis)
     if n % 2:
         return mid
-    return (np.take(s, n // 2 - 1, axis=axis) + mid) / 2
+    low = np.take(s, n // 2 - 1, axis=axis)
+    try:
+        with np.errstate(over="raise"):
+            return (low + mid) / 2
+    except FloatingPointError:
+        # Two finite values near the float limit sum to inf: halve those
+        # first, as `capeval.aggregate.median` does, or an interval reads
+        # Infinity (a token `--json` output cannot carry).
+        with np.errstate(over="ignore"):
+            total = low + mid
+        return np.where(np.isfinite(total), total / 2, low / 2 + mid / 2)
 
 
 def _median_difference(x: Any, y: Any, axis: int = -1) -> Any:
@@ -408,11 +421,14 @@ def _mover(base: Sequence[float], cand: Sequence[float]) -> tuple[float, float] 
         return None
     import numpy as np
 
-    m1, m2 = float(np.median(base)), float(np.median(cand))
+    m1 = float(_median(np.asarray(base, dtype=float)))
+    m2 = float(_median(np.asarray(cand, dtype=float)))
     d = m2 - m1
+    # hypot, not the square root of squares: squaring a spread above 1e154
+    # raised OverflowError, a traceback instead of a comparison.
     return (
-        d - math.sqrt((m2 - b[0]) ** 2 + (a[1] - m1) ** 2),
-        d + math.sqrt((b[1] - m2) ** 2 + (m1 - a[0]) ** 2),
+        d - math.hypot(m2 - b[0], a[1] - m1),
+        d + math.hypot(b[1] - m2, m1 - a[0]),
     )
 
 
