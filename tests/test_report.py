@@ -339,3 +339,19 @@ def test_junit_counts_add_up_when_a_missing_cell_carries_a_bait_flag() -> None:
     skipped = sum(1 for c in cases if c.find("skipped") is not None)
     assert (failures, skipped) == (1, 0)
     assert suite.get("failures") == str(failures) and suite.get("skipped") == str(skipped)
+
+
+def test_junit_failure_of_a_regressed_bait_cell_keeps_its_flag_line() -> None:
+    """A bait cell that regressed and no longer reproduces on the baseline says both."""
+    bait = {"metric": "networkCommandCount", "threshold": 0}
+    base = [row("web", True, bait=bait)]  # baseline median 0: flagged
+    cand = [row("web", False, bait=bait)]
+    comparison = compare_cells(cells_from_rows(base), cells_from_rows(cand))
+    suite = ET.fromstring(render(comparison, "junit")).find("testsuite")
+    assert suite is not None
+    (failure,) = [c.find("failure") for c in suite.iter("testcase")]
+    assert failure is not None
+    message = failure.get("message") or ""
+    assert "pass rate regressed: 1/1 (100%) -> 0/1 (0%)" in message
+    assert "BAIT FLAG web networkCommandCount median 0 did not exceed 0 on baseline" in message
+    assert failure.get("type") == "regressed"

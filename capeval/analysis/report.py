@@ -475,11 +475,13 @@ def _junit_document(suite: Any) -> str:
 
 
 def _junit_failure(cell: CellComparison) -> str | None:
+    """Every reason the cell fails, one per line: a regressed bait cell keeps its flag line."""
+    reasons = []
     if cell.status == "regressed":
-        return f"pass rate regressed: {_rate(cell.baseline)} -> {_rate(cell.candidate)}"
+        reasons.append(f"pass rate regressed: {_rate(cell.baseline)} -> {_rate(cell.candidate)}")
     if cell.bait and cell.bait.flag:
-        return cell.bait.flag_line(cell.caseId)
-    return None
+        reasons.append(cell.bait.flag_line(cell.caseId))
+    return "\n".join(reasons) or None
 
 
 # -- HTML ---------------------------------------------------------------------
