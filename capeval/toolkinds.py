@@ -53,6 +53,7 @@ _CODEX = {
     "file_change": turns.EDIT,
     "apply_patch": turns.EDIT,
     "web_search": turns.SEARCH,
+    "view_image": turns.READ,
 }
 _GEMINI = {
     "run_shell_command": turns.SHELL,
@@ -63,6 +64,7 @@ _GEMINI = {
     "glob": turns.SEARCH,
     "list_directory": turns.LIST,
     "google_web_search": turns.SEARCH,
+    "invoke_agent": turns.TASK,  # Gemini CLI 0.61 dispatches every sub-agent through it
 }
 _OPENCODE = {
     "bash": turns.SHELL,
@@ -73,6 +75,7 @@ _OPENCODE = {
     "multiedit": turns.EDIT,
     "list": turns.LIST,
     "webfetch": turns.WEB_FETCH,
+    "websearch": turns.SEARCH,
 }
 
 TOOL_KINDS: dict[str, str] = {**_CORBITS, **_CLAUDE, **_CODEX, **_GEMINI, **_OPENCODE}

@@ -461,3 +461,83 @@ def test_codex_counts_the_responses_its_stream_does_not_show(tmp_path: Path) -> 
     assert result.turnsUsed == requests
     assert result.toolCallCount == 5
     assert result.summary is not None and result.summary.turnsUsed == requests
+
+
+def run_scripted(name: str, steps: list[dict[str, Any]], tmp_path: Path) -> tuple[Any, list[Any]]:
+    """Run a real CLI through its adapter on `steps`: its result and the scripted requests."""
+    binary = cli_path(name)
+    provider, model = MODELS[name]
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    with ModelServer(Script.from_json(steps)) as server:
+        env, args = endpoint_env_args(name, server.url, tmp_path)
+        config = AgentConfig(name=name, type=name, command=str(binary), env=env, args=args)
+        request = AgentRequest(
+            workdir=workdir,
+            prompt="Go.",
+            provider=provider,
+            model=model,
+            case_dir=tmp_path,
+            capture_dir=tmp_path / "capture",
+            timeout_s=120,
+            env={"TMPDIR": str(tmp_path)},
+        )
+        result = make_adapter(config).run(request)
+        return result, server.scripted_requests()
+
+
+SHELL_CALLS = {
+    "claude-code": {"name": "Bash", "input": {"command": "echo hi", "description": "hi"}},
+    "gemini": {"name": "run_shell_command", "input": {"command": "echo hi", "description": "hi"}},
+}
+
+
+@pytest.mark.parametrize("name", list(SHELL_CALLS))
+def test_an_empty_response_still_counts_as_a_turn(name: str, tmp_path: Path) -> None:
+    # An empty answer (no text, no call) prints nothing in Claude Code 2.1.332's
+    # or Gemini CLI 0.61's stream (Claude nudges once and asks again), so
+    # turnsUsed fell short of the responses; their session logs have them all.
+    result, requests = run_scripted(name, [{"calls": [SHELL_CALLS[name]]}, {}], tmp_path)
+    assert result.status == "done", result.error
+    assert len(requests) >= 2
+    assert result.turnsUsed == len(requests)
+    assert result.toolCallCount == 1
+    assert result.summary is not None and result.summary.turnsUsed == len(requests)
+
+
+# What each pinned CLI offers the model, by kind: a rename would silently
+# turn its calls into `other` (and e.g. taskToolCallCount into 0).
+OFFERED_KINDS: dict[str, dict[str, str]] = {
+    "claude-code": {"Bash": "shell", "Agent": "task", "Edit": "edit", "Write": "write"},
+    "codex": {"exec_command": "shell", "apply_patch": "edit", "view_image": "read"},
+    "gemini": {
+        "run_shell_command": "shell",
+        "invoke_agent": "task",
+        "web_fetch": "web_fetch",
+        "replace": "edit",
+        "write_file": "write",
+        "read_file": "read",
+        "google_web_search": "search",
+    },
+    "opencode": {
+        "bash": "shell",
+        "task": "task",
+        "webfetch": "web_fetch",
+        "edit": "edit",
+        "write": "write",
+        "read": "read",
+        "glob": "search",
+    },
+}
+
+
+@pytest.mark.parametrize("name", CLIS)
+def test_the_tools_a_real_cli_offers_have_their_kinds(name: str, tmp_path: Path) -> None:
+    from capeval.toolkinds import tool_kind
+
+    result, requests = run_scripted(name, [{"text": "done"}], tmp_path)
+    assert result.status == "done", result.error
+    offered = set(requests[0].tools)
+    expected = OFFERED_KINDS[name]
+    assert set(expected) <= offered
+    assert {tool: tool_kind(tool) for tool in expected} == expected

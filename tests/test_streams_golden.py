@@ -676,3 +676,98 @@ def test_codex_rollout_counts_replace_the_streams_when_the_run_finished() -> Non
     cut = with_rollout_counts(stream, short, finished=False)
     assert (cut.summary.turnsUsed, cut.summary.toolCallCount) == (2, 1)
     assert with_rollout_counts(stream, None, finished=True) is stream
+
+
+def claude_log(*requests: dict[str, Any]) -> list[str]:
+    """Claude Code session-log lines (`projects/<project>/<session>.jsonl`): its `api-request`s."""
+    return [
+        json.dumps({"type": "api-request", "querySource": "sdk", "params": {}, **r})
+        for r in requests
+    ]
+
+
+def test_claude_session_responses_count_the_empty_ones() -> None:
+    # Claude Code 2.1.332 prints no `assistant` line for an empty response
+    # (it nudges once, then gives up): the stream shows one of three responses.
+    from capeval.agents.claude_code import session_responses
+
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}
+    nudge = "[Your previous response had no visible output. Please continue ...]"
+    stream = parse_claude_stream(
+        [
+            json.dumps({"type": "assistant", "message": {"id": "m1", "content": [call]}}),
+            json.dumps({"type": "user", "message": {"content": [{"type": "text", "text": nudge}]}}),
+            json.dumps({"type": "result", "subtype": "success", "num_turns": 3}),
+        ]
+    )
+    assert stream.summary.turnsUsed == 1
+    log = claude_log(
+        {"id": "r1", "tail": [{}]},
+        {"id": "r2", "base": "r1", "keep": 1, "tail": [{}, {}]},
+        {"id": "r3", "base": "r2", "keep": 2, "tail": [{}]},
+    )
+    noise = ["not json", "[1]", json.dumps({"type": "assistant", "message": {}})]
+    side = claude_log({"id": "s1", "querySource": "generate_session_title", "tail": [{}]})
+    assert session_responses([*noise, *log, *side]) == 3
+    from capeval.agents.streams import with_session_counts
+
+    done = with_session_counts(stream, 3, finished=True)
+    assert (done.summary.turnsUsed, done.summary.toolCallCount) == (3, 1)
+    assert len(done.summary.turns) == 1  # the turns stay the stream's
+
+
+def test_claude_session_responses_skip_a_request_sent_again() -> None:
+    # An overloaded (529) or rejected request is sent again with nothing added
+    # to the conversation: one response, not two.
+    from capeval.agents.claude_code import session_responses
+
+    log = claude_log(
+        {"id": "r1", "tail": [{}]},
+        {"id": "r2", "base": "r1", "keep": 1, "tail": [{}, {}]},
+        {"id": "r3", "base": "r2", "keep": 3, "tail": []},
+    )
+    assert session_responses(log) == 2
+    # Another layout (no main-loop requests): nothing to say.
+    assert session_responses(claude_log({"id": "r1", "querySource": "compact"})) is None
+    assert session_responses([]) is None
+
+
+def gemini_chat(session: str, *messages: dict[str, Any]) -> list[str]:
+    """Gemini CLI chat-log lines (`.gemini/tmp/<project>/chats/session-*.jsonl`)."""
+    header = {"sessionId": session, "projectHash": "h", "kind": "main"}
+    return [json.dumps(header), *(json.dumps(m) for m in messages)]
+
+
+def test_gemini_chat_responses_count_the_empty_ones() -> None:
+    # Gemini CLI 0.61 prints nothing for an empty response: the stream shows
+    # the shell call's turn only, the chat log both responses.
+    from capeval.agents.gemini import chat_responses
+    from capeval.agents.streams import with_session_counts
+
+    stream = parse_gemini_stream(
+        [
+            json.dumps({"type": "init", "session_id": "s-1", "model": "m"}),
+            json.dumps({"type": "tool_use", "tool_name": "run_shell_command", "tool_id": "t1"}),
+            json.dumps({"type": "tool_result", "tool_id": "t1", "status": "success"}),
+            json.dumps({"type": "result", "status": "success", "stats": {}}),
+        ]
+    )
+    assert stream.summary.turnsUsed == 1
+    tokens = {"input": 10, "output": 5}
+    log = gemini_chat(
+        "s-1",
+        {"id": "u1", "type": "user", "content": [{"text": "Go."}]},
+        {"id": "g1", "type": "gemini", "content": "", "tokens": tokens},
+        {"$set": {"lastUpdated": "t"}},
+        {"id": "g1", "type": "gemini", "content": "", "tokens": tokens, "toolCalls": [{}]},
+        {"id": "u2", "type": "user", "content": [{"functionResponse": {}}]},
+        {"id": "g2", "type": "gemini", "content": [], "tokens": tokens},
+    )
+    assert chat_responses(["not json", *log], "s-1") == 2
+    assert chat_responses(log, "another") is None  # another session's log
+    assert chat_responses(gemini_chat("s-1"), "s-1") is None
+    done = with_session_counts(stream, 2, finished=True)
+    assert (done.summary.turnsUsed, done.summary.toolCallCount) == (2, 1)
+    # Cut off: a response the stream showed but the log did not yet get.
+    assert with_session_counts(stream, 0, finished=False).summary.turnsUsed == 1
+    assert with_session_counts(stream, None, finished=True) is stream

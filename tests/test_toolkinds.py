@@ -47,6 +47,7 @@ KINDS = {
     "file_change": turns.EDIT,
     "mcp_tool_call": turns.OTHER,
     "web_search": turns.SEARCH,
+    "view_image": turns.READ,
     # Gemini CLI
     "run_shell_command": turns.SHELL,
     "replace": turns.EDIT,
@@ -54,6 +55,7 @@ KINDS = {
     "glob": turns.SEARCH,
     "list_directory": turns.LIST,
     "google_web_search": turns.SEARCH,
+    "invoke_agent": turns.TASK,
     # opencode
     "bash": turns.SHELL,
     "read": turns.READ,
@@ -62,6 +64,9 @@ KINDS = {
     "patch": turns.EDIT,
     "list": turns.LIST,
     "webfetch": turns.WEB_FETCH,
+    "websearch": turns.SEARCH,
+    "apply_patch": turns.EDIT,
+    "todowrite": turns.OTHER,
     # unknown
     "frobnicate": turns.OTHER,
     "": turns.OTHER,

@@ -10,14 +10,20 @@ agent killed at the timeout) has no usage: the `assistant` lines only repeat
 each response's opening usage, whose `output_tokens` is a placeholder (1),
 not what the model wrote, so summing them would report a made-up count.
 
+A response with no content (the model answered nothing) prints no
+`assistant` line at all, so the stream can fall short of the responses a
+run used; `session_responses` counts them in Claude's own session log.
+
 Not passed: `--max-turns`. capeval's turn budget is soft (judged after the
 run, never stopping the agent), so the CLI must not enforce it.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from capeval.agents.base import AgentRequest
@@ -32,10 +38,12 @@ from capeval.agents.streams import (
     as_str,
     finish_stream,
     json_events,
+    log_lines,
     make_call,
     text_of,
     timestamp_ms,
     unfinished,
+    with_session_counts,
 )
 from capeval.turns import TokenUsage
 
@@ -183,6 +191,41 @@ def _failure(result: Mapping[str, Any]) -> str:
     return error
 
 
+# The `querySource` of the main agent loop's requests in `-p` mode; side
+# queries (titles, compaction, the web search tool) have others.
+MAIN_QUERY = "sdk"
+
+
+def session_responses(lines: Iterable[str]) -> int | None:
+    """The model responses of one Claude Code session, from its session log.
+
+    An empty response (no text, no call) prints no `assistant` line: Claude
+    nudges the model once ("no visible output") and ends if the next answer
+    is empty too, so `turnsUsed` came out short (seen with Claude Code
+    2.1.332). The log (`$CLAUDE_CONFIG_DIR/projects/<project>/<session
+    id>.jsonl`) has one `api-request` entry per request of the main loop. A
+    request that drew no response (an API error, a fallback) is sent again
+    with nothing added: an `api-request` with an empty `tail` re-sends its
+    `base`, which is then not counted. None when the log holds no such entry
+    (another version's layout): the stream's count stands.
+    """
+    requests: list[Mapping[str, Any]] = []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if (
+            isinstance(entry, dict)
+            and entry.get("type") == "api-request"
+            and entry.get("querySource") == MAIN_QUERY
+        ):
+            requests.append(entry)
+    resent = {entry.get("base") for entry in requests if entry.get("tail") == []}
+    answered = [entry for entry in requests if entry.get("id") not in resent]
+    return len(answered) or None
+
+
 class ClaudeCodeAdapter(CliAdapter):
     type = "claude-code"
     default_binary = "claude"
@@ -210,3 +253,14 @@ class ClaudeCodeAdapter(CliAdapter):
             # told it runs in a sandbox; capeval's workdirs are throwaway copies.
             env["IS_SANDBOX"] = "1"
         return env
+
+    def amend(self, parsed: ParsedStream, request: AgentRequest) -> ParsedStream:
+        if parsed.sessionId is None:
+            return parsed
+        home = {**request.env, **self.config.env}.get("CLAUDE_CONFIG_DIR")
+        projects = Path(home or request.capture_dir / "claude-config") / "projects"
+        logs = sorted(projects.glob(f"*/{parsed.sessionId}.jsonl"))
+        if len(logs) != 1:
+            return parsed
+        responses = session_responses(log_lines(logs[0]))
+        return with_session_counts(parsed, responses, finished=parsed.status == "done")

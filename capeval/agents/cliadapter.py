@@ -198,7 +198,9 @@ class CliAdapter:
     def amend(self, parsed: ParsedStream, request: AgentRequest) -> ParsedStream:
         """What the CLI's own files (in its isolated home) say beyond its stream.
 
-        Most streams say everything; Codex's leaves some model responses out.
+        Streams can leave model responses out (Codex's hidden tools, an empty
+        response from Claude Code or Gemini CLI): their adapters count them in
+        the CLI's session log here, so a turn budget sees every response.
         """
         return parsed
 

@@ -13,7 +13,7 @@ requested, which Codex runs concurrently when there are several. Hence:
 
 Some responses leave no item (see `rollout_counts`), so the run's
 `turnsUsed` and `toolCallCount` are read from Codex's own session log when
-it has one; the turns behaviors are derived from stay the stream's. The plan tool is the exception: Codex shows all of a
+it has one; the turns that behaviors are derived from stay the stream's. The plan tool is the exception: Codex shows all of a
 run's `update_plan` calls as one `todo_list` item, started by the first,
 updated by each later one and completed only when the whole run ends. Each
 start or update is taken as one call that returned at once; were the item
@@ -35,8 +35,6 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from capeval.agents.base import AgentRequest
@@ -48,10 +46,12 @@ from capeval.agents.streams import (
     as_int,
     as_str,
     finish_stream,
+    log_lines,
     make_call,
     timed_events,
     uncached_input,
     unfinished,
+    with_session_counts,
 )
 from capeval.turns import TokenUsage, ToolCall
 
@@ -266,19 +266,9 @@ def rollout_counts(lines: Iterable[str]) -> tuple[int, int] | None:
 def with_rollout_counts(
     parsed: ParsedStream, counts: tuple[int, int] | None, *, finished: bool
 ) -> ParsedStream:
-    """The stream's summary with the rollout's counts of responses and calls.
-
-    A run that did not finish (a timeout, a failed turn) may have shown a
-    response the log has no usage entry for: then the larger count stands.
-    """
-    if counts is None:
-        return parsed
-    responses, calls = counts
-    summary = parsed.summary
-    if not finished:
-        responses = max(responses, summary.turnsUsed or 0)
-        calls = max(calls, summary.toolCallCount or 0)
-    return replace(parsed, summary=replace(summary, turnsUsed=responses, toolCallCount=calls))
+    """The stream's summary with the rollout's counts of responses and calls."""
+    responses, calls = counts if counts is not None else (None, None)
+    return with_session_counts(parsed, responses, calls, finished=finished)
 
 
 def provider_args(provider: str, base_url: str, env_key: str) -> list[str]:
@@ -332,12 +322,5 @@ class CodexAdapter(CliAdapter):
         logs = sorted(sessions.rglob(f"rollout-*{parsed.sessionId or ''}.jsonl"))
         if len(logs) != 1:
             return parsed  # none (another layout), or several and no thread id to choose
-        counts = rollout_counts(_lines(logs[0]))
+        counts = rollout_counts(log_lines(logs[0]))
         return with_rollout_counts(parsed, counts, finished=parsed.status == "done")
-
-
-def _lines(path: Path) -> list[str]:
-    try:
-        return path.read_text(errors="replace").splitlines()
-    except OSError:
-        return []

@@ -7,6 +7,10 @@ returned (the model can only have asked for it in a later response). Calls
 issued back to back before any result are one response's parallel calls.
 Results are joined to calls on `tool_id`. Assistant text arrives in chunks
 (`delta: true`) that are joined into one block.
+
+A response with no text and no call (an empty answer, or thoughts only)
+leaves no event, so `turnsUsed` is read from Gemini CLI's own chat log when
+there is one (`chat_responses`).
 """
 
 from __future__ import annotations
@@ -29,11 +33,13 @@ from capeval.agents.streams import (
     as_str,
     finish_stream,
     json_events,
+    log_lines,
     make_call,
     text_of,
     timestamp_ms,
     uncached_input,
     unfinished,
+    with_session_counts,
 )
 from capeval.turns import TokenUsage
 
@@ -138,6 +144,36 @@ def parse_gemini_stream(lines: Iterable[str]) -> ParsedStream:
     )
 
 
+def chat_responses(lines: Iterable[str], session_id: str) -> int | None:
+    """The model responses of one Gemini CLI session, from its chat log.
+
+    An empty response (no text, no call: it ends the run) or one of thoughts
+    only prints nothing in the stream, so `turnsUsed` came out short (seen
+    with Gemini CLI 0.61). The chat log
+    (`$GEMINI_CLI_HOME/.gemini/tmp/<project>/chats/session-*.jsonl`) records
+    every response as a `gemini` message, rewritten under the same `id` as
+    its calls return; a failed attempt that was retried records none. None
+    when the log is another session's or holds no such message (another
+    version's layout): the stream's count stands.
+    """
+    ids: set[str] = set()
+    header = True
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict):
+            continue
+        if header:
+            header = False
+            if entry.get("sessionId") != session_id:
+                return None
+        elif entry.get("type") == "gemini" and isinstance(entry.get("id"), str):
+            ids.add(entry["id"])
+    return len(ids) or None
+
+
 class GeminiAdapter(CliAdapter):
     type = "gemini"
     default_binary = "gemini"
@@ -163,6 +199,21 @@ class GeminiAdapter(CliAdapter):
     def prompt_args(self, request: AgentRequest) -> list[str]:
         # `--prompt=<text>` keeps a prompt that starts with `-` a value.
         return [f"--prompt={request.prompt}"]
+
+    def amend(self, parsed: ParsedStream, request: AgentRequest) -> ParsedStream:
+        session = parsed.sessionId
+        if session is None:
+            return parsed
+        home = {**request.env, **self.config.env}.get("GEMINI_CLI_HOME")
+        chats = Path(home or request.capture_dir / "gemini-home") / ".gemini" / "tmp"
+        counts = [
+            n
+            for log in chats.glob(f"*/chats/session-*-{session[:8]}.jsonl")
+            if (n := chat_responses(log_lines(log), session)) is not None
+        ]
+        if len(counts) != 1:
+            return parsed
+        return with_session_counts(parsed, counts[0], finished=parsed.status == "done")
 
 
 # Gemini CLI keeps its settings, chat history, project registry and temp files

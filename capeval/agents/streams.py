@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from capeval.toolkinds import make_tool_call
@@ -249,6 +250,46 @@ def finish_stream(
         textPreview=preview(texts),
         skipped=dict(skipped.counts),
     )
+
+
+def with_session_counts(
+    parsed: ParsedStream,
+    responses: int | None,
+    calls: int | None = None,
+    *,
+    finished: bool,
+) -> ParsedStream:
+    """The stream's summary with the counts of responses (and calls) the CLI's own log gives.
+
+    Some streams leave model responses out (Codex's hidden tools, an empty
+    response from Claude Code or Gemini CLI), so a turn budget judged on
+    the stream could pass a run that overran it. A run that did not finish
+    (a timeout, a failure) may have shown a response its log never got to:
+    then the larger count stands. None keeps the stream's count (a log of
+    another layout). The turns themselves, and the behaviors derived from
+    them, stay the stream's.
+    """
+    summary = parsed.summary
+    if responses is not None and not finished:
+        responses = max(responses, summary.turnsUsed or 0)
+    if calls is not None and not finished:
+        calls = max(calls, summary.toolCallCount or 0)
+    if responses is None and calls is None:
+        return parsed
+    amended = replace(
+        summary,
+        turnsUsed=summary.turnsUsed if responses is None else responses,
+        toolCallCount=summary.toolCallCount if calls is None else calls,
+    )
+    return replace(parsed, summary=amended)
+
+
+def log_lines(path: Path) -> list[str]:
+    """The lines of a CLI's own log; none when it cannot be read (the stream's counts stand)."""
+    try:
+        return path.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
 
 
 def _with_result(call: ToolCall, result: Any) -> ToolCall:
