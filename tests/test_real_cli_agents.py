@@ -389,84 +389,13 @@ def test_agents_check_against_the_real_cli(name: str, tmp_path: Path) -> None:
     assert report["behaviors"]["chainSegmentCount"] == 2
 
 
-@pytest.mark.parametrize(
-    ("name", "alias"),
-    [
-        ("claude-code", "sonnet"),
-        ("claude-code", "opusplan"),
-        ("gemini", "pro"),
-        ("gemini", "flash"),
-    ],
-)
-def test_a_family_alias_passes_the_provider_check(name: str, alias: str, tmp_path: Path) -> None:
-    # The CLI resolves the alias itself and reports the concrete model it ran;
-    # that model is what was asked for, not a fallback.
-    from capeval.runner.passrule import provider_mismatch
-
-    binary = cli_path(name)
-    provider, _ = MODELS[name]
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-    with ModelServer(Script.from_json([{"text": "done"}])) as server:
-        env, args = endpoint_env_args(name, server.url, tmp_path)
-        config = AgentConfig(name=name, type=name, command=str(binary), env=env, args=args)
-        request = AgentRequest(
-            workdir=workdir,
-            prompt="Say done.",
-            provider=provider,
-            model=alias,
-            case_dir=tmp_path,
-            capture_dir=tmp_path / "capture",
-            timeout_s=120,
-            env={"TMPDIR": str(tmp_path)},
-        )
-        result = make_adapter(config).run(request)
-    assert result.status == "done", result.error
-    assert result.model and result.model != alias  # the CLI did resolve it
-    assert provider_mismatch(provider, alias, result.provider, result.model) is None
-
-
-def test_codex_counts_the_responses_its_stream_does_not_show(tmp_path: Path) -> None:
-    # Codex 0.171's exec stream shows no item for write_stdin, view_image or
-    # tool_search, and runs a patch and a command asked for together one after
-    # the other; turnsUsed must still be the number of model responses.
-    binary = cli_path("codex")
-    provider, model = MODELS["codex"]
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-    patch = "*** Begin Patch\n*** Add File: a.txt\n+x\n*** End Patch\n"
-    steps: list[dict[str, Any]] = [
-        {"calls": [{"name": "apply_patch", "input": patch}, SCRIPTS["codex"][1]["calls"][0]]},
-        {"calls": [{"name": "write_stdin", "input": {"session_id": 1, "chars": ""}}]},
-        {"calls": [{"name": "tool_search", "input": {"query": "files"}}]},
-        {"calls": [{"name": "exec_command", "input": {"cmd": "ls"}}]},
-    ]
-    with ModelServer(Script.from_json(steps)) as server:
-        env, args = endpoint_env_args("codex", server.url, tmp_path)
-        config = AgentConfig(name="codex", type="codex", command=str(binary), env=env, args=args)
-        request = AgentRequest(
-            workdir=workdir,
-            prompt="Go.",
-            provider=provider,
-            model=model,
-            case_dir=tmp_path,
-            capture_dir=tmp_path / "capture",
-            timeout_s=120,
-            env={"TMPDIR": str(tmp_path)},
-        )
-        result = make_adapter(config).run(request)
-        requests = len(server.scripted_requests())
-    assert result.status == "done", result.error
-    assert requests == len(steps) + 1
-    assert result.turnsUsed == requests
-    assert result.toolCallCount == 5
-    assert result.summary is not None and result.summary.turnsUsed == requests
-
-
-def run_scripted(name: str, steps: list[dict[str, Any]], tmp_path: Path) -> tuple[Any, list[Any]]:
+def run_scripted(
+    name: str, steps: list[dict[str, Any]], tmp_path: Path, model: str | None = None
+) -> tuple[Any, list[Any]]:
     """Run a real CLI through its adapter on `steps`: its result and the scripted requests."""
     binary = cli_path(name)
-    provider, model = MODELS[name]
+    provider, default_model = MODELS[name]
+    model = model or default_model
     workdir = tmp_path / "work"
     workdir.mkdir()
     with ModelServer(Script.from_json(steps)) as server:
@@ -484,6 +413,47 @@ def run_scripted(name: str, steps: list[dict[str, Any]], tmp_path: Path) -> tupl
         )
         result = make_adapter(config).run(request)
         return result, server.scripted_requests()
+
+
+@pytest.mark.parametrize(
+    ("name", "alias"),
+    [
+        ("claude-code", "sonnet"),
+        ("claude-code", "opusplan"),
+        ("gemini", "pro"),
+        ("gemini", "flash"),
+    ],
+)
+def test_a_family_alias_passes_the_provider_check(name: str, alias: str, tmp_path: Path) -> None:
+    # The CLI resolves the alias itself and reports the concrete model it ran;
+    # that model is what was asked for, not a fallback.
+    from capeval.runner.passrule import provider_mismatch
+
+    provider, _ = MODELS[name]
+    result, _ = run_scripted(name, [{"text": "done"}], tmp_path, model=alias)
+    assert result.status == "done", result.error
+    assert result.model and result.model != alias  # the CLI did resolve it
+    assert provider_mismatch(provider, alias, result.provider, result.model) is None
+
+
+def test_codex_counts_the_responses_its_stream_does_not_show(tmp_path: Path) -> None:
+    # Codex 0.171's exec stream shows no item for write_stdin, view_image or
+    # tool_search, and runs a patch and a command asked for together one after
+    # the other; turnsUsed must still be the number of model responses.
+    patch = "*** Begin Patch\n*** Add File: a.txt\n+x\n*** End Patch\n"
+    steps: list[dict[str, Any]] = [
+        {"calls": [{"name": "apply_patch", "input": patch}, SCRIPTS["codex"][1]["calls"][0]]},
+        {"calls": [{"name": "write_stdin", "input": {"session_id": 1, "chars": ""}}]},
+        {"calls": [{"name": "tool_search", "input": {"query": "files"}}]},
+        {"calls": [{"name": "exec_command", "input": {"cmd": "ls"}}]},
+    ]
+    result, served = run_scripted("codex", steps, tmp_path)
+    requests = len(served)
+    assert result.status == "done", result.error
+    assert requests == len(steps) + 1
+    assert result.turnsUsed == requests
+    assert result.toolCallCount == 5
+    assert result.summary is not None and result.summary.turnsUsed == requests
 
 
 SHELL_CALLS = {
