@@ -390,7 +390,11 @@ def test_agents_check_against_the_real_cli(name: str, tmp_path: Path) -> None:
 
 
 def run_scripted(
-    name: str, steps: list[dict[str, Any]], tmp_path: Path, model: str | None = None
+    name: str,
+    steps: list[dict[str, Any]],
+    tmp_path: Path,
+    model: str | None = None,
+    extra_args: tuple[str, ...] = (),
 ) -> tuple[Any, list[Any]]:
     """Run a real CLI through its adapter on `steps`: its result and the scripted requests."""
     binary = cli_path(name)
@@ -400,7 +404,9 @@ def run_scripted(
     workdir.mkdir()
     with ModelServer(Script.from_json(steps)) as server:
         env, args = endpoint_env_args(name, server.url, tmp_path)
-        config = AgentConfig(name=name, type=name, command=str(binary), env=env, args=args)
+        config = AgentConfig(
+            name=name, type=name, command=str(binary), env=env, args=(*args, *extra_args)
+        )
         request = AgentRequest(
             workdir=workdir,
             prompt="Go.",
@@ -454,6 +460,14 @@ def test_codex_counts_the_responses_its_stream_does_not_show(tmp_path: Path) -> 
     assert result.turnsUsed == requests
     assert result.toolCallCount == 5
     assert result.summary is not None and result.summary.turnsUsed == requests
+    # The turns behaviors are derived from hold the hidden calls too.
+    assert [[c.name for c in t.toolCalls] for t in result.summary.turns] == [
+        ["apply_patch", "command_execution"],
+        ["write_stdin"],
+        ["tool_search"],
+        ["command_execution"],
+        [],
+    ]
 
 
 SHELL_CALLS = {
@@ -511,3 +525,36 @@ def test_the_tools_a_real_cli_offers_have_their_kinds(name: str, tmp_path: Path)
     expected = OFFERED_KINDS[name]
     assert set(expected) <= offered
     assert {tool: tool_kind(tool) for tool in expected} == expected
+
+
+def test_codex_mcp_calls_are_turns_named_for_their_server(
+    tmp_path: Path, paperclip_derivative: Path
+) -> None:
+    # Codex 0.171 shows no item for a tool search or for the MCP tool it
+    # found; its session log has both, named as the stream names MCP calls.
+    from capeval.paperclip.derivative import load_derivative
+    from capeval.paperclip.livejudge import NAMESPACE, live_cases
+
+    case = live_cases(load_derivative(paperclip_derivative))[0]
+    server = ["-m", "capeval.paperclip.mcpserver", "--case", case.row.id,
+              "--journal", str(tmp_path / "journal.jsonl"),
+              "--derivative", str(paperclip_derivative)]  # fmt: skip
+    mcp = "mcp_servers.paperclip"
+    extra = ("-c", f"{mcp}.command={json.dumps(sys.executable)}",
+             "-c", f"{mcp}.args={json.dumps(server)}",
+             "-c", f'{mcp}.default_tools_approval_mode="approve"',
+             "-c", f"{mcp}.required=true", "-c", f'{mcp}.startup_readiness="catalog"',
+             "-c", f"{mcp}.startup_timeout_sec=60")  # fmt: skip
+    steps: list[dict[str, Any]] = [
+        {"calls": [{"name": "tool_search", "input": {"query": "issue", "limit": 3}}]},
+        {"calls": [{"name": "list_issues", "namespace": NAMESPACE, "input": {}}]},
+    ]
+    result, requests = run_scripted("codex", steps, tmp_path, extra_args=extra)
+    assert result.status == "done", result.error
+    assert result.turnsUsed == len(requests) == 3
+    assert result.summary is not None
+    assert [[c.name for c in t.toolCalls] for t in result.summary.turns] == [
+        ["tool_search"],
+        [f"{NAMESPACE}__list_issues"],
+        [],
+    ]

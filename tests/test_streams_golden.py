@@ -628,37 +628,125 @@ def test_behaviors_of_schema_streams() -> None:
 
 
 def rollout(*entries: tuple[str, dict[str, Any]]) -> list[str]:
-    """Codex session-log lines (`$CODEX_HOME/sessions/.../rollout-*.jsonl`), in its layout."""
-    return [json.dumps({"timestamp": "t", "type": kind, "payload": p}) for kind, p in entries]
+    """Codex session-log lines (`$CODEX_HOME/sessions/.../rollout-*.jsonl`), in its layout,
+    one second apart."""
+    return [
+        json.dumps({"timestamp": f"2026-12-01T10:00:{i:02d}.000Z", "type": kind, "payload": p})
+        for i, (kind, p) in enumerate(entries)
+    ]
 
 
-CALL = ("response_item", {"type": "function_call", "name": "exec_command", "arguments": "{}"})
-POLL = ("response_item", {"type": "function_call", "name": "write_stdin", "arguments": "{}"})
-PATCH = ("response_item", {"type": "custom_tool_call", "name": "apply_patch", "input": "x"})
-OUTPUT = ("response_item", {"type": "function_call_output", "output": "ok"})
+def fcall(call_id: str, name: str, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    payload = {"type": "function_call", "name": name, "arguments": json.dumps(arguments)}
+    return ("response_item", {**payload, "call_id": call_id})
+
+
+def output(call_id: str, text: str = "ok") -> tuple[str, dict[str, Any]]:
+    return ("response_item", {"type": "function_call_output", "call_id": call_id, "output": text})
+
+
+def answer(text: str) -> tuple[str, dict[str, Any]]:
+    content = [{"type": "output_text", "text": text}]
+    return ("response_item", {"type": "message", "role": "assistant", "content": content})
+
+
 USAGE = ("token_usage_record", {"thread_id": "t"})
 
 
-def test_codex_rollout_counts_every_response_and_call() -> None:
+def test_codex_rollout_has_every_response_and_call() -> None:
     # A response that only polled a command (write_stdin) leaves no item in
-    # the exec stream; the session log has its usage record and its call.
-    from capeval.agents.codex import rollout_counts
+    # the exec stream; the session log has its call and its usage record, and
+    # a patch asked for with a command is one response, not two.
+    from capeval.agents.codex import parse_rollout, with_rollout
+    from capeval.behaviors import derive_behaviors
 
-    log = rollout(CALL, OUTPUT, USAGE, POLL, OUTPUT, USAGE, PATCH, CALL, USAGE, USAGE)
-    assert rollout_counts(log) == (4, 4)
-    assert rollout_counts(["not json", "[1]", '{"type": "x"}', *log]) == (4, 4)
+    patch = {"type": "custom_tool_call", "call_id": "c3", "name": "apply_patch", "input": "*** x"}
+    log = rollout(
+        ("response_item", {"type": "message", "role": "user", "content": []}),  # the prompt
+        answer("Looking."),
+        fcall("c1", "exec_command", {"cmd": "cd src && ls"}),
+        USAGE,
+        output("c1", "a.py"),
+        fcall("c2", "write_stdin", {"session_id": 1, "chars": ""}),
+        USAGE,
+        output("c2"),
+        ("response_item", patch),
+        fcall("c4", "exec_command", {"cmd": "curl -s http://x"}),
+        USAGE,
+        ("response_item", {"type": "custom_tool_call_output", "call_id": "c3", "output": "ok"}),
+        output("c4"),
+        USAGE,  # an empty response
+        answer("Done."),
+        USAGE,
+    )
+    parsed = parse_rollout(["not json", "[1]", '{"type": "x"}', *log])
+    assert parsed is not None and parsed.counts == (5, 4)
+    stream = parse_codex_stream(codex_events())
+    done = with_rollout(stream, parsed, finished=True)
+    summary = done.summary
+    assert (summary.turnsUsed, summary.toolCallCount) == (5, 4)
+    assert [[c.name for c in t.toolCalls] for t in summary.turns] == [
+        ["command_execution"],
+        ["write_stdin"],
+        ["apply_patch", "command_execution"],
+        [],
+        [],
+    ]
+    assert summary.turns[0].texts == ("Looking.",) and summary.turns[4].texts == ("Done.",)
+    first = summary.turns[0].toolCalls[0]
+    assert (first.kind, first.command, first.result) == (SHELL, "cd src && ls", "a.py")
+    # From the prompt's entry to its call's output: 4 s; the patch turn's to its last output.
+    assert summary.turns[0].durationMs == 4000
+    assert summary.turns[2].durationMs == 5000
+    behaviors = derive_behaviors(summary)
+    assert behaviors["networkCommandCount"] == 1 and behaviors["chainSegmentCount"] == 3
+    assert behaviors["toolCallsByName"] == {
+        "command_execution": 2,
+        "write_stdin": 1,
+        "apply_patch": 1,
+    }
+    assert behaviors["longestToolOnlyStreak"] == 2
+
+
+def test_codex_rollout_names_tools_as_the_stream_does() -> None:
+    from capeval.agents.codex import parse_rollout
+
+    log = rollout(
+        fcall("m1", "list_issues", {"limit": 3}),
+        ("response_item", {"type": "function_call", "call_id": "m2", "name": "get_issue",
+                           "namespace": "mcp__paperclip", "arguments": "{}"}),
+        ("response_item", {"type": "local_shell_call", "call_id": "s1",
+                           "action": {"type": "exec", "command": ["bash", "-lc", "ls -a"]}}),
+        ("response_item", {"type": "web_search_call", "id": "w1",
+                           "action": {"type": "search", "query": "release notes"}}),
+        USAGE,
+    )  # fmt: skip
+    parsed = parse_rollout(log)
+    assert parsed is not None
+    (turn,) = parsed.builders
+    assert [(c.name, c.kind) for c in turn.calls] == [
+        ("list_issues", "other"),
+        ("mcp__paperclip__get_issue", "other"),
+        ("command_execution", SHELL),
+        ("web_search", "search"),
+    ]
+    assert turn.calls[2].command == "ls -a"
+    assert turn.calls[3].arguments == {"query": "release notes"}
+
+
+def test_codex_rollout_of_another_layout_or_an_unfinished_run_keeps_the_stream() -> None:
+    from capeval.agents.codex import parse_rollout, with_rollout
+
     # Another layout (no usage entries): nothing to say.
-    assert rollout_counts(rollout(CALL, OUTPUT)) is None
-    # Only the usage events of an older layout: one per response, and the
+    assert parse_rollout(rollout(fcall("c", "exec_command", {"cmd": "ls"}), output("c"))) is None
+    # Only the usage events of an older layout mark responses, and the
     # rate-limit-only ones (no usage) are not responses.
     counted = ("event_msg", {"type": "token_count", "info": {"last_token_usage": {"input": 1}}})
     limits = ("event_msg", {"type": "token_count", "info": None, "rate_limits": {}})
-    assert rollout_counts(rollout(limits, CALL, counted, counted)) == (2, 1)
-
-
-def test_codex_rollout_counts_replace_the_streams_when_the_run_finished() -> None:
-    from capeval.agents.codex import rollout_counts, with_rollout_counts
-
+    older = parse_rollout(
+        rollout(limits, fcall("c", "exec_command", {"cmd": "ls"}), counted, counted)
+    )
+    assert older is not None and older.counts == (2, 1)
     # The stream: one shell call and a closing message, so two turns.
     stream = parse_codex_stream(
         codex_events(
@@ -668,14 +756,14 @@ def test_codex_rollout_counts_replace_the_streams_when_the_run_finished() -> Non
         )
     )
     assert (stream.summary.turnsUsed, stream.summary.toolCallCount) == (2, 1)
-    counts = rollout_counts(rollout(POLL, USAGE, CALL, USAGE, USAGE))
-    done = with_rollout_counts(stream, counts, finished=True)
-    assert (done.summary.turnsUsed, done.summary.toolCallCount) == (3, 2)
-    # Cut off: a response the log has no record of yet still counts.
-    short = rollout_counts(rollout(CALL, USAGE))
-    cut = with_rollout_counts(stream, short, finished=False)
+    # Cut off: the stream showed a response the log has no record of yet; its turns stay.
+    short = parse_rollout(rollout(fcall("c", "exec_command", {"cmd": "ls"}), USAGE))
+    cut = with_rollout(stream, short, finished=False)
+    assert cut.summary.turns == stream.summary.turns
     assert (cut.summary.turnsUsed, cut.summary.toolCallCount) == (2, 1)
-    assert with_rollout_counts(stream, None, finished=True) is stream
+    longer = parse_rollout(rollout(USAGE, USAGE, USAGE))
+    assert with_rollout(stream, longer, finished=False).summary.turnsUsed == 3
+    assert with_rollout(stream, None, finished=True) is stream
 
 
 def claude_log(*requests: dict[str, Any]) -> list[str]:

@@ -11,9 +11,10 @@ requested, which Codex runs concurrently when there are several. Hence:
   (parallel calls of one response);
 - a message or reasoning item after the current turn's calls opens a new turn.
 
-Some responses leave no item (see `rollout_counts`), so the run's
-`turnsUsed` and `toolCallCount` are read from Codex's own session log when
-it has one; the turns that behaviors are derived from stay the stream's. The plan tool is the exception: Codex shows all of a
+Some responses leave no item at all (see `parse_rollout`), so a run's turns
+are read from Codex's own session log when it has one; the reconstruction
+here serves a stream read alone (a saved stream, a log of another layout, a
+run cut off before its log caught up). The plan tool is the exception: Codex shows all of a
 run's `update_plan` calls as one `todo_list` item, started by the first,
 updated by each later one and completed only when the whole run ends. Each
 start or update is taken as one call that returned at once; were the item
@@ -34,7 +35,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import shlex
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from capeval.agents.base import AgentRequest
@@ -45,10 +48,12 @@ from capeval.agents.streams import (
     TurnBuilder,
     as_int,
     as_str,
+    build_summary,
     finish_stream,
     log_lines,
     make_call,
     timed_events,
+    timestamp_ms,
     uncached_input,
     unfinished,
     with_session_counts,
@@ -227,48 +232,154 @@ def parse_codex_stream(
     )
 
 
-def rollout_counts(lines: Iterable[str]) -> tuple[int, int] | None:
-    """(model responses, tool calls) of one Codex session, from its rollout log.
+@dataclass
+class Rollout:
+    """The model responses Codex's session log records: turns, and tool results by call id."""
+
+    builders: list[TurnBuilder]
+    results: dict[str, Any]
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        return len(self.builders), sum(len(b.calls) for b in self.builders)
+
+
+def parse_rollout(lines: Iterable[str]) -> Rollout | None:
+    """Codex's session log -> one turn per model response, with every call it made.
 
     The `exec --json` stream shows only some tools as items: a response that
     only polled a running command (`write_stdin`), viewed an image or
     searched its tools leaves no trace there (seen with Codex 0.171), so
-    `turnsUsed` came out short and a turn budget could pass a run that
-    overran it; and a patch and a command asked for together run one after
-    the other, looking like two responses. Codex's own session log
-    (`$CODEX_HOME/sessions/.../rollout-*-<thread id>.jsonl`) records one usage
-    entry per model response and every call the model made. None when the
-    log holds no usage entry (another version's layout): the stream's
-    counts stand.
+    `turnsUsed` came out short (a turn budget could pass a run that overran
+    it) and behaviors missed those calls; and a patch and a command asked for
+    together run one after the other, looking like two responses. The log
+    (`$CODEX_HOME/sessions/.../rollout-*-<thread id>.jsonl`) records each
+    response's output items followed by one usage entry, then its calls'
+    outputs. A response is what came between two usage entries; an output
+    joins the response of its call. None when the log holds no usage entry
+    (another version's layout): the stream stands.
     """
-    records = token_counts = calls = 0
+    entries = []
     for line in lines:
         try:
             entry = json.loads(line)
         except ValueError:
             continue
-        payload = entry.get("payload") if isinstance(entry, dict) else None
-        if not isinstance(payload, Mapping):
-            continue
-        kind = entry.get("type")
-        if kind == "token_usage_record":
-            records += 1
-        elif kind == "event_msg" and payload.get("type") == "token_count":
-            info = payload.get("info")
-            if isinstance(info, Mapping) and info.get("last_token_usage"):
-                token_counts += 1
-        elif kind == "response_item" and str(payload.get("type", "")).endswith("_call"):
-            calls += 1
-    responses = records or token_counts
-    return (responses, calls) if responses else None
+        if isinstance(entry, dict) and isinstance(entry.get("payload"), Mapping):
+            entries.append(entry)
+    # Older logs mark a response by a `token_count` event with usage instead.
+    records = any(e.get("type") == "token_usage_record" for e in entries)
+    builders: list[TurnBuilder] = []
+    current: TurnBuilder | None = None
+    owner: dict[str, TurnBuilder] = {}
+    results: dict[str, Any] = {}
+    last_ts: float | None = None
+    for entry in entries:
+        kind, payload = entry.get("type"), entry["payload"]
+        ts = timestamp_ms(entry.get("timestamp"))
+        ptype = str(payload.get("type", ""))
+        if _is_boundary(kind, payload, records):
+            if current is None:  # an empty response: no text, no call
+                current = TurnBuilder(start=last_ts)
+                builders.append(current)
+            current.opened = True
+            current.touch(ts)
+            current = None
+        elif kind == "response_item" and ptype.endswith("_output"):
+            call_id = str(payload.get("call_id") or "")
+            if call_id in owner:
+                results[call_id] = payload.get("output")
+                owner[call_id].touch(ts)
+        elif kind == "response_item" and (
+            ptype.endswith("_call") or ptype == "reasoning" or _is_answer(payload)
+        ):
+            if current is None:
+                current = TurnBuilder(start=last_ts)
+                builders.append(current)
+            current.touch(ts)
+            if ptype.endswith("_call"):
+                call = _rollout_call(payload)
+                current.calls.append(call)
+                owner[call.id] = current
+            elif ptype == "message":
+                current.texts += [
+                    c["text"]
+                    for c in payload.get("content") or ()
+                    if isinstance(c, Mapping) and isinstance(c.get("text"), str)
+                ]
+        last_ts = ts if ts is not None else last_ts
+    if not any(b.opened for b in builders):
+        return None
+    return Rollout(builders, results)
 
 
-def with_rollout_counts(
-    parsed: ParsedStream, counts: tuple[int, int] | None, *, finished: bool
-) -> ParsedStream:
-    """The stream's summary with the rollout's counts of responses and calls."""
-    responses, calls = counts if counts is not None else (None, None)
-    return with_session_counts(parsed, responses, calls, finished=finished)
+def _is_boundary(kind: Any, payload: Mapping[str, Any], records: bool) -> bool:
+    if records:
+        return kind == "token_usage_record"
+    if kind == "event_msg" and payload.get("type") == "token_count":
+        info = payload.get("info")
+        return isinstance(info, Mapping) and bool(info.get("last_token_usage"))
+    return False
+
+
+def _is_answer(payload: Mapping[str, Any]) -> bool:
+    return payload.get("type") == "message" and payload.get("role") == "assistant"
+
+
+def _rollout_call(payload: Mapping[str, Any]) -> ToolCall:
+    """A logged call under the names the stream gives the same tools, so both read alike."""
+    ptype = str(payload.get("type"))
+    call_id = str(payload.get("call_id") or payload.get("id") or "")
+    name = str(payload.get("name") or ptype.removesuffix("_call"))
+    raw = payload.get("arguments")
+    try:
+        arguments = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        arguments = raw
+    if ptype == "function_call" and name == "exec_command" and isinstance(arguments, Mapping):
+        return make_call(call_id, "command_execution", {"command": arguments.get("cmd")})
+    if ptype == "local_shell_call":
+        action = payload.get("action")
+        command = action.get("command") if isinstance(action, Mapping) else None
+        if isinstance(command, list):
+            command = shlex.join(str(part) for part in command)
+        return make_call(call_id, "command_execution", {"command": command})
+    if ptype == "custom_tool_call":
+        return make_call(call_id, name, {"input": payload.get("input")})
+    if ptype == "web_search_call":
+        action = payload.get("action")
+        query = action.get("query") if isinstance(action, Mapping) else None
+        return make_call(call_id, "web_search", {"query": query})
+    namespace = payload.get("namespace")
+    if isinstance(namespace, str) and namespace:
+        name = f"{namespace}__{name}"  # an MCP tool found by search: mcp__<server>__<tool>
+    if arguments is None:
+        arguments = {k: v for k, v in payload.items() if k not in ("type", "id", "call_id")}
+    return make_call(call_id, name, arguments)
+
+
+def with_rollout(parsed: ParsedStream, rollout: Rollout | None, *, finished: bool) -> ParsedStream:
+    """The run as Codex's log has it: its turns when the run finished, else the larger counts.
+
+    A run that did not finish (a timeout, a failed turn) may have shown a
+    response its log never got to: then the stream's turns stay, with the
+    larger of the two counts.
+    """
+    if rollout is None:
+        return parsed
+    if not finished:
+        responses, calls = rollout.counts
+        return with_session_counts(parsed, responses, calls, finished=False)
+    summary = parsed.summary
+    rebuilt = build_summary(
+        rollout.builders,
+        status=summary.status,
+        usage=summary.tokenUsage,
+        durationMs=summary.durationMs,
+        error=summary.error,
+        results=rollout.results,
+    )
+    return replace(parsed, summary=rebuilt)
 
 
 def provider_args(provider: str, base_url: str, env_key: str) -> list[str]:
@@ -322,5 +433,5 @@ class CodexAdapter(CliAdapter):
         logs = sorted(sessions.rglob(f"rollout-*{parsed.sessionId or ''}.jsonl"))
         if len(logs) != 1:
             return parsed  # none (another layout), or several and no thread id to choose
-        counts = rollout_counts(log_lines(logs[0]))
-        return with_rollout_counts(parsed, counts, finished=parsed.status == "done")
+        rollout = parse_rollout(log_lines(logs[0]))
+        return with_rollout(parsed, rollout, finished=parsed.status == "done")
