@@ -355,3 +355,27 @@ def test_junit_failure_of_a_regressed_bait_cell_keeps_its_flag_line() -> None:
     assert "pass rate regressed: 1/1 (100%) -> 0/1 (0%)" in message
     assert "BAIT FLAG web networkCommandCount median 0 did not exceed 0 on baseline" in message
     assert failure.get("type") == "regressed"
+
+
+def test_html_plots_at_most_sixty_cells_changed_ones_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Thousands of cells drew a plot 70,000 pixels tall (20 s); the table keeps them all."""
+    from capeval.analysis import report
+
+    base = [row(f"case-{i:03d}", True) for i in range(150)]
+    cand = [row(f"case-{i:03d}", i % 50 != 7) for i in range(150)]  # 3 regressions
+    comparison = compare_cells(cells_from_rows(base), cells_from_rows(cand))
+    plotted: list[list[str]] = []
+    draw = report._pass_rate_plot
+    monkeypatch.setattr(
+        report,
+        "_pass_rate_plot",
+        lambda cells: plotted.append([c.caseId for c in cells]) or draw(cells),
+    )
+    html_text = render(comparison, "html")
+    (shown,) = plotted
+    assert len(shown) == report.PLOT_CELLS == 60
+    assert shown[:3] == ["case-007", "case-057", "case-107"]
+    assert "The 60 cells shown of 150" in html_text
+    assert html_text.count("case-149") >= 1  # in the table, though not plotted
+    small = compare_cells(cells_from_rows(base[:5]), cells_from_rows(cand[:5]))
+    assert "cells shown of" not in render(small, "html")

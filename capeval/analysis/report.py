@@ -498,8 +498,14 @@ def render_html(
     )
     body.append(_html_table(["", "baseline", "candidate"], _headline(comparison)))
     body.append("<h2>Pass rate per cell</h2>")
+    plotted = _plotted_cells(comparison)
+    if len(plotted) < len(comparison.cells):
+        body.append(
+            f"<p>The {len(plotted)} cells shown of {len(comparison.cells):,}: regressions first, "
+            "then improvements, new, missing and unchanged ones; the table below lists every cell.</p>"
+        )
     body.append(
-        f'<img alt="pass rate per cell, baseline vs candidate" src="data:image/png;base64,{_pass_rate_plot(comparison)}">'
+        f'<img alt="pass rate per cell, baseline vs candidate" src="data:image/png;base64,{_pass_rate_plot(plotted)}">'
     )
     if any(b.verdict != "neutral" for c in comparison.cells for b in c.behaviors):
         body.append("<h2>Behavior verdicts per metric</h2>")
@@ -574,13 +580,27 @@ def _png_base64(fig: Any) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _pass_rate_plot(comparison: Comparison) -> str:
+# Cells one plot shows: a row each, so thousands of cells made a PNG 70,000
+# pixels tall that took 20 s to draw and no one could read.
+PLOT_CELLS = 60
+
+
+_PLOT_ORDER = ("regressed", "improved", "new", "missing", "unchanged")
+
+
+def _plotted_cells(comparison: Comparison, limit: int = PLOT_CELLS) -> list[CellComparison]:
+    """Every cell when they fit; else the changed ones first, which a reader looks for."""
+    rank = {s: i for i, s in enumerate(_PLOT_ORDER)}
+    return sorted(comparison.cells, key=lambda c: (rank[c.status], c.resultKey))[:limit]
+
+
+def _pass_rate_plot(plotted: Sequence[CellComparison]) -> str:
     """Baseline vs candidate pass rate per cell, with Wilson intervals when computed; base64 PNG."""
     # A bare Figure draws without pyplot, so building a report never switches
     # the backend of a notebook that calls it.
     from matplotlib.figure import Figure
 
-    cells = sorted(comparison.cells, key=lambda c: c.resultKey)
+    cells = sorted(plotted, key=lambda c: c.resultKey)
     fig = Figure(figsize=(8, max(2.0, 0.3 * len(cells) + 1)))
     ax = fig.add_subplot()
     for offset, side, color in ((-0.15, "baseline", "#888888"), (0.15, "candidate", "#1f77b4")):
