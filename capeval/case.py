@@ -538,6 +538,9 @@ def _semantic_problems(
             )
         )
 
+    if isinstance(prompt, str):
+        out += _placeholder_problems(prompt, file=file)
+
     reqs = obj.get("requireBehaviors")
     if isinstance(reqs, list):
         for i, req in enumerate(reqs):
@@ -552,6 +555,32 @@ def _semantic_problems(
                         f"min {show(lo)} is greater than max {show(hi)}; no repeat could pass: swap them",
                     )
                 )
+    return out
+
+
+# What looks like a placeholder: `{{NAME}}`, spaces allowed inside.
+_PLACEHOLDER_LIKE = re.compile(r"\{\{(\s*)([A-Za-z_][A-Za-z0-9_]*)(\s*)\}\}")
+
+
+def _placeholder_problems(prompt: str, *, file: str) -> list[Problem]:
+    """A mistyped placeholder (`{{HTTP_URI}}`) reached the agent as is: it was
+    never told the fixture's URL, and every repeat failed as if the agent had."""
+    out: list[Problem] = []
+    for text, name in dict.fromkeys(m.group(0, 2) for m in _PLACEHOLDER_LIKE.finditer(prompt)):
+        if text == HTTP_URL_PLACEHOLDER:
+            continue
+        # Only near misses of the one placeholder: a prompt has no escape, and
+        # a task may quote another template's `{{VERSION}}` on purpose.
+        if not difflib.get_close_matches(name.upper(), ["HTTP_URL"], n=1, cutoff=0.75):
+            continue
+        out.append(
+            Problem(
+                file,
+                "prompt",
+                f'unknown placeholder {text} (did you mean "{HTTP_URL_PLACEHOLDER}"?); the only '
+                f'placeholder is {HTTP_URL_PLACEHOLDER} (with "httpFixture": true): fix it',
+            )
+        )
     return out
 
 

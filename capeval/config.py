@@ -13,7 +13,9 @@ the keys it sets.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
+import re
 import shlex
 import tomllib
 from collections.abc import Mapping
@@ -228,6 +230,8 @@ def _agent_problems(table: Mapping[str, Any], *, file: str) -> list[Problem]:
                         "--model {model} {prompt}'",
                     )
                 )
+            if agent_type == "command":
+                out += _placeholder_problems(name, spec, file=file)
     default = table.get("agent")
     if isinstance(default, str) and default and default not in names:
         out.append(
@@ -238,6 +242,43 @@ def _agent_problems(table: Mapping[str, Any], *, file: str) -> list[Problem]:
                 f"or add an [agents.{default}] table",
             )
         )
+    return out
+
+
+# The placeholders a command template is filled with (capeval.agents.command).
+COMMAND_PLACEHOLDERS: tuple[str, ...] = ("workdir", "prompt", "provider", "model", "max_turns")
+# `{name}`, not `${name}` (a variable for a shell the template may start).
+_PLACEHOLDER_LIKE = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_-]*)\}")
+
+
+def _placeholder_problems(name: str, spec: Mapping[str, Any], *, file: str) -> list[Problem]:
+    """`{Prompt}` or `{max-turns}` was passed to the agent as is: it never got the
+    task (or the workdir), and every repeat failed as if the agent had. Braces
+    far from any placeholder are left alone (a template has no escape)."""
+    out: list[Problem] = []
+    for key in ("command", "args"):
+        value = spec.get(key)
+        words = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        for word in dict.fromkeys(w for w in words if isinstance(w, str)):
+            for found in dict.fromkeys(_PLACEHOLDER_LIKE.findall(word)):
+                if found in COMMAND_PLACEHOLDERS:
+                    continue
+                # Only near misses: other braces pass through to the agent as
+                # they are (awk '{print}', jq '{name}'), and may be meant.
+                close = difflib.get_close_matches(
+                    found.lower().replace("-", "_"), COMMAND_PLACEHOLDERS, n=1, cutoff=0.8
+                )
+                if not close:
+                    continue
+                known = ", ".join(f"{{{p}}}" for p in COMMAND_PLACEHOLDERS)
+                out.append(
+                    Problem(
+                        file,
+                        f"agents.{name}.{key}",
+                        f'unknown placeholder {{{found}}} (did you mean "{{{close[0]}}}"?); '
+                        f"expected one of: {known}",
+                    )
+                )
     return out
 
 

@@ -301,6 +301,24 @@ def test_render_prompt_substitutes_the_url_and_refuses_without_one() -> None:
         case.render_prompt(None)
 
 
+@pytest.mark.parametrize(
+    "prompt", ["Open {{HTTP_URI}} now", "Open {{ HTTP_URL }} now", "Open {{http_url}} now"]
+)
+def test_a_mistyped_prompt_placeholder_is_named(prompt: str) -> None:
+    # It reached the agent as is: never told the fixture's URL, every repeat
+    # failed as if the agent had, and nothing said why.
+    problem = only(check(minimal(prompt=prompt, httpFixture=True)))
+    assert problem.field == "prompt"
+    assert problem.message.startswith("unknown placeholder {{")
+    assert 'did you mean "{{HTTP_URL}}"' in problem.message
+
+
+def test_other_templates_braces_in_a_task_are_not_placeholders() -> None:
+    # A task about a template language may quote one; a prompt has no escape.
+    prompt = "Render {{name}}, {{ user.email }} and {{VERSION}} in page.html"
+    assert check(minimal(prompt=prompt)) == []
+
+
 # --- maxTurns ------------------------------------------------------------------------
 
 

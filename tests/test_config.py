@@ -182,6 +182,28 @@ def test_command_agent_needs_a_command(tmp_path: Path) -> None:
     )
 
 
+def test_a_mistyped_command_placeholder_is_named_with_the_fix(tmp_path: Path) -> None:
+    # `{Prompt}` reached the agent as is: it never got the task, and every
+    # repeat failed as if the agent had. Braces far from any placeholder
+    # (awk's `{print}`, jq's `{name}`) pass through, as they may be meant.
+    write(
+        tmp_path,
+        "capeval.toml",
+        '[agents.mine]\ntype = "command"\n'
+        'command = "bin/agent --cwd {workdir} --max {max-turns} ${HOME} {Prompt}"\n'
+        'args = ["--model={modle}", "{provider}", "--filter", "{print}", "{name}"]\n',
+    )
+    texts = problems(tmp_path)
+    assert texts == [
+        "capeval.toml: agents.mine.command: unknown placeholder {max-turns} (did you mean "
+        '"{max_turns}"?); expected one of: {workdir}, {prompt}, {provider}, {model}, {max_turns}',
+        "capeval.toml: agents.mine.command: unknown placeholder {Prompt} (did you mean "
+        '"{prompt}"?); expected one of: {workdir}, {prompt}, {provider}, {model}, {max_turns}',
+        'capeval.toml: agents.mine.args: unknown placeholder {modle} (did you mean "{model}"?); '
+        "expected one of: {workdir}, {prompt}, {provider}, {model}, {max_turns}",
+    ]
+
+
 def test_new_agent_needs_a_type(tmp_path: Path) -> None:
     write(tmp_path, "capeval.toml", '[agents.mine]\ncommand = "x"\n')
     (text,) = problems(tmp_path)

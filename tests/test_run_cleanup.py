@@ -233,3 +233,39 @@ def test_a_repeat_whose_temp_folder_cannot_be_made_is_a_setup_failure_row(
     [row] = outcome.rows
     assert row["passed"] is False and row["status"] == "failed"
     assert "No space left on device" in row["error"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_ctrl_c_while_waiting_for_a_child_kills_its_group(tmp_path: Path) -> None:
+    # `capeval validate --graders` waits for the oracle and the grader in the
+    # main thread: Ctrl-C there left both running (their own session never
+    # saw the SIGINT) after capeval had exited 130.
+    import signal
+    import threading
+
+    from test_run_helpers import alive, eventually
+
+    from capeval.runner import process
+
+    assert threading.current_thread() is threading.main_thread()
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 1.0)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            process.run_process(
+                ["bash", "-c", "sleep 60 & echo $! > pid; wait"], cwd=tmp_path, timeout_s=30
+            )
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    child = int((tmp_path / "pid").read_text())
+    try:
+        assert eventually(lambda: not alive(child))
+        assert process.live_groups() == []
+    finally:
+        if alive(child):
+            os.kill(child, signal.SIGKILL)

@@ -241,3 +241,34 @@ def test_an_agent_found_on_path_is_not_refused(tmp_path: Path) -> None:
     (tmp_path / "capeval.toml").write_text("[agents.mine]\ntype = 'claude-code'\ncommand = 'sh'\n")
     plan = plan_run(RunOptions(root=tmp_path, jsonl=tmp_path / "r.jsonl", matrix=("p:m@mine",)))
     assert [j.agent.name for j in plan.todo] == ["mine"]
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("repeats", 1), ("tiers", ("complex",)), ("cases", ("alpha",)), ("ask_permissions", True)],
+)
+def test_a_resume_flag_that_contradicts_the_stored_plan_is_refused(
+    tmp_path: Path, flag: str, value: object
+) -> None:
+    # `--resume S --repeats 1` on a run of 2 (or `--tier`) quietly replaced the
+    # plan: the stream's other rows left the table, the exit code and --out,
+    # and the rewritten plan forgot them for every later resume.
+    from capeval.runner.run import execute, plan_path
+
+    write_case(tmp_path, "alpha", verify="exit 1\n")
+    write_case(tmp_path, "beta")
+    stream = tmp_path / "rows.jsonl"
+    first = execute(RunOptions(root=tmp_path, jsonl=stream, repeats=2, handle_signals=False))
+    assert len(first.rows) == 4 and first.exit_code == 1
+    stored = plan_path(stream).read_text()
+
+    with pytest.raises(RunError) as info:
+        plan_run(RunOptions(resume=stream, **{flag: value}))  # type: ignore[arg-type]
+    message = str(info.value)
+    assert message.startswith(f"--resume {stream}: --") and "rows.jsonl.plan.json" in message
+    assert "drop --" in message
+    assert plan_path(stream).read_text() == stored
+
+    # Saying again what the plan says is fine.
+    same = plan_run(RunOptions(resume=stream, repeats=2))
+    assert len(same.jobs) == 4 and same.todo == []

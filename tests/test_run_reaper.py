@@ -92,6 +92,43 @@ def test_clean_exit_leaves_everything_to_capeval(tmp_path: Path) -> None:
         _kill_if_alive(forgotten, tracked)
 
 
+# A repeat's child starts a daemon (its own session), then capeval dies mid-repeat.
+_ESCAPER = textwrap.dedent(
+    """
+    import os, sys
+    from pathlib import Path
+    from capeval.runner import process, reaper
+
+    out = Path(sys.argv[1])
+    daemon = (
+        "import subprocess; p = subprocess.Popen(['sleep', '60'], start_new_session=True, "
+        "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); open('pid', 'w').write(str(p.pid))"
+    )
+    with reaper.running(), process.process_scope("v::c#0"):
+        process.run_process([sys.executable, "-c", daemon], cwd=out)
+        os._exit(9)  # no finally: the scope's own sweep of escaped processes never runs
+    """
+)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_death_also_kills_what_left_its_group(tmp_path: Path) -> None:
+    # Only groups were killed: a daemon an agent started with setsid (as Gemini
+    # CLI and opencode run every shell call) outlived a SIGKILLed run.
+    script = tmp_path / "capeval_stub.py"
+    script.write_text(_ESCAPER)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 9, proc.stderr
+    daemon = int((tmp_path / "pid").read_text())
+    try:
+        assert eventually(lambda: not alive(daemon))
+    finally:
+        if alive(daemon):
+            os.kill(daemon, signal.SIGKILL)
+
+
 def test_run_process_forgets_a_group_before_reaping_its_leader(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -146,6 +146,8 @@ def process_scope(name: str) -> Iterator[ProcessScope]:
         _SCOPES.add(scope)
         if _SHUTDOWN:
             scope.cancelled = _SHUTDOWN[0]
+    # If capeval is killed, the reaper finds what escaped the groups by the mark.
+    reaper.track_mark(SCOPE_VAR, scope.token)
     token = _CURRENT.set(scope)
     try:
         yield scope
@@ -155,6 +157,7 @@ def process_scope(name: str) -> Iterator[ProcessScope]:
             _SCOPES.discard(scope)
         if scope.started:
             kill_escaped(scope)
+        reaper.forget_mark(SCOPE_VAR, scope.token)
 
 
 def kill_escaped(scope: ProcessScope) -> int:
@@ -285,6 +288,14 @@ def run_process(
         # The leader has exited but is not reaped yet, so its pid (= our group id)
         # cannot have been reused: killing stragglers here cannot hit a stranger.
         _signal_group(proc.pid, signal.SIGKILL)
+    except BaseException:
+        # Ctrl-C in the thread that waits (`validate --graders`, a version probe):
+        # the child's group, in a session of its own, never saw the SIGINT and
+        # ran on after capeval had exited. Not reaped yet: its id is still ours.
+        _signal_group(proc.pid, signal.SIGKILL)
+        with _LOCK:
+            scope.groups.discard(proc.pid)
+        raise
     finally:
         # Before the reap below (or subprocess's own, after an exception), which
         # frees the group id for reuse: the reaper must never signal it after that.

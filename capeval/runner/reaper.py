@@ -8,6 +8,9 @@ clean up after a SIGKILL, so one is started per run; it holds the read end of
 a pipe that only capeval writes to. The kernel closes the write end when
 capeval dies, however it dies, so end-of-file is the death notice, and it
 arrives only after everything capeval wrote before dying has been read.
+Besides groups and folders, capeval tells it each repeat's environment mark
+(`process.SCOPE_VAR`): a process that left its group (`setsid`, a daemon)
+carries it, and is killed too.
 
 Why not `prctl(PR_SET_PDEATHSIG)` on each child: it reaches only the direct
 child, not the shells, test runners and servers an agent starts (the very
@@ -49,7 +52,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 _END = b"\0"  # records end with NUL: the one byte no path can contain
@@ -166,6 +169,19 @@ def forget_dir(path: Path) -> None:
     _send(b"-d" + os.fsencode(os.path.abspath(path)))
 
 
+def track_mark(var: str, mark: str) -> None:
+    """An environment mark (`var=mark`) whose carriers to kill if capeval dies.
+
+    Groups are not enough: a process that left its group (`setsid`, a daemon)
+    is found only by the mark its environment inherited (`capeval.runner.strays`).
+    """
+    _send(b"+m" + os.fsencode(f"{var}={mark}"))
+
+
+def forget_mark(var: str, mark: str) -> None:
+    _send(b"-m" + os.fsencode(f"{var}={mark}"))
+
+
 def remove_tree(path: str | bytes | os.PathLike[str]) -> None:
     """`shutil.rmtree` that also empties read-only folders; never raises.
 
@@ -212,10 +228,39 @@ def temp_dir(prefix: str, parent: Path | None = None) -> Iterator[Path]:
         forget_dir(path)
 
 
-def _reap(groups: set[int], dirs: set[bytes]) -> None:
+def _marked(marks: Collection[bytes]) -> list[int]:
+    """Live processes whose environment holds one of `marks` (as strays.marked_pids)."""
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in entries:
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as fh:
+                environ = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if any(mark in environ for mark in marks):
+            found.append(int(name))
+    return found
+
+
+def _reap(groups: set[int], dirs: set[bytes], marks: Collection[bytes] = ()) -> None:
     for pgid in groups:
         with contextlib.suppress(OSError):
             os.killpg(pgid, signal.SIGKILL)
+    # A process can fork between a scan and the kill: scan again until one finds none.
+    for _ in range(5 if marks else 0):
+        pids = _marked(marks)
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.05)
     deadline = time.monotonic() + _RMTREE_TRIES_S
     for path in dirs:
         # A process killed a moment ago may still finish a write into the tree.
@@ -231,6 +276,7 @@ def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     groups: set[int] = set()
     dirs: set[bytes] = set()
+    marks: set[bytes] = set()
     pending = b""
     while chunk := os.read(0, 65536):
         *records, pending = (pending + chunk).split(_END)
@@ -246,7 +292,11 @@ def main() -> int:
                 dirs.add(arg)
             elif kind == b"-d":
                 dirs.discard(arg)
-    _reap(groups, dirs)
+            elif kind == b"+m":
+                marks.add(arg)
+            elif kind == b"-m":
+                marks.discard(arg)
+    _reap(groups, dirs, marks)
     return 0
 
 

@@ -713,6 +713,7 @@ def _resume(options: RunOptions) -> tuple[RunOptions, list[Row], str, str, list[
             raise RunError(
                 f"{meta}: not valid JSON ({exc}); delete it and pass the run's flags again"
             ) from None
+    _refuse_changed_flags(options, stored, path, meta)
     updates: dict[str, Any] = {}
     for name in SHAPE_FIELDS:
         given = getattr(options, name)
@@ -731,6 +732,58 @@ def _resume(options: RunOptions) -> tuple[RunOptions, list[Row], str, str, list[
         (r["runStartedAt"] for r in rows if r.get("runStartedAt")), None
     )
     return options, rows, run_id or new_run_id(), started or now_iso(), skipped
+
+
+# The `capeval run` flag behind each shape field, for messages.
+SHAPE_FLAGS: dict[str, str] = {
+    "cases": "--case",
+    "tiers": "--tier",
+    "provider": "--provider",
+    "model": "--model",
+    "matrix": "--matrix",
+    "agent": "--agent",
+    "repeats": "--repeats",
+    "max_turns": "--max-turns",
+    "agent_timeout_s": "--agent-timeout",
+    "verify_timeout_s": "--verify-timeout",
+    "ask_permissions": "--ask-permissions",
+    "allow_provider_fallback": "--allow-provider-fallback",
+}
+
+
+def _refuse_changed_flags(
+    options: RunOptions, stored: dict[str, Any], stream: Path, meta: Path
+) -> None:
+    """A flag given again on --resume must say what the stored plan says.
+
+    Otherwise it quietly replaced the plan: `--repeats 1` on a run of 2 left
+    the stream's second repeats out of the table, the exit code and `--out`
+    (a failure there no longer failed the run), and `--tier` did the same to
+    whole cases; the rewritten plan then forgot them for every later resume.
+    """
+    for name in SHAPE_FIELDS:
+        given = getattr(options, name)
+        if given is None or given == () or name not in stored:
+            continue
+        then, now = stored[name], _jsonable(given)
+        if name in ("cases", "tiers") and isinstance(then, list):
+            same = sorted(map(str, then)) == sorted(map(str, now))
+        else:
+            same = then == now
+        if not same:
+            flag = SHAPE_FLAGS[name]
+            was = "not given" if then in (None, []) else repr(then)
+            raise RunError(
+                f"--resume {stream}: {_shown_flag(flag, now)} differs from the run's plan "
+                f"({meta.name}: {was}); drop {flag} to finish the run as it was started, "
+                "or start a new run on another --jsonl"
+            )
+
+
+def _shown_flag(flag: str, value: Any) -> str:
+    if value is True:
+        return flag
+    return " ".join(f"{flag} {v}" for v in value) if isinstance(value, list) else f"{flag} {value}"
 
 
 def _is_v3(path: Path) -> bool:
