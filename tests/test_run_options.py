@@ -54,6 +54,27 @@ def test_out_may_not_overwrite_the_row_stream_or_its_plan(tmp_path: Path, target
     assert str(info.value).startswith("--out ") and "row stream" in str(info.value)
 
 
+def test_out_may_not_replace_the_configured_frozen_baseline(tmp_path: Path) -> None:
+    # Without --baseline, `--out` at the baseline capeval.toml names replaced
+    # it with a one-case run, unchecked by what `baseline freeze` guards.
+    write_case(tmp_path, "alpha")
+    (tmp_path / "capeval.toml").write_text('baseline = "results/baseline.json"\n')
+    (tmp_path / "results").mkdir()
+    options = RunOptions(
+        root=tmp_path,
+        jsonl=tmp_path / "r.jsonl",
+        out=tmp_path / "sub" / ".." / "results" / "baseline.json",
+    )
+    (tmp_path / "sub").mkdir()
+    with pytest.raises(RunError) as info:
+        plan_run(options)
+    message = str(info.value)
+    assert "is the frozen baseline (capeval.toml: baseline)" in message
+    assert "capeval baseline freeze" in message
+    # Another --out is fine.
+    plan_run(RunOptions(root=tmp_path, jsonl=tmp_path / "r.jsonl", out=tmp_path / "x.json"))
+
+
 @pytest.mark.slow
 def test_an_interrupted_run_says_how_to_finish_it_with_its_out_and_baseline(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory

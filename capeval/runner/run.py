@@ -244,6 +244,7 @@ def plan_run(options: RunOptions) -> RunPlan:
     jsonl = Path(jsonl)
     artifacts_dir = resolve_artifacts_dir(options.artifacts, jsonl)
     _refuse_unwritable_outputs(options, _config_key(config, root, "results"), jsonl, artifacts_dir)
+    _refuse_replacing_the_baseline(options, config.baseline, _config_key(config, root, "baseline"))
     settings = RepeatSettings(
         root=root,
         agent_timeout_s=_pick(options.agent_timeout_s, config.agent_timeout_s),
@@ -408,6 +409,24 @@ def _refuse_unwritable_outputs(
                 f"--out {out}: cannot write the results file there: {why}; pass --out with "
                 "a writable file path"
             )
+
+
+def _refuse_replacing_the_baseline(options: RunOptions, baseline: Path | None, key: str) -> None:
+    """`--out` must not be the configured frozen baseline.
+
+    The export replaced it after the run, without what `capeval baseline
+    freeze` checks (every bait still reproduces, no cell dropped): one
+    `--case` run left a baseline of one case, and every later gate judged
+    against that.
+    """
+    if options.out is None or baseline is None:
+        return
+    if Path(options.out).resolve() == baseline.resolve():
+        raise RunError(
+            f"--out {options.out}: is the frozen baseline ({key}); a run's export would "
+            "replace it unchecked: pass --out another path, or re-record it with "
+            "capeval baseline freeze"
+        )
 
 
 def _config_file(config: Any, root: Path) -> tuple[str, str]:
