@@ -412,6 +412,16 @@ def test_integer_past_int64_is_an_error_not_a_silent_null(tmp_path: Path) -> Non
     assert rows_to_frame([make_row(turnsUsed=2**63 - 1)])["turnsUsed"][0] == 2**63 - 1
 
 
+def test_a_backfilled_task_count_past_int64_is_an_error_on_both_paths(tmp_path: Path) -> None:
+    # The fast path filled it through `replace_strict` into Int64: a silent
+    # null, where the reference reader (fast=False) names the row.
+    legacy = {"shellCommandCount": 1, "toolCallsByName": {"task": 2**70}}
+    path = write_jsonl(tmp_path / "legacy.jsonl", [make_row("a", 0, behaviors=legacy)])
+    for fast in (True, False):
+        with pytest.raises(FrameError, match=r"'taskToolCallCount': 1180591620717411303424 does"):
+            load_frame([path], fast=fast)
+
+
 def test_extra_integer_past_int64_is_kept_as_text() -> None:
     frame = rows_to_frame([make_row(seed=2**64), make_row(seed=3)])
     assert frame["seed"].to_list() == [str(2**64), "3"]

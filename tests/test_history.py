@@ -228,6 +228,24 @@ def test_missing_task_metric_is_backfilled_and_null_behaviors_stay_null(tmp_path
     assert count(con, "SELECT taskToolCallCount FROM cells") == 3
 
 
+def test_legacy_task_calls_count_only_integers_as_the_reference_does(tmp_path: Path) -> None:
+    # A cast read "2", 2.5 and true as calls; `backfill_legacy` (the gate, the
+    # frames, `capeval aggregate`) counts only integers, so the medians differed.
+    odd: list[Any] = ["2", 2.5, True, None, 4]
+    rows = [
+        row("r", "v", "c", i, True, behaviors={"toolCallsByName": {"task": v, "spawn_agent": 1}})
+        for i, v in enumerate(odd)
+    ]
+    write_jsonl(tmp_path / "r.jsonl", rows)
+    stored = open_db()
+    ingest(stored, [tmp_path])
+    for con in (connect([tmp_path]), stored):
+        values = con.execute('SELECT taskToolCallCount FROM repeats ORDER BY "repeat"').fetchall()
+        assert [v for (v,) in values] == [1, 1, 1, 1, 5]
+        median = aggregate(rows)[0]["behaviorStats"]["taskToolCallCount"]["median"]
+        assert count(con, "SELECT taskToolCallCount FROM cells") == median == 1
+
+
 # -- bad input ---------------------------------------------------------------------------
 
 
@@ -461,6 +479,18 @@ def test_a_row_stream_with_a_damaged_first_line_is_an_error_not_skipped(tmp_path
     )
     report = ingest(open_db(), [tmp_path])
     assert [Path(p).name for p, _ in report.skipped] == ["report.json"]
+
+
+def test_a_first_row_longer_than_the_sniffed_head_is_still_a_row(tmp_path: Path) -> None:
+    # The first row was judged by its first 64 KiB alone: cut, it was no JSON
+    # and no later line was in the head, so the whole stream was skipped as
+    # "not a result file" while `load_frame` and the gate read every row.
+    rows = [row("r1", "v", "c", 0, False, error="x" * 70_000), row("r1", "v", "c", 1, True)]
+    write_jsonl(tmp_path / "run.jsonl", rows)
+    report = ingest(con := open_db(), [tmp_path])
+    assert report.skipped == []
+    assert count(con, "SELECT count(*) FROM repeats") == 2
+    assert count(connect([tmp_path]), "SELECT count(*) FROM repeats") == 2
 
 
 def test_rows_without_a_repeat_number_are_each_counted(tmp_path: Path) -> None:

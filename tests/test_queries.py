@@ -16,6 +16,7 @@ import pytest
 from capeval.aggregate import median
 from capeval.analysis.history import VIEWS, connect
 from capeval.analysis.queries import (
+    QueryFileError,
     QueryNotFound,
     find_query,
     is_name,
@@ -228,6 +229,22 @@ def test_a_workspace_query_overrides_and_adds(tmp_path: Path) -> None:
     names = {q.name for q in list_queries(tmp_path)}
     assert "mine" in names and names >= REQUIRED
     assert find_query("mine", tmp_path).summary == "Mine."
+
+
+def test_a_query_file_in_another_encoding_is_named_not_a_traceback(tmp_path: Path) -> None:
+    # Every query is read to find one: a latin-1 file (or a folder named
+    # x.sql) ended every `capeval query NAME` in a UnicodeDecodeError traceback.
+    (tmp_path / "analysis").mkdir()
+    (tmp_path / "analysis" / "cafe.sql").write_bytes(b"-- caf\xe9.\nSELECT 1\n")
+    (tmp_path / "analysis" / "folder.sql").mkdir()
+    with pytest.raises(QueryFileError, match=r"cafe\.sql: not UTF-8 text .*save it as UTF-8"):
+        list_queries(tmp_path)
+    for args in (["--list"], ["flaky_cells", "--from", str(SAMPLES)]):
+        done = capeval("query", *args, "--root", str(tmp_path))
+        assert done.returncode == 2, done.stderr
+        assert "cafe.sql: not UTF-8 text" in done.stderr and "Traceback" not in done.stderr
+    (tmp_path / "analysis" / "cafe.sql").unlink()
+    assert {q.name for q in list_queries(tmp_path)} >= REQUIRED  # the folder is no query
 
 
 # -- the command ------------------------------------------------------------------------

@@ -760,6 +760,8 @@ def _fast_part(rows: pl.DataFrame, scan: _Scan, extras: Sequence[str]) -> _Part:
         backfilled = backfill_legacy({TOOL_CALLS_BY_NAME: value})
         assert backfilled is not None  # given behaviors, it returns behaviors
         task_calls[text] = backfilled["taskToolCallCount"]
+        if not _fits_int64(task_calls[text]):
+            raise _NotExact  # replace_strict would null it; the reference names the row
     calls = pl.col("calls")
     task = pl.col("taskToolCallCount")
     if legacy.any():

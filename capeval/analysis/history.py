@@ -126,10 +126,22 @@ def _metric_sql(metric: str) -> str:
         # Older rows predate the metric: count `task`/`spawn_agent` calls (section 6).
         return (
             "CASE WHEN r.behaviors IS NULL THEN NULL ELSE coalesce(r.behaviors.taskToolCallCount, "
-            "coalesce(CAST(json_extract(r.behaviors.toolCallsByName, '$.task') AS DOUBLE), 0) + "
-            "coalesce(CAST(json_extract(r.behaviors.toolCallsByName, '$.spawn_agent') AS DOUBLE), 0)) END"
+            f"{_legacy_calls('task')} + {_legacy_calls('spawn_agent')}) END"
         )
     return f'r.behaviors."{metric}"'
+
+
+def _legacy_calls(tool: str) -> str:
+    """A legacy row's count of `tool` calls, as `capeval.behaviors.backfill_legacy` reads it.
+
+    Only a JSON integer counts: a cast also read "2", 2.5 and true as calls,
+    so the views disagreed with the gate, the frames and `capeval aggregate`.
+    """
+    calls = f"r.behaviors.toolCallsByName -> '$.{tool}'"
+    return (
+        f"(CASE WHEN regexp_full_match(({calls})::VARCHAR, '-?[0-9]+') "
+        f"THEN CAST({calls} AS DOUBLE) ELSE 0 END)"
+    )
 
 
 # Per-file facts, from the staged `_inputs` table (alias i)...
@@ -412,7 +424,11 @@ def _sniff(path: Path) -> str:
     """'jsonl', 'v3' or 'other', from the head of the file only."""
     with open(path, "rb") as handle:
         head = handle.read(_HEAD)
-    text = head.lstrip()
+        text = head.lstrip()
+        if text and b"\n" not in text:
+            # One row longer than the head (a long `error`): judged by a cut
+            # first line, the whole stream was skipped as "not a result file".
+            text += handle.readline()
     if not text:
         return "jsonl" if path.suffix != ".json" else "other"
     first = text.split(b"\n", 1)[0]

@@ -27,6 +27,10 @@ class QueryNotFound(LookupError):
     """A name that is no named query; the message lists the ones there are."""
 
 
+class QueryFileError(ValueError):
+    """A `.sql` file of a query folder that cannot be read as a query."""
+
+
 @dataclass(frozen=True)
 class NamedQuery:
     name: str
@@ -84,8 +88,22 @@ def list_queries(root: Path | None = None) -> list[NamedQuery]:
     found: dict[str, NamedQuery] = {}
     for folder in query_dirs(root):
         for path in sorted(folder.glob("*.sql")):
-            found.setdefault(path.stem, NamedQuery(path.stem, path, path.read_text("utf-8")))
+            if path.stem not in found and path.is_file():
+                found[path.stem] = NamedQuery(path.stem, path, _read_sql(path))
     return [found[name] for name in sorted(found)]
+
+
+def _read_sql(path: Path) -> str:
+    # Every query is read to list or find one: a file saved in another
+    # encoding ended every `capeval query NAME` in a traceback.
+    try:
+        return path.read_text("utf-8")
+    except UnicodeDecodeError as exc:
+        raise QueryFileError(
+            f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise QueryFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 def find_query(name: str, root: Path | None = None) -> NamedQuery:

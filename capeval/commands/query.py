@@ -49,10 +49,19 @@ def query(
     as_json: bool,
 ) -> None:
     """Run a named query or SQL over the history views; print a table or JSON."""
-    from capeval.analysis.queries import QueryNotFound, format_table, list_queries, resolve
+    from capeval.analysis.queries import (
+        QueryFileError,
+        QueryNotFound,
+        format_table,
+        list_queries,
+        resolve,
+    )
 
     if list_only:
-        queries = list_queries(root)
+        try:
+            queries = list_queries(root)
+        except QueryFileError as exc:
+            fail("query", str(exc))
         if as_json:
             payload = [{"name": q.name, "path": str(q.path), "doc": q.doc} for q in queries]
             click.echo(json.dumps(payload, indent=2))
@@ -66,7 +75,10 @@ def query(
         # A usage error (exit 2), not the list on stdout with exit 0: under
         # --json a script whose query variable came out empty read the list
         # of named queries as if it were the answer.
-        names = ", ".join(q.name for q in list_queries(root))
+        try:
+            names = ", ".join(q.name for q in list_queries(root))
+        except QueryFileError:
+            names = "see capeval query --list"
         raise click.UsageError(
             f"missing NAME|SQL: pass a named query ({names}) or SQL text; "
             "capeval query --list describes the named queries"
@@ -78,7 +90,7 @@ def query(
 
     try:
         sql, named = resolve(query_text, root)
-    except QueryNotFound as exc:
+    except (QueryNotFound, QueryFileError) as exc:
         fail("query", str(exc))
     if _no_statement(sql):
         # DuckDB runs nothing and returns no cursor at all: an empty `.sql`
