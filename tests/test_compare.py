@@ -784,3 +784,45 @@ def test_two_empty_sides_are_not_clean() -> None:
     assert result.nothing_compared in result.warnings
     assert not result.clean and result.to_json()["clean"] is False
     assert gate_verdict(result) == ("REFUSED", 2)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        pytest.param(b'{"version": 3 "cases": ', id="no-comma-between-members"),
+        pytest.param(b'{"version": 3, 7: 1, "cases": ', id="non-string-key"),
+        pytest.param(b'{"version": 3, "note": "\xff", "cases": ', id="not-utf8"),
+        pytest.param(b'{"version": 3, "n": ' + b"9" * 5000 + b', "cases": ', id="huge-integer"),
+        pytest.param(
+            b'{"version": 3, "n": ' + b"[" * 5000 + b"]" * 5000 + b', "cases": ', id="deep"
+        ),
+    ],
+)
+def test_a_v3_header_python_cannot_read_is_refused_by_either_reader(
+    tmp_path: Path, header: bytes
+) -> None:
+    """DuckDB only sees the `cases` array: the header walker must give way
+    wherever the reference reader refuses the document, and never crash."""
+    from capeval.results.errors import ResultFileError
+
+    path = tmp_path / "header.json"
+    path.write_bytes(header + json.dumps([row("a")]).encode() + b"}")
+    for fast in (True, False):
+        with pytest.raises(ResultFileError, match=r"header\.json: "):
+            load_sides([[path]], fast=fast)
+
+
+@pytest.mark.parametrize("token", ["NaN", "Infinity", "1e400"])
+def test_headline_sums_skip_numbers_that_are_not_finite_in_either_reader(
+    tmp_path: Path, token: str
+) -> None:
+    good = {**row("a"), "durationMs": 5, "turnsUsed": 2, "tokenUsage": {"input": 3}}
+    odd = {**row("a", repeat=1), "durationMs": "@", "turnsUsed": "@", "tokenUsage": {"input": "@"}}
+    path = tmp_path / "odd.jsonl"
+    text = json.dumps(odd).replace('"@"', token)
+    path.write_text(f"{json.dumps(good)}\n{text}\n")
+    for fast in (True, False):
+        (cells,), _ = load_sides([[path]], fast=fast)
+        cell = cells["v1::a"]
+        assert (cell.durationMs, cell.turnsUsed, cell.tokenInput) == (5, 2, 3)
+        assert (cell.durationReported, cell.turnsReported, cell.tokenReported) == (1, 1, 1)

@@ -118,6 +118,24 @@ def test_exit_2_for_an_unreadable_file(files: dict[str, Path], tmp_path: Path) -
     assert "nope.jsonl" in done.stderr and "cannot read" in done.stderr
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "v3"])
+def test_exit_2_for_json_python_cannot_hold(
+    files: dict[str, Path], tmp_path: Path, fmt: str
+) -> None:
+    # Nested past Python's recursion limit: a RecursionError traceback and
+    # exit 1, the code of a regression, where a bad file must exit 2.
+    deep = "[" * 5000 + "]" * 5000
+    path = tmp_path / f"deep.{fmt}"
+    if fmt == "v3":
+        path.write_text(f'{{"version": 3, "n": {deep}, "cases": []}}')
+    else:
+        path.write_text(f'{{"n": {deep}}}\n' + files["clean"].read_text())
+    done = capeval("gate", "--baseline", files["base"], "--candidate", path, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert f"deep.{fmt}" in done.stderr and "nested too deeply" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 @pytest.mark.parametrize("command", ["gate", "compare", "report"])
 @pytest.mark.parametrize("side", ["baseline", "candidate"])
 def test_exit_2_when_a_side_holds_no_rows(

@@ -134,3 +134,36 @@ def test_same_repeat_in_different_runs_is_not_a_duplicate(tmp_path: Path) -> Non
 def test_row_with_a_version_field_is_still_a_row(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "v.json", [make_row("a", version="1.2.3")])
     assert detect_format(path) == "jsonl"
+
+
+# Valid JSON that Python's parser will not hold: DuckDB reads it, so the
+# reference reader must refuse it as clearly as any bad line (it used to
+# raise a traceback, and the gate exited 1, its "regressed" code).
+TOO_BIG = {"huge-integer": "9" * 5000, "deep": "[" * 5000 + "]" * 5000}
+TOO_BIG_SAYS = {"huge-integer": "integer longer than", "deep": "nested too deeply"}
+
+
+@pytest.mark.parametrize("kind", sorted(TOO_BIG))
+@pytest.mark.parametrize("terminated", [True, False])
+def test_a_jsonl_line_python_cannot_hold_is_an_error_naming_the_line(
+    tmp_path: Path, kind: str, terminated: bool
+) -> None:
+    odd = json.dumps(make_row(repeat=1, note="@")).replace('"@"', TOO_BIG[kind])
+    path = tmp_path / "odd.jsonl"
+    # Unterminated too: a complete line is no torn line, however long.
+    path.write_text(json.dumps(make_row()) + "\n" + odd + ("\n" if terminated else ""))
+    with pytest.raises(ResultFileError, match=rf"odd\.jsonl:2: .*{TOO_BIG_SAYS[kind]}"):
+        read_rows(path, on_warning=pytest.fail)
+
+
+@pytest.mark.parametrize("kind", sorted(TOO_BIG))
+@pytest.mark.parametrize("pretty", [True, False])
+def test_a_v3_file_python_cannot_hold_is_an_error_naming_the_file(
+    tmp_path: Path, kind: str, pretty: bool
+) -> None:
+    doc = build_v3([make_row(note="@")], started_at=None, finished_at=None)
+    text = json.dumps(doc, indent=2 if pretty else None).replace('"@"', TOO_BIG[kind])
+    path = tmp_path / "odd.json"
+    path.write_text(text)
+    with pytest.raises(ResultFileError, match=rf"odd\.json: .*{TOO_BIG_SAYS[kind]}"):
+        read_rows(path)

@@ -160,6 +160,9 @@ def test_bad_rows_are_refused_before_writing(tmp_path: Path) -> None:
             '"behaviors": {"shellCommandCount": "3"}}]}',
             r"cases\[0\]: field 'behaviors\.shellCommandCount' must be a finite number",
         ),
+        # Valid JSON that Python cannot hold: an error, not a traceback.
+        ('{"version": 3, "n": ' + "9" * 5000 + "}", r"bad\.json: .*integer longer than"),
+        ('{"version": 3, "n": ' + "[" * 5000 + "]" * 5000 + "}", r"bad\.json: .*too deeply"),
     ],
 )
 def test_errors_name_file_and_problem(tmp_path: Path, content: str, message: str) -> None:

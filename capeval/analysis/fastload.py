@@ -14,9 +14,13 @@ behavior metric written as a numeric string ("5") or as true, a numeric or
 boolean case id, a non-string provider or model, and a legacy
 toolCallsByName count that is not an integer are read as values here, where
 the reference reader refuses the row or reads them as unknown; fields the
-gate does not read (repeat, tokenUsage) are not checked. No writer produces
-any of these. Duplicate repeats in one file are counted by both paths but
-only the reference reader warns about them.
+gate does not read (repeat, tokenUsage, and the report-only tier, title and
+durations) are not checked. DuckDB's parser also accepts, with no option to
+refuse them, trailing commas inside a row and values Python will not hold
+(integers past 4300 digits, nesting past its recursion limit), which the
+reference reader refuses. No writer produces any of these. Duplicate repeats
+in one file are counted by both paths but only the reference reader warns
+about them.
 
 A v3 file is one JSON object, which DuckDB would have to hold whole in
 memory. Instead its top-level keys are walked up to `"cases": [`, and the byte
@@ -38,7 +42,7 @@ from typing import Any
 from capeval.analysis.cells import Cell, cells_from_rows, parse_bait, variant_of
 from capeval.analysis.duckdb_paths import reads_as_pattern
 from capeval.metrics import METRIC_NAMES
-from capeval.results.errors import ResultFileError
+from capeval.results.errors import JSON_ERRORS, ResultFileError
 
 _HEAD_CHUNK = 1 << 16
 
@@ -131,7 +135,7 @@ def _probe(path: Path) -> _Source:
         if len(first_line) < len(head) or len(head) == size:
             try:
                 obj = json.loads(first_line)
-            except ValueError:
+            except JSON_ERRORS:
                 obj = None
             if isinstance(obj, dict) and not ({"version", "cases"} & obj.keys()):
                 _check_jsonl_tail(handle, size)
@@ -156,7 +160,7 @@ def _check_jsonl_tail(handle: Any, size: int) -> None:
     tail = handle.read(back).rsplit(b"\n", 1)[-1]
     try:
         json.loads(tail)
-    except ValueError:
+    except JSON_ERRORS:
         raise FastPathUnavailable from None
 
 
@@ -174,12 +178,13 @@ def _find_cases(handle: Any, head: bytes) -> int:
             raise FastPathUnavailable  # no `cases`: the reference reader explains
         key, pos = walker.decode(pos)
         pos = walker.skip_ws(pos)
-        if walker.char(pos) != ":":
+        if not isinstance(key, str) or walker.char(pos) != ":":
             raise FastPathUnavailable
         pos = walker.skip_ws(pos + 1)
         if key == "cases":
             if walker.char(pos) != "[" or not versioned:
                 raise FastPathUnavailable  # no `version: 3` first: the reference reader judges
+            walker.check_utf8(pos)
             return pos
         value, pos = walker.decode(pos)
         if key == "version":
@@ -187,8 +192,11 @@ def _find_cases(handle: Any, head: bytes) -> int:
                 raise FastPathUnavailable  # the reference reader names the problem
             versioned = True
         pos = walker.skip_ws(pos)
-        if walker.char(pos) == ",":
-            pos += 1
+        # Only a comma may come between members: `{"version": 3 "cases": [...]}`
+        # is not JSON, and the reference reader refuses it.
+        if walker.char(pos) != ",":
+            raise FastPathUnavailable
+        pos += 1
 
 
 class _HeaderWalker:
@@ -221,6 +229,14 @@ class _HeaderWalker:
             pos += 1
         return pos
 
+    def check_utf8(self, end: int) -> None:
+        """Latin-1 reads any bytes, and DuckDB never sees the header: a byte that
+        is not UTF-8 there is the reference reader's to refuse."""
+        try:
+            self.buf[:end].encode("latin-1").decode("utf-8")
+        except UnicodeDecodeError:
+            raise FastPathUnavailable from None
+
     def decode(self, pos: int) -> tuple[Any, int]:
         while True:
             try:
@@ -229,6 +245,8 @@ class _HeaderWalker:
                 if self.eof:
                     raise FastPathUnavailable from None
                 self.more()
+            except JSON_ERRORS:  # valid JSON Python cannot hold: the reference reader says so
+                raise FastPathUnavailable from None
 
 
 # -- the DuckDB query -----------------------------------------------------------
@@ -300,11 +318,18 @@ def _query(
         for side, files, fmt in scans
     ]
     projected = ", ".join(f"{_metric_expr(m, legacy)} AS m{i}" for i, m in enumerate(METRIC_NAMES))
+    # NaN, Infinity and 1e400 read as DOUBLE; the reference counts no such value.
     headline_sql = (
         "any_value(tier) AS tier, any_value(title) AS title, "
-        "coalesce(sum(durationMs), 0) AS durationMs, coalesce(sum(turnsUsed), 0) AS turnsUsed, "
-        "coalesce(sum(tokenUsage.input), 0) AS tokenInput, count(durationMs) AS durationN, "
-        "count(turnsUsed) AS turnsN, count(tokenUsage.input) AS tokenN"
+        + ", ".join(
+            f"coalesce(sum({col}) FILTER (WHERE isfinite({col})), 0) AS {name}, "
+            f"count({col}) FILTER (WHERE isfinite({col})) AS {count}"
+            for col, name, count in (
+                ("durationMs", "durationMs", "durationN"),
+                ("turnsUsed", "turnsUsed", "turnsN"),
+                ("tokenUsage.input", "tokenInput", "tokenN"),
+            )
+        )
         if headline
         else "NULL AS tier, NULL AS title, 0.0 AS durationMs, 0.0 AS turnsUsed, "
         "0.0 AS tokenInput, 0 AS durationN, 0 AS turnsN, 0 AS tokenN"

@@ -6,7 +6,15 @@ detector can share it without importing each other.
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
+
+# What `json.loads` raises besides `JSONDecodeError`: a `ValueError` for an
+# integer longer than Python converts, a `RecursionError` for deep nesting.
+# Both are valid JSON DuckDB reads, so they must reach the user as a
+# `ResultFileError`, never as a traceback (or exit 1, the gate's "regressed").
+JSON_ERRORS = (ValueError, RecursionError)
 
 
 class ResultFileError(ValueError):
@@ -26,3 +34,14 @@ class ResultFileError(ValueError):
 
 class ResultFileWarning(UserWarning):
     """Something was skipped while reading, but no complete row was lost."""
+
+
+def json_error_detail(exc: BaseException) -> str:
+    """What is wrong with text `json.loads` refused, for a message a user can act on."""
+    if isinstance(exc, json.JSONDecodeError):
+        return exc.msg
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8"
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to read"
+    return f"an integer longer than {sys.get_int_max_str_digits()} digits, too long to read"

@@ -18,7 +18,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from capeval.results.errors import ResultFileError, ResultFileWarning
+from capeval.results.errors import (
+    JSON_ERRORS,
+    ResultFileError,
+    ResultFileWarning,
+    json_error_detail,
+)
 from capeval.results.rowcheck import row_problem
 
 _CHUNK = 1 << 16
@@ -41,7 +46,7 @@ def _tail_start(handle: Any, size: int) -> int:
 def _is_complete_row(data: bytes) -> bool:
     try:
         return isinstance(json.loads(data), dict)
-    except (ValueError, UnicodeDecodeError):
+    except JSON_ERRORS:
         return False
 
 
@@ -206,19 +211,26 @@ def parse_jsonl(data: bytes, path: str | Path) -> tuple[list[dict[str, Any]], li
             continue
         try:
             row = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            if index == last:
+        except JSON_ERRORS as exc:
+            # Only unparseable text can be a crash's torn line: a complete line
+            # too long or too deep for Python is still a row the user must fix.
+            torn = isinstance(exc, json.JSONDecodeError | UnicodeDecodeError)
+            if index == last and torn:
                 found.append(
                     f"{path}:{index + 1}: skipped a torn last line ({len(raw)} bytes, no "
                     "newline): a crash mid-write; every complete row before it was read"
                 )
                 continue
-            detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
+            detail = json_error_detail(exc)
+            why = (
+                f"line is not valid JSON ({detail}); only the last line of a row stream "
+                "may be torn by a crash"
+                if torn
+                else f"line cannot be read as JSON: {detail}"
+            )
             raise ResultFileError(
                 path,
-                f"line is not valid JSON ({detail}); only the last line of a row stream "
-                "may be torn by a crash. Repair or delete this line by hand; the other "
-                "rows are intact",
+                f"{why}. Repair or delete this line by hand; the other rows are intact",
                 line=index + 1,
             ) from exc
         problem = row_problem(row)

@@ -16,7 +16,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from capeval.aggregate import backfill_behaviors, row_result_key
-from capeval.results.errors import ResultFileError, ResultFileWarning
+from capeval.results.errors import (
+    JSON_ERRORS,
+    ResultFileError,
+    ResultFileWarning,
+    json_error_detail,
+)
 from capeval.results.jsonl import parse_jsonl
 from capeval.results.v3 import parse_v3
 
@@ -45,11 +50,11 @@ def _sniff(data: bytes, path: Path) -> tuple[Format, Any]:
     first, _, rest = stripped.partition(b"\n")
     try:
         obj = json.loads(first)
-    except (ValueError, UnicodeDecodeError):
+    except JSON_ERRORS:
         # A pretty-printed document, or a stream whose only line is torn.
         try:
             return "v3", json.loads(stripped)
-        except (ValueError, UnicodeDecodeError):
+        except JSON_ERRORS:
             return ("jsonl" if path.suffix in JSONL_SUFFIXES else "v3"), None
     if isinstance(obj, dict) and ("cases" in obj or ("version" in obj and "passed" not in obj)):
         return "v3", (obj if not rest.strip() else None)
@@ -104,6 +109,10 @@ def read_rows(
                 ) from exc
             except UnicodeDecodeError as exc:
                 raise ResultFileError(path, "not UTF-8 text; is this a result file?") from exc
+            except JSON_ERRORS as exc:
+                raise ResultFileError(
+                    path, f"cannot be read as JSON: {json_error_detail(exc)}"
+                ) from exc
         rows = parse_v3(doc, path)[1]
     for message in _duplicates(rows, path):
         (on_warning or _default_warn)(message)

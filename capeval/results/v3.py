@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from capeval.aggregate import aggregate, totals
-from capeval.results.errors import ResultFileError
+from capeval.results.errors import JSON_ERRORS, ResultFileError, json_error_detail
 from capeval.results.rowcheck import row_problem
 
 VERSION = 3
@@ -181,4 +181,6 @@ def read_v3(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         ) from exc
     except UnicodeDecodeError as exc:
         raise ResultFileError(path, "not UTF-8 text; is this a result file?") from exc
+    except JSON_ERRORS as exc:
+        raise ResultFileError(path, f"cannot be read as JSON: {json_error_detail(exc)}") from exc
     return parse_v3(doc, path)
