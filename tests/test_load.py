@@ -167,3 +167,32 @@ def test_a_v3_file_python_cannot_hold_is_an_error_naming_the_file(
     path.write_text(text)
     with pytest.raises(ResultFileError, match=rf"odd\.json: .*{TOO_BIG_SAYS[kind]}"):
         read_rows(path)
+
+
+def test_a_file_named_twice_is_read_once_with_a_warning(tmp_path: Path) -> None:
+    # Read twice, every repeat counted double: no same-run warning compares a
+    # file with itself, and real-results files carry no run id at all.
+    from capeval.analysis.fastload import load_sides
+    from capeval.analysis.frame import load_frame
+    from capeval.results.load import read_many
+
+    rows = [
+        {"resultKey": "v::a", "id": "a", "variantId": "v", "passed": p, "repeat": i}
+        for i, p in enumerate((True, False, True))
+    ]
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "sub").mkdir()
+    again = tmp_path / "sub" / ".." / "r.jsonl"
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(path)
+    warned: list[str] = []
+    assert len(read_many([path, again, link], on_warning=warned.append)) == 3
+    assert len(warned) == 2 and all("read once" in w for w in warned)
+    for fast in (True, False):
+        (cells,), messages = load_sides([[path, link]], fast=fast)
+        assert (cells["v::a"].repeats, cells["v::a"].passCount) == (3, 2)
+        assert any("read once" in m for m in messages)
+    frame_warnings: list[str] = []
+    assert load_frame([path, path], on_warning=frame_warnings.append).height == 3
+    assert frame_warnings and "read once" in frame_warnings[0]

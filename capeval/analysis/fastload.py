@@ -81,11 +81,17 @@ def load_sides(
 
     Raises `ResultFileError` for a file that is not a readable result file.
     """
+    from capeval.results.overlap import distinct_files
+
+    warnings: list[str] = []
     for paths in sides:
         if not paths:
             raise ResultFileError("-", "no result files given for one side of the comparison")
         for path in paths:
             _check_readable(path)
+    sides = [
+        [Path(p) for p in distinct_files(paths, on_warning=warnings.append)] for paths in sides
+    ]
     if fast:
         try:
             cells = _load_duckdb(sides, with_values=with_values, headline=headline)
@@ -94,8 +100,7 @@ def load_sides(
         else:
             from capeval.results.overlap import same_run_warnings
 
-            return cells, [w for paths in sides for w in same_run_warnings(paths)]
-    warnings: list[str] = []
+            return cells, warnings + [w for paths in sides for w in same_run_warnings(paths)]
     out = [cells_from_rows(_read_rows(paths, warnings), keep_values=with_values) for paths in sides]
     return out, warnings
 

@@ -24,6 +24,7 @@ from capeval.analysis.duckdb_paths import reads_as_pattern
 from capeval.behaviors import backfill_legacy
 from capeval.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME
 from capeval.results.load import read_rows
+from capeval.results.overlap import distinct_files
 
 if TYPE_CHECKING:
     import polars as pl
@@ -257,6 +258,7 @@ def load_frame(
     kept twice, as `read_many` keeps them, with its warning.
     """
     paths = [paths] if isinstance(paths, str | Path) else list(paths)
+    paths = distinct_files(paths, on_warning=on_warning)  # one named twice is read once
     fast_parts = _read_fast(paths) if fast else {}
     parts: list[_Part] = []
     for index, path in enumerate(paths):

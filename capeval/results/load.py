@@ -23,6 +23,7 @@ from capeval.results.errors import (
     json_error_detail,
 )
 from capeval.results.jsonl import parse_jsonl
+from capeval.results.overlap import distinct_files
 from capeval.results.v3 import parse_v3
 
 __all__ = ["ResultFileError", "detect_format", "read_many", "read_rows"]
@@ -151,14 +152,14 @@ def _duplicates(rows: list[dict[str, Any]], path: Path) -> list[str]:
 def read_many(
     paths: Iterable[str | Path], *, on_warning: Callable[[str], None] | None = None
 ) -> list[dict[str, Any]]:
-    """Rows of several files, in file order then row order.
+    """Rows of several files, in file order then row order; a file named twice is read once.
 
     Repeats that two files both hold (a run's v3 export passed beside its
     stream) are all counted, as within one file, and reported once per pair.
     """
     out: list[dict[str, Any]] = []
     seen: dict[tuple[Any, ...], str] = {}  # repeat -> the first file that held it
-    for path in paths:
+    for path in distinct_files(paths, on_warning=on_warning):
         rows = read_rows(path, on_warning=on_warning)
         keys = {
             key

@@ -1,4 +1,4 @@
-"""Files on one side of a comparison that hold the same run.
+"""Files on one side of a comparison that hold the same run, or are the same file.
 
 Passing a run's v3 export beside its JSON Lines stream counts every repeat
 twice, and nothing in the verdicts would show it. The gate's fast path reads
@@ -9,8 +9,11 @@ shared repeats exactly: `capeval.results.load.read_many`.)
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Sequence
+import stat
+import warnings
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 _RUN_ID = re.compile(rb'"runId"\s*:\s*"((?:[^"\\]|\\.)*)"')
@@ -42,3 +45,42 @@ def same_run_warnings(paths: Sequence[str | Path]) -> list[str]:
         else:
             first[run] = str(path)
     return out
+
+
+def distinct_files(
+    paths: Iterable[str | Path], *, on_warning: Callable[[str], None] | None = None
+) -> list[str | Path]:
+    """Each file once, in order: one named twice (or by two names) is read once, with a warning.
+
+    Read twice, every repeat of it counted double, silently (same-run
+    warnings compare two files, not a file with itself). A path that cannot
+    be examined is kept: reading it names the problem.
+    """
+    out: list[str | Path] = []
+    seen: dict[tuple[int, int], str | Path] = {}
+    for path in paths:
+        try:
+            info = os.stat(path)
+        except (OSError, ValueError):
+            out.append(path)
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            out.append(path)  # a pipe is a stream of its own each time
+            continue
+        key = (info.st_dev, info.st_ino)
+        if key in seen:
+            first = seen[key]
+            again = "given twice" if str(first) == str(path) else f"the same file as {first}"
+            (on_warning or _warn)(
+                f"{path} is {again}; read once (read twice, its repeats would count twice)"
+            )
+            continue
+        seen[key] = path
+        out.append(path)
+    return out
+
+
+def _warn(message: str) -> None:
+    from capeval.results.errors import ResultFileWarning
+
+    warnings.warn(message, ResultFileWarning, stacklevel=4)
