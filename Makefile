@@ -39,6 +39,7 @@ bench: install-dev
 	$(BIN)/python benchmarks/runner.py
 	$(BIN)/python benchmarks/gate.py
 	$(BIN)/python benchmarks/history.py
+	$(BIN)/python benchmarks/advisory.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
