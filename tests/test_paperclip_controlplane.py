@@ -394,3 +394,26 @@ def test_syncing_skills_without_fields_fails_typed_not_with_an_exception() -> No
     assert state_diff(before, cp.state) == []
     ok = call(cp, "sync_agent_skills", "k-sync-2", target="a-test-0001", fields={"skills": "s"})
     assert ok.ok and cp.state["actors"]["a-test-0001"]["skills"] == ["s"]
+
+
+def test_a_new_entity_never_takes_the_id_of_a_seeded_one() -> None:
+    # continuation-wake seeds the accepted int-0001 and mcp-approval-gate the expired
+    # act-0001; the id counter starts at the same ids, and a write used to overwrite them.
+    cp = plane("continuation-wake", "i-0104", mode="planning")
+    seeded = copy.deepcopy(cp.state["interactions"]["int-0001"])
+    res = call(
+        cp,
+        "request_human_input",
+        "i1",
+        task="i-0104",
+        kind="confirmation",
+        prompt="?",
+        continuation="none",
+    )
+    assert res.ok and res.entity_id != "int-0001"
+    assert cp.state["interactions"]["int-0001"] == seeded
+    cp = plane("mcp-approval-gate", "i-0101", claims=("governance:gateway:call",))
+    res = call(cp, "call_gateway_tool", "g1", task="i-0101", tool="deploy")
+    assert res.ok and res.entity_id != "act-0001"
+    assert cp.state["actionRequests"]["act-0001"]["status"] == "expired"
+    assert cp.state["actionRequests"][res.entity_id]["status"] == "pending"

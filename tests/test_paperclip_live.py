@@ -363,3 +363,28 @@ def test_codex_waits_for_the_control_planes_tool_catalog(
     assert f"{mcp}.required=true" in overrides
     assert f'{mcp}.startup_readiness="catalog"' in overrides
     assert any(o.startswith(f"{mcp}.startup_timeout_sec=") for o in overrides)
+
+
+def test_an_out_that_cannot_hold_the_rows_is_bad_usage_not_a_traceback(
+    tmp_path: Path, paperclip_derivative: Path
+) -> None:
+    # `run` and `report` name an unwritable output and exit 2; `live` made its folder only
+    # inside the matrix and ended with NotADirectoryError before the first turn.
+    from click.testing import CliRunner
+
+    from capeval.cli import main
+
+    codex = tmp_path / "codex"
+    codex.write_text("#!/bin/sh\nexit 0\n")  # found, never run: the check comes first
+    codex.chmod(0o755)
+    (tmp_path / "afile").write_text("")
+    result = CliRunner().invoke(
+        main,
+        [
+            "paperclip", "live", "--file", str(paperclip_derivative), "--scripted",
+            "--codex", str(codex), "--group", "hb", "--out", str(tmp_path / "afile" / "live"),
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "cannot write" in result.output and "--out" in result.output

@@ -446,3 +446,42 @@ def test_a_sample_group_with_no_call_fails_the_sample_instead_of_crashing(
     (item,) = result.codex_sample
     assert item["caseId"] == "ix-stale-target-01" and not result.ok
     assert any(f.assertion_class == "codex_sample" for f in result.failures)
+
+
+def test_a_call_on_the_run_task_with_no_run_task_is_a_plan_problem(rows: list[Row]) -> None:
+    # empty-inbox opens the run with no task; dp-base-revision-01's first write is on the
+    # run's task, so `validate` said ok and `run` crashed with KeyError: None.
+    bad = _edited(rows, "dp-base-revision-01", fixture="empty-inbox")
+    (problem,) = check_plans(bad, file="drift.yaml")
+    index = next(i for i, r in enumerate(bad) if r.id == "dp-base-revision-01")
+    assert problem.field == f"rows[{index}] (dp-base-revision-01).fixture"
+    assert "'empty-inbox'" in problem.message and "write_document" in problem.message
+    assert check_plans(rows, file="drift.yaml") == []
+
+
+def test_a_write_that_also_changes_another_entity_fails_its_cases(
+    rows: list[Row], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each expected field was right, so a comment that also closed another agent's task
+    # (i-0106 belongs to a-design-0001) passed every case that comments.
+    _after(
+        monkeypatch,
+        "report_progress",
+        lambda s, a, c: s["tasks"]["i-0106"].update(status="done"),
+    )
+    result = run_suite([r for r in rows if r.group in ("cm", "hb")])
+    assert set(failing(result)) == {
+        "cm-mention-structured-01",
+        "cm-multiline-01",
+        "cm-prefixed-url-01",
+        "cm-progress-nextaction-01",
+        "cm-runid-modify-01",
+        "cm-ticket-link-01",
+        "hb-context-01",
+        "hb-wake-comment-01",
+    }
+    assert all(
+        "changed what its effect does not: tasks[i-0106].status: 'in_progress' -> 'done'"
+        in f.message
+        for f in result.failures
+    ), [f.message for f in result.failures]

@@ -282,6 +282,11 @@ def live(
         binary, path.resolve(), model, config, scripted=scripted, timeout_s=timeout
     )
     rows_path = (out or (_evidence_dir() / "live")) / "live-rows.jsonl"
+    # Before the first turn, not after it: an --out that cannot hold the rows would
+    # otherwise end the matrix with a traceback (or, later, lose a finished turn).
+    with _writing("live", rows_path, "--out"):
+        rows_path.parent.mkdir(parents=True, exist_ok=True)
+        rows_path.open("a", encoding="utf-8").close()
 
     def show(row: dict[str, Any]) -> None:
         if as_json:

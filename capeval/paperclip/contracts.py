@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from capeval.paperclip.diff import Change
 from capeval.paperclip.fixtures import AGENT
 
 
@@ -166,6 +167,62 @@ def write_expectations(
     elif op in _ADMIN_COLLECTION:
         for key, value in sorted((args.get("fields") or {}).items()):
             out.append(FieldIs(_ADMIN_COLLECTION[op], entity_id, key, value))
+    return out
+
+
+# Writes whose whole effect the contracts above spell out (section 4's effect lines, the
+# admin collections, the gateway). Anything else such a write changes is a side effect.
+FULL_CONTRACT: frozenset[str] = frozenset(
+    {
+        "report_progress",
+        "answer_status_question",
+        "finish_task",
+        "block_task",
+        "request_review",
+        "write_document",
+        "request_human_input",
+        "register_deliverable",
+        "create_task",
+        "request_approval",
+        "call_gateway_tool",
+        *_ADMIN_COLLECTION,
+    }
+)
+_BOOKKEEPING_NEW = frozenset({"auditRecords", "idempotency"})
+
+
+def side_effects(
+    op: str, expectations: list[Expectation], before: dict[str, Any], diff: list[Change]
+) -> list[Change]:
+    """The changes a write made that its contract does not name.
+
+    The expectations say what must change; without this, a write that also
+    changed what it must not (a comment that closes another agent's task, a
+    review request that files an approval) passed, because every expected
+    field was right. A new entity may carry any fields in a collection the
+    contract creates in; an existing one may change only the fields named
+    (what an `Unchanged` covers is left to that check, so it is reported once).
+    """
+    if op not in FULL_CONTRACT:
+        return []
+    named = {(e.entity, e.id, e.field) for e in expectations if isinstance(e, FieldIs)}
+    creates = {e.entity for e in expectations if isinstance(e, NewEntity)} | _BOOKKEEPING_NEW
+    created = {(e.entity, e.id) for e in expectations if isinstance(e, FieldIs)}
+    guarded = {(e.entity, e.id) for e in expectations if isinstance(e, Unchanged)}
+    out = []
+    for c in diff:
+        if (c.entity, c.id) in guarded:
+            continue  # its own expectation reports it ("must not change")
+        if c.entity == "state":
+            if c.field != "revision":
+                out.append(c)
+            continue
+        if c.id not in (before.get(c.entity) or {}):
+            if c.entity in creates or (c.entity, c.id) in created:
+                continue
+        elif (c.entity, c.id, c.field) in named:
+            continue
+        out.append(c)
     return out
 
 

@@ -68,12 +68,23 @@ class CallResult:
 
 
 def _next_id(state: dict[str, Any], prefix: str) -> str:
+    """A fresh id for a new entity, never one the state already holds.
+
+    Fixtures seed entities with the same ids the counter starts at (int-0001 in
+    continuation-wake, act-0001 in mcp-approval-gate): a write that took the
+    counter's next id silently overwrote the seeded entity (an accepted
+    interaction turned pending, an expired action request gone).
+    """
     seq = state.setdefault("_seq", {})
-    seq[prefix] = seq.get(prefix, 0) + 1
-    # "i-9" -> i-9001 (the ids the corpus evidence names for created entities); "cmt" -> cmt-0001
-    if prefix[-1].isdigit():
-        return f"{prefix}{seq[prefix]:03d}"
-    return f"{prefix}-{seq[prefix]:04d}"
+    while True:
+        seq[prefix] = seq.get(prefix, 0) + 1
+        # "i-9" -> i-9001 (ids the corpus evidence names for created entities); "cmt" -> cmt-0001
+        if prefix[-1].isdigit():
+            new_id = f"{prefix}{seq[prefix]:03d}"
+        else:
+            new_id = f"{prefix}-{seq[prefix]:04d}"
+        if not any(isinstance(held, dict) and new_id in held for held in state.values()):
+            return new_id
 
 
 Handler = Callable[["ControlPlane", dict[str, Any], dict[str, Any]], tuple[str | None, Any]]

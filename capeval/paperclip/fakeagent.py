@@ -364,6 +364,7 @@ def derive_plan(row: Row) -> Plan:
             steps.append(Step(CALL, op, full, source, ERRORS.get((row.id, index)), gated))
     if row.has(COMBINED_MULTI_HOP) and not restraint:
         steps = _at_least_two_hops(steps, run_task)
+    _check_task_targets(row, steps, run_task)
     if row.has(AUTHORIZATION_POLICY) and not any(s.gated and s.kind == CALL for s in steps):
         ops = sorted({s.operation for s in steps if s.operation})
         raise PlanError(
@@ -390,6 +391,30 @@ def check_plans(rows: Sequence[Row], *, file: str) -> list[Problem]:
         except PlanError as exc:
             problems.append(Problem(file, f"rows[{i}] ({row.id}).{exc.field}", exc.message))
     return problems
+
+
+def _check_task_targets(row: Row, steps: list[Step], run_task: str | None) -> None:
+    """A step on "the run's task" needs the run to have one.
+
+    With no run task (a fixture whose wake finds no work, a row with no execution
+    run) such a step would be a call on task None: it crashed the run (a `$known`
+    base revision looked the task up) or was refused for its arguments, which a
+    withheld write counts as the refusal the case wants, so it could not fail.
+    """
+    if run_task is not None:
+        return
+    why = "the row has no execution run" if row.id in NO_EXECUTION_RUN else "its wake finds no work"
+    for step in steps:
+        op = CATALOG.get(step.operation)
+        needs_task = op is not None and "task" in op.required
+        if step.kind in (CALL, WITHHELD) and needs_task and step.args.get("task") is None:
+            raise PlanError(
+                row.id,
+                "fixture",
+                f"fixture {row.fixture!r} opens the run with no task ({why}), "
+                f"but the plan's {step.operation} acts on the run's task; use a fixture "
+                "that gives the run a task, or name the task in the evidence",
+            )
 
 
 def _at_least_two_hops(steps: list[Step], run_task: str | None) -> list[Step]:

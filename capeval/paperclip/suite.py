@@ -27,6 +27,7 @@ from capeval.paperclip.contracts import (
     human_expectations,
     open_run_problems,
     read_problems,
+    side_effects,
     write_expectations,
 )
 from capeval.paperclip.controlplane import CONTROL_PLANE_ACTOR, CallResult, ControlPlane
@@ -341,14 +342,24 @@ def run_configuration(
                 ):
                     fail(contract_cls, step.operation, decision, problem, step_diff)
             continue
-        for exp in write_expectations(
+        expectations = write_expectations(
             step.operation, args, res.entity_id, before["revision"], run_id=cp.run_id, before=before
-        ):
+        )
+        for exp in expectations:
             problem = _check(exp, cp.state, step_diff)
             if problem:
                 fail(contract_cls, step.operation, decision, problem, step_diff)
             if isinstance(exp, FieldIs) and exp.entity not in ("state", "idempotency"):
                 folded[(exp.entity, exp.id, exp.field)] = exp
+        extra = side_effects(step.operation, expectations, before, step_diff)
+        if extra:
+            fail(
+                contract_cls,
+                step.operation,
+                decision,
+                f"the write changed what its effect does not: {_diff_text(extra, limit=4)}",
+                step_diff,
+            )
 
     diff = state_diff(start, cp.state)
     if row.has(CONTROL_PLANE_INVARIANT):
