@@ -258,6 +258,15 @@ def read_baits(root: Path) -> tuple[dict[str, Bait], list[Problem]]:
 
 def read_case_json(file: Path, file_rel: str) -> tuple[Any, list[Problem]]:
     """Parse one case.json strictly: NaN, Infinity and duplicate keys are errors."""
+    if file.is_dir():
+        return None, [
+            Problem(
+                file_rel,
+                "",
+                f"is a directory; every directory under {CASES_SUBDIR.as_posix()}/ is a case and "
+                f"needs a {CASE_FILE} file (replace the directory with one, or move the case out)",
+            )
+        ]
     if not file.is_file():
         return None, [
             Problem(
@@ -373,7 +382,12 @@ def fixture_link_problem(fixture: Path) -> str | None:
 def fixture_fact(root: Path, fixture: str) -> FixtureState:
     """Where a relative fixture path really lands, symlinks resolved."""
     real_root = root.resolve()
-    target = (real_root / fixture).resolve()
+    try:
+        target = (real_root / fixture).resolve()
+    except (OSError, RuntimeError):
+        # A symlink loop (Python 3.11 raises RuntimeError) ended `capeval
+        # validate` and `capeval run` in a traceback; it names no directory.
+        return "missing"
     if not target.is_relative_to(real_root):
         return "escapes"
     if target == real_root:
@@ -414,6 +428,17 @@ def validate_workspace(
     result = check_cases(found, config, ids)
     # Of invalid cases too: "every problem at once", not one more round per fix.
     result.problems += trajectory_problems(found, _checked_dirs(found, ids))
+    if result.ok and not result.cases:
+        # "ok: 0 cases" passed a CI check of a workspace whose cases were never
+        # added (or sit in a misspelt folder), while `capeval run` refuses it.
+        result.problems.append(
+            Problem(
+                rel(cases_dir(found), found),
+                "",
+                f"holds no case; add one as {CASES_SUBDIR.as_posix()}/<id>/{CASE_FILE} "
+                "(capeval run has nothing to run)",
+            )
+        )
     if graders and result.cases:
         # The grader check reports an unplayable or missing oracle too, in its
         # own words: keep one problem per message, and one per whole file.

@@ -127,3 +127,52 @@ def test_agents_check_defaults_to_the_agent_run_defaults_to(tmp_path: Path) -> N
     assert done.stdout.startswith("scripted (scripted)")
     listed = capeval("agents", "list", cwd=tmp_path)
     assert "* scripted" in listed.stdout
+
+
+def test_check_defaults_to_the_agent_the_configured_matrix_plays(
+    tmp_path: Path, stand_in: Path
+) -> None:
+    # `matrix = ["local:v1@mine"]` with no `agent` runs only `mine`; a bare
+    # `capeval agents check` checked the built-in `scripted` and said "ok".
+    (tmp_path / "evals" / "capability" / "cases").mkdir(parents=True)
+    (tmp_path / "capeval.toml").write_text(
+        'matrix = ["local:v1@mine"]\n[agents.mine]\ntype = "command"\n'
+        'command = "/nonexistent/mine {prompt}"\n'
+    )
+    out = CliRunner().invoke(main, ["agents", "check", "--root", str(tmp_path)])
+    assert out.exit_code == 1, out.output
+    assert out.output.startswith("mine (command)") and "[agents.mine]" in out.output
+
+
+@pytest.mark.parametrize(
+    ("command", "template"),
+    [("sh -c 'echo {prompt}", "does not split: No closing quotation"), ("   ", "is empty")],
+)
+def test_check_of_an_unusable_template_says_what_is_wrong(command: str, template: str) -> None:
+    # An unclosed quote read as the whole template "not found: install it",
+    # a blank one as "None not found".
+    report = check_agent(AgentConfig(name="x", type="command", command=command))
+    assert not report.ok
+    (step,) = report.steps
+    assert template in step.detail and "fix `command` in [agents.x]" in step.detail
+    assert "not found" not in step.detail
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["agents", "list", "--json"],
+        ["agents", "check", "--json"],
+        ["agents", "check", "nope", "--json"],
+    ],
+)
+def test_agents_json_errors_are_json(tmp_path: Path, args: list[str]) -> None:
+    # `capeval agents list --json | jq` read nothing from a broken capeval.toml.
+    (tmp_path / "evals" / "capability" / "cases").mkdir(parents=True)
+    broken = "nope" not in args
+    (tmp_path / "capeval.toml").write_text("repeat = 3\n" if broken else "")
+    out = CliRunner().invoke(main, [*args, "--root", str(tmp_path)])
+    assert out.exit_code == 2
+    doc = json.loads(out.stdout)
+    assert doc["exitCode"] == 2
+    assert ("repeat: unknown field" if broken else "unknown agent 'nope'") in doc["errors"][0]

@@ -182,6 +182,18 @@ def test_cli_bad_file_exits_2_naming_it(tmp_path: Path) -> None:
     assert "broken.json: field 'version' is 2" in result.output
 
 
+def test_cli_json_bad_file_still_prints_json(tmp_path: Path) -> None:
+    # `capeval aggregate --json | jq` read nothing: the refusal went to stderr
+    # only, while `capeval gate --json` prints {"errors", "exitCode"} on stdout.
+    bad = tmp_path / "broken.json"
+    bad.write_text('{"version": 2, "cases": []}')
+    result = CliRunner().invoke(main, ["aggregate", str(bad), "--json"])
+    assert result.exit_code == 2
+    doc = json.loads(result.stdout)
+    assert doc["exitCode"] == 2 and "broken.json: field 'version' is 2" in doc["errors"][0]
+    assert "broken.json" in result.stderr
+
+
 def test_cli_torn_line_warns_and_still_aggregates(tmp_path: Path) -> None:
     files = mixed_files(tmp_path)
     with open(files[0], "a") as handle:

@@ -21,6 +21,21 @@ def test_baseline_cells_swap_in_the_recording_agent() -> None:
     assert baseline_cells(["x=p:m@old"], "sloppy") == ("x=p:m@sloppy",)
 
 
+def test_baseline_cells_split_a_comma_separated_matrix_as_run_does() -> None:
+    # `--matrix "a=p:m,b=p:m"` became one string with `@sloppy` at its end:
+    # cell a was recorded by the default agent, which never misbehaves.
+    assert baseline_cells(["a=p:m,b=p:m@old", " c:d "], "sloppy") == (
+        "a=p:m@sloppy",
+        "b=p:m@sloppy",
+        "c:d@sloppy",
+    )
+    # The agent is what follows the last '@' (as `parse_cell` reads it); the
+    # model of a Vertex-style cell kept only its part before the first '@'.
+    assert baseline_cells(["vertex:claude@20250514@mine"], "sloppy") == (
+        "vertex:claude@20250514@sloppy",
+    )
+
+
 def test_the_committed_baseline_reproduces_every_bait(repo_root: Path) -> None:
     """Gating the frozen baseline against itself: every demo bait bites, so no flag."""
     baseline = repo_root / "evals" / "capability" / "results" / "baseline.json"
@@ -190,3 +205,38 @@ def test_report_without_a_baseline_still_writes_a_refusal(tmp_path: Path, fmt: s
     assert "the configuration names none" in text
     if fmt == "json":
         assert json.loads(text)["exitCode"] == 2
+
+
+def test_freeze_note_names_the_setting_as_the_configuration_reads_it(tmp_path: Path) -> None:
+    # From a subfolder, `--out b.json` was suggested as baseline = "b.json" (read
+    # from the root, another file), and a pyproject.toml workspace was told to
+    # add it to capeval.toml, which would then replace its whole configuration.
+    root = _workspace(tmp_path)
+    (root / "pyproject.toml").write_text(
+        '[tool.capeval.agents.sloppy]\ntype = "scripted"\ntrajectory = "sloppy"\n'
+    )
+    done = capeval("baseline", "freeze", "--repeats", "1", "--out", "b.json", cwd=root / "evals")
+    assert done.returncode == 0, done.stderr
+    assert (root / "evals" / "b.json").is_file()
+    assert 'add baseline = "evals/b.json" to [tool.capeval] in pyproject.toml' in done.stdout
+    gate = capeval("gate", "--candidate", root / "x.json", cwd=root)
+    assert gate.returncode == 2
+    assert 'baseline.json" to [tool.capeval] in pyproject.toml (where' in gate.stderr
+
+
+def test_freeze_without_a_matrix_records_the_configured_provider_and_model(
+    tmp_path: Path,
+) -> None:
+    # `capeval run` plays provider:model when no matrix is set; the freeze
+    # recorded scripted:oracle, so every gate of a run was refused as a
+    # provider/model change.
+    root = _workspace(
+        tmp_path,
+        'provider = "local"\nmodel = "v1"\n'
+        '[agents.sloppy]\ntype = "scripted"\ntrajectory = "sloppy"\n',
+    )
+    done = capeval("baseline", "freeze", "--repeats", "1", cwd=root)
+    assert done.returncode == 0, done.stderr
+    baseline = root / "evals" / "capability" / "results" / "baseline.json"
+    rows = json.loads(baseline.read_text())["cases"]
+    assert {(r["variantId"], r["agent"]) for r in rows} == {("local:v1", "sloppy")}

@@ -280,3 +280,14 @@ def test_a_missing_oracle_is_reported_once_with_graders(good: Path) -> None:
     lines = [line for line in result.stdout.splitlines() if "oracle.json" in line]
     assert len(lines) == 1, result.stdout
     assert lines[0].startswith("evals/capability/cases/lonely/trajectories/oracle.json: missing;")
+
+
+def test_a_workspace_without_cases_is_not_ok(tmp_path: Path) -> None:
+    # "ok: 0 cases", exit 0: a CI check passed a workspace whose cases were
+    # never added, while `capeval run` refuses it ("no cases selected").
+    (tmp_path / CASES).mkdir(parents=True)
+    result = invoke("--root", str(tmp_path), "--json")
+    assert result.exit_code == 2
+    (problem,) = json.loads(result.stdout)["problems"]
+    assert problem["file"] == "evals/capability/cases"
+    assert problem["message"].startswith("holds no case; add one as evals/capability/cases/<id>/")

@@ -148,6 +148,13 @@ def test_case_directory_without_case_json(root: Path) -> None:
     assert "needs a case.json" in text
 
 
+def test_case_json_that_is_a_directory_is_not_called_missing(root: Path) -> None:
+    (root / CASES / "odd" / "case.json").mkdir(parents=True)
+    (text,) = problems_of(root)
+    assert text.startswith("evals/capability/cases/odd/case.json: is a directory; ")
+    assert "needs a case.json file" in text
+
+
 def test_invalid_json_reports_line_and_column(root: Path) -> None:
     add_case(root, "bad", raw='{\n  "id": "bad",\n  "tier": \n}')
     (text,) = problems_of(root)
@@ -200,6 +207,16 @@ def test_missing_fixture_is_found_on_disk(root: Path) -> None:
     add_case(root, "nofix", case_obj("nofix", fixture="evals/capability/fixtures/ghost"))
     (text,) = problems_of(root)
     assert 'fixture: "evals/capability/fixtures/ghost" does not exist' in text
+
+
+def test_fixture_that_is_a_symlink_loop_is_a_problem_not_a_crash(root: Path) -> None:
+    # Path.resolve raised RuntimeError("Symlink loop"): `capeval validate` and
+    # `capeval run` ended in a traceback.
+    (root / "evals/capability/fixtures").mkdir(parents=True)
+    os.symlink("loop", root / "evals/capability/fixtures/loop")
+    add_case(root, "lp", case_obj("lp", fixture="evals/capability/fixtures/loop"))
+    (text,) = problems_of(root)
+    assert 'fixture: "evals/capability/fixtures/loop" does not exist' in text
 
 
 def test_fixture_that_is_a_file(root: Path) -> None:

@@ -179,6 +179,22 @@ def list_agents(agents: Mapping[str, AgentConfig]) -> list[dict[str, Any]]:
     return out
 
 
+def _template_problem(config: AgentConfig) -> str | None:
+    """Why a command agent's template names no binary at all, with the fix.
+
+    An unclosed quote was reported as the whole template "not found" (install
+    it), and a blank one as "None not found"; `capeval run` refuses both.
+    """
+    if config.type != "command":
+        return None
+    fix = f"fix `command` in [agents.{config.name}]"
+    try:
+        words = shlex.split(config.command or "")
+    except ValueError as exc:
+        return f"command template {config.command!r} does not split: {exc}; {fix}"
+    return None if words else f"command template is empty; {fix}"
+
+
 def check_agent(config: AgentConfig, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> CheckReport:
     """Run the checks for one agent; never raises for an agent problem."""
     from capeval.agents.registry import make_adapter
@@ -186,6 +202,10 @@ def check_agent(config: AgentConfig, *, timeout_s: float = DEFAULT_TIMEOUT_S) ->
     report = CheckReport(agent=config.name, type=config.type)
     if config.type == "scripted":
         report.add("binary", None, "built in: plays reference trajectories, no binary")
+        return report
+    unusable = _template_problem(config)
+    if unusable is not None:
+        report.add("binary", False, unusable)
         return report
     binary = binary_of(config)
     path = resolve_binary(binary) if binary else None

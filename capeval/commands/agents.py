@@ -13,14 +13,20 @@ from pathlib import Path
 
 import click
 
-from capeval.commands.common import EXIT_BAD_INPUT, SECONDS, config_option, root_option
+from capeval.commands.common import EXIT_BAD_INPUT, SECONDS, config_option, fail, root_option
 from capeval.problems import ProblemsError
 
 
-def _agents(root: Path | None, config_path: Path | None) -> tuple[dict, str | None]:
-    """(agents by name, the default agent's name: the configured one, else `run`'s default)."""
+def _agents(root: Path | None, config_path: Path | None) -> tuple[dict, str | None, str | None]:
+    """(agents by name, the default agent's name: the configured one, else `run`'s default,
+    the one agent `capeval run` plays on the configured matrix: what `check` checks).
+
+    `matrix = ["local:v1@mine"]` with no `agent` runs only `mine`, yet a bare
+    `capeval agents check` checked the built-in `scripted` and said "ok".
+    """
     from capeval.agents.registry import builtin_agents
     from capeval.config import load_config
+    from capeval.runner.matrix import parse_cell, split_cells
     from capeval.runner.run import DEFAULT_AGENT
     from capeval.workspace import find_root
 
@@ -29,12 +35,24 @@ def _agents(root: Path | None, config_path: Path | None) -> tuple[dict, str | No
     except ProblemsError:
         if root is not None or config_path is not None:
             raise
-        return builtin_agents(), DEFAULT_AGENT
+        return builtin_agents(), DEFAULT_AGENT, DEFAULT_AGENT
     config = load_config(found, config_path)
-    return dict(config.agents), config.agent or DEFAULT_AGENT
+    default = config.agent or DEFAULT_AGENT
+    played = {default}
+    try:
+        cells = [parse_cell(c, provider="p", model="m") for c in split_cells(config.matrix)]
+        played = {c.agent or default for c in cells} or played
+    except ValueError:
+        pass  # `capeval run` reports the bad cell
+    return dict(config.agents), default, played.pop() if len(played) == 1 else default
 
 
-def _fail(exc: ProblemsError) -> None:
+def _fail(exc: ProblemsError, *, as_json: bool = False) -> None:
+    # With --json, stdout gets `{"errors", "exitCode"}` as `capeval gate` prints
+    # it: `agents list --json | jq` read nothing from a broken capeval.toml.
+    if as_json:
+        errors = [str(p) for p in exc.problems]
+        click.echo(json.dumps({"errors": errors, "exitCode": EXIT_BAD_INPUT}, indent=2))
     for problem in exc.problems:
         click.echo(f"capeval agents: {problem}", err=True)
     click.get_current_context().exit(EXIT_BAD_INPUT)
@@ -54,9 +72,9 @@ def list_command(root: Path | None, config_path: Path | None, as_json: bool) -> 
     from capeval.agents.check import list_agents
 
     try:
-        table, default = _agents(root, config_path)
+        table, default, _ = _agents(root, config_path)
     except ProblemsError as exc:
-        _fail(exc)
+        _fail(exc, as_json=as_json)
         return
     rows = list_agents(table)
     if as_json:
@@ -85,24 +103,28 @@ def check_command(
 ) -> None:
     """Binary, version, one headless run against a scripted model server, stream, behaviors.
 
-    NAME defaults to the configured default agent. Exit 0 when every step
-    passed (skipped steps do not fail), 1 otherwise, 2 for bad input.
+    NAME defaults to the agent `capeval run` plays (the configured matrix's,
+    else the configured default agent). Exit 0 when every step passed
+    (skipped steps do not fail), 1 otherwise, 2 for bad input.
     """
     from capeval.agents.check import check_agent
 
     try:
-        table, default = _agents(root, config_path)
+        table, _, played = _agents(root, config_path)
     except ProblemsError as exc:
-        _fail(exc)
+        _fail(exc, as_json=as_json)
         return
-    name = name or default
+    name = name or played
     if name is None:
         raise click.UsageError("name an agent to check (no default agent is configured)")
     if name not in table:
-        raise click.UsageError(
+        unknown = (
             f"unknown agent {name!r}; known: {', '.join(sorted(table))} "
             f"(or add an [agents.{name}] table)"
         )
+        if as_json:
+            fail("agents check", unknown, as_json=True)
+        raise click.UsageError(unknown)
     report = check_agent(table[name], timeout_s=timeout)
     click.echo(json.dumps(report.to_json(), indent=2) if as_json else report.text())
     click.get_current_context().exit(0 if report.ok else 1)

@@ -87,6 +87,8 @@ def aggregate(files: tuple[str, ...], as_json: bool) -> None:
     try:
         rows = read_many(files, on_warning=warn)
     except ResultFileError as exc:
+        if as_json:  # `capeval aggregate --json | jq` must read JSON whatever went wrong
+            click.echo(json.dumps({"errors": [str(exc)], "exitCode": 2}, indent=2))
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(2) from exc
     result = aggregate_rows(rows)

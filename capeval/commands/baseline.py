@@ -16,10 +16,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from capeval.commands.common import config_option, root_option
+
+if TYPE_CHECKING:
+    from capeval.config import Config
 
 DEFAULT_BASELINE = Path("evals", "capability", "results", "baseline.json")
 
@@ -36,8 +40,18 @@ class FreezeResult:
 
 
 def baseline_cells(cells: Sequence[str], agent: str) -> tuple[str, ...]:
-    """The matrix cells with their agent replaced: `scripted:oracle` -> `scripted:oracle@sloppy`."""
-    return tuple(f"{c.split('@', 1)[0].strip()}@{agent}" for c in cells)
+    """The matrix cells with their agent replaced: `scripted:oracle` -> `scripted:oracle@sloppy`.
+
+    Split on commas first, as `capeval run` splits `--matrix`: `--matrix
+    "a=p:m,b=p:m"` recorded cell a with the default agent (only the last
+    cell got `@sloppy`). The agent is the text after the *last* `@`, as
+    `parse_cell` reads it, so a model name holding `@` keeps it.
+    """
+    from capeval.runner.matrix import split_cells
+
+    return tuple(
+        f"{c.rpartition('@')[0].strip() if '@' in c else c}@{agent}" for c in split_cells(cells)
+    )
 
 
 def freeze(
@@ -57,7 +71,7 @@ def freeze(
     from capeval.analysis.compare import BaitStatus
     from capeval.analysis.fastload import load_side
     from capeval.analysis.gatecheck import workspace_baits
-    from capeval.commands.common import cannot_write, shown_path
+    from capeval.commands.common import cannot_write, config_home, shown_path
     from capeval.config import load_config
     from capeval.runner.run import RunOptions, execute
 
@@ -70,7 +84,9 @@ def freeze(
             '(type = "scripted" with trajectory = "sloppy" plays each case\'s sloppy trajectory)'
         )
     target = out or cfg.baseline or root / DEFAULT_BASELINE
-    cells = baseline_cells(matrix or cfg.matrix or ("scripted:oracle",), agent)
+    cells = baseline_cells(matrix or cfg.matrix or _default_cells(cfg), agent)
+    if not cells:
+        raise ValueError(f"--matrix {' '.join(matrix)!r} names no cell; write provider:model")
     fresh = target.with_name(target.name + ".new")
     try:
         fresh.parent.mkdir(parents=True, exist_ok=True)
@@ -150,13 +166,28 @@ def freeze(
     fresh.replace(target)
     message = f"froze {shown_path(target)}"
     if cfg.baseline is None or cfg.baseline.resolve() != target.resolve():
-        shown = target.relative_to(root) if target.is_relative_to(root) else target
+        # The setting is read relative to the root: a relative --out given in a
+        # subfolder (`--out b.json` in evals/) was named as "b.json", the root's.
+        real, real_root = target.resolve(), root.resolve()
+        shown = real.relative_to(real_root).as_posix() if real.is_relative_to(real_root) else real
         message += (
             f"\nnote: the configuration names {'no' if cfg.baseline is None else 'another'} "
-            f'baseline; add baseline = "{shown}" to capeval.toml so capeval gate and '
-            "capeval run --baseline use this one"
+            f'baseline; add baseline = "{shown}" to {config_home(cfg.source, root)} so '
+            "capeval gate and capeval run --baseline use this one"
         )
     return FreezeResult(target, True, outcome.jsonl_path, problems, exit_code=0, message=message)
+
+
+def _default_cells(cfg: Config) -> tuple[str, ...]:
+    """The cell `capeval run` plays without a matrix: the configured provider:model.
+
+    Recorded as scripted:oracle, the baseline of a workspace with `provider`
+    and `model` set shared no provider/model with any run: every gate was
+    refused as a provider/model change.
+    """
+    if cfg.provider and cfg.model:
+        return (f"{cfg.provider}:{cfg.model}",)
+    return ("scripted:oracle",)
 
 
 def _dropped_cells(target: Path, new_cells: Mapping[str, object]) -> list[str]:

@@ -91,6 +91,19 @@ def cannot_write(path: Path, exc: OSError) -> str:
     return f"cannot write {shown_path(path)}: {reason}"
 
 
+def config_home(source: Path | None, root: Path) -> str:
+    """Where a setting goes: the configuration file in use, else capeval.toml.
+
+    A workspace configured in pyproject.toml was told to add the baseline to
+    capeval.toml, a file that, once created, replaces its whole configuration.
+    """
+    if source is None:
+        return "capeval.toml"
+    real, real_root = source.resolve(), root.resolve()
+    name = real.relative_to(real_root).as_posix() if real.is_relative_to(real_root) else real
+    return f"[tool.capeval] in {name}" if source.name == "pyproject.toml" else str(name)
+
+
 def fail(command: str, message: str, *, as_json: bool = False) -> NoReturn:
     """Report bad input on stderr as `capeval COMMAND: message` and exit 2.
 
@@ -166,13 +179,15 @@ def configured_baseline(root: Path | None) -> Path | str:
     from capeval.workspace import find_root
 
     try:
-        config = load_config(find_root(explicit=root))
+        found = find_root(explicit=root)
+        config = load_config(found)
     except ProblemsError as exc:
         return f"no --baseline given and no usable configuration: {exc}"
     if config.baseline is None:
         return (
             "no --baseline given and the configuration names none; pass --baseline FILE or add "
-            'baseline = "evals/capability/results/baseline.json" to capeval.toml '
+            f'baseline = "evals/capability/results/baseline.json" to '
+            f"{config_home(config.source, found)} "
             "(where capeval baseline freeze writes it)"
         )
     if not config.baseline.exists():
