@@ -232,6 +232,29 @@ def _agent_problems(table: Mapping[str, Any], *, file: str) -> list[Problem]:
                 )
             if agent_type == "command":
                 out += _placeholder_problems(name, spec, file=file)
+            command = spec.get("command")
+            if agent_type == "command" and isinstance(command, str):
+                try:
+                    blank = not shlex.split(command)
+                except ValueError as exc:
+                    # validate said ok and run then refused it: one check for both.
+                    out.append(
+                        Problem(
+                            file,
+                            f"agents.{name}.command",
+                            f"does not split like a shell command line ({exc}); "
+                            "close the quote or escape it",
+                        )
+                    )
+                else:
+                    if blank:
+                        out.append(
+                            Problem(
+                                file,
+                                f"agents.{name}.command",
+                                "is blank; a command agent needs its command template",
+                            )
+                        )
     default = table.get("agent")
     if isinstance(default, str) and default and default not in names:
         out.append(
@@ -348,7 +371,12 @@ def _anchor_command(command: str, root: Path) -> str:
     except ValueError:
         return command  # the template check reports it
     first = words[0] if words else ""
-    if "/" not in first or first.startswith(("/", "~")) or not stripped.startswith(first):
+    if (
+        "/" not in first
+        or first.startswith(("/", "~"))
+        or "{" in first  # `{workdir}/agent.sh`: the placeholder makes it whole
+        or not stripped.startswith(first)
+    ):
         return command
     return shlex.quote(str(root / first)) + stripped[len(first) :]
 
@@ -389,6 +417,15 @@ def _load_file(root: Path, path: Path, *, pyproject: bool, required: bool) -> Co
             data = tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ProblemsError([Problem(name, "", f"invalid TOML: {exc}; fix the syntax")]) from exc
+    except UnicodeDecodeError as exc:
+        # TOML is UTF-8; another encoding crashed every command with a traceback.
+        raise ProblemsError(
+            [
+                Problem(
+                    name, "", f"not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8"
+                )
+            ]
+        ) from exc
     except OSError as exc:
         raise ProblemsError([Problem(name, "", f"cannot be read: {exc.strerror}")]) from exc
     if not pyproject:

@@ -332,3 +332,40 @@ def test_a_relative_binary_path_is_the_workspaces(tmp_path: Path) -> None:
     assert agents["mine"].command == f"{tmp_path / 'bin/agent'} --prompt {{prompt}}"
     assert agents["cc"].command == str(tmp_path / "tools/claude")
     assert agents["onpath"].command == "agent {prompt}"  # a name on PATH stays a name
+
+
+def test_a_command_template_that_does_not_split_is_a_problem_validate_sees(
+    tmp_path: Path,
+) -> None:
+    # validate said ok and run then refused the template: one check for both.
+    write(
+        tmp_path,
+        "capeval.toml",
+        '[agents.a]\ntype = "command"\ncommand = "bin/agent \'{prompt}"\n'
+        '[agents.b]\ntype = "command"\ncommand = "   "\n',
+    )
+    texts = problems(tmp_path)
+    assert texts[0].startswith("capeval.toml: agents.a.command: does not split like a shell")
+    assert texts[1] == (
+        "capeval.toml: agents.b.command: is blank; a command agent needs its command template"
+    )
+
+
+def test_a_configuration_that_is_not_utf8_is_named_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "capeval.toml").write_bytes(b'matrix = ["caf\xe9"]\n')
+    (text,) = problems(tmp_path)
+    assert text.startswith("capeval.toml: not UTF-8 text (byte 14")
+    assert text.endswith("save it as UTF-8")
+
+
+def test_a_command_starting_with_a_placeholder_is_not_anchored_to_the_root(
+    tmp_path: Path,
+) -> None:
+    # `<root>/{workdir}/agent.sh` named no file: every repeat failed "not found".
+    write(
+        tmp_path,
+        "capeval.toml",
+        '[agents.mine]\ntype = "command"\ncommand = "{workdir}/agent.sh {prompt}"\n',
+    )
+    config = load_config(tmp_path)
+    assert config.agents["mine"].command == "{workdir}/agent.sh {prompt}"
