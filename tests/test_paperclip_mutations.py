@@ -282,6 +282,19 @@ def test_an_interaction_that_loses_its_items_fails_the_interaction_cases(
     assert all(".items is []" in f.message for f in result.failures)
 
 
+# The cases whose run comments (report_progress) on the cm and hb rows.
+COMMENTING_CASES = {
+    "cm-mention-structured-01",
+    "cm-multiline-01",
+    "cm-prefixed-url-01",
+    "cm-progress-nextaction-01",
+    "cm-runid-modify-01",
+    "cm-ticket-link-01",
+    "hb-context-01",
+    "hb-wake-comment-01",
+}
+
+
 def test_a_comment_that_also_changes_the_task_fails_the_comment_cases(
     rows: list[Row], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -292,16 +305,7 @@ def test_a_comment_that_also_changes_the_task_fails_the_comment_cases(
         lambda s, a, c: s["tasks"][a["task"]].update(status="done"),
     )
     result = run_suite([r for r in rows if r.group in ("cm", "hb")])
-    assert set(failing(result)) == {
-        "cm-mention-structured-01",
-        "cm-multiline-01",
-        "cm-prefixed-url-01",
-        "cm-progress-nextaction-01",
-        "cm-runid-modify-01",
-        "cm-ticket-link-01",
-        "hb-context-01",
-        "hb-wake-comment-01",
-    }
+    assert set(failing(result)) == COMMENTING_CASES
     assert all("must not change" in f.message for f in result.failures)
 
 
@@ -470,16 +474,7 @@ def test_a_write_that_also_changes_another_entity_fails_its_cases(
         lambda s, a, c: s["tasks"]["i-0106"].update(status="done"),
     )
     result = run_suite([r for r in rows if r.group in ("cm", "hb")])
-    assert set(failing(result)) == {
-        "cm-mention-structured-01",
-        "cm-multiline-01",
-        "cm-prefixed-url-01",
-        "cm-progress-nextaction-01",
-        "cm-runid-modify-01",
-        "cm-ticket-link-01",
-        "hb-context-01",
-        "hb-wake-comment-01",
-    }
+    assert set(failing(result)) == COMMENTING_CASES
     assert all(
         "changed what its effect does not: tasks[i-0106].status: 'in_progress' -> 'done'"
         in f.message
