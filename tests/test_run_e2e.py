@@ -318,20 +318,27 @@ def test_resume_on_a_v3_file_says_which_file_it_needs(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("table", "message"),
+    ("table", "messages"),
     [
-        ('command = "agent \'unterminated {prompt}"', "does not split"),
-        ('command = "agent {prompt}"\nhook = "../../evil.sh"', "must be relative to the workdir"),
+        # Caught with the configuration (as validate sees it), naming file and key.
+        (
+            'command = "agent \'unterminated {prompt}"',
+            ("capeval.toml: agents.mine.command:", "does not split"),
+        ),
+        (
+            'command = "agent {prompt}"\nhook = "../../evil.sh"',
+            ("agent 'mine'", "must be relative to the workdir"),
+        ),
     ],
 )
 def test_a_broken_command_agent_is_refused_before_any_agent(
-    tmp_path: Path, table: str, message: str
+    tmp_path: Path, table: str, messages: tuple[str, str]
 ) -> None:
     write_case(tmp_path, "alpha")
     (tmp_path / "capeval.toml").write_text(f'[agents.mine]\ntype = "command"\n{table}\n')
     proc = capeval(tmp_path, "--matrix", "p:m@mine", "--jsonl", str(tmp_path / "r.jsonl"))
     assert proc.returncode == 2, proc.stdout + proc.stderr  # was: a failed row per repeat
-    assert "agent 'mine'" in proc.stderr and message in proc.stderr
+    assert all(message in proc.stderr for message in messages), proc.stderr
     assert not (tmp_path / "r.jsonl").exists()
 
 
