@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 from capeval.agents.base import AgentRequest
@@ -257,8 +256,7 @@ class ClaudeCodeAdapter(CliAdapter):
     def amend(self, parsed: ParsedStream, request: AgentRequest) -> ParsedStream:
         if parsed.sessionId is None:
             return parsed
-        home = {**request.env, **self.config.env}.get("CLAUDE_CONFIG_DIR")
-        projects = Path(home or request.capture_dir / "claude-config") / "projects"
+        projects = self.home_of(request, "CLAUDE_CONFIG_DIR", "claude-config") / "projects"
         logs = sorted(projects.glob(f"*/{parsed.sessionId}.jsonl"))
         if len(logs) != 1:
             return parsed

@@ -206,6 +206,11 @@ class CliAdapter:
 
     # -- shared ------------------------------------------------------------
 
+    def home_of(self, request: AgentRequest, var: str, name: str) -> Path:
+        """The config home a run used: `var` from the config or request env (they win
+        over the adapter's, as in `agent_environment`), else the isolated `name`."""
+        return Path({**request.env, **self.config.env}.get(var) or request.capture_dir / name)
+
     @property
     def binary(self) -> str:
         return self.config.command or self.default_binary

@@ -429,7 +429,7 @@ class CodexAdapter(CliAdapter):
         return {"CODEX_HOME": isolated_dir(request, "codex-home")}
 
     def amend(self, parsed: ParsedStream, request: AgentRequest) -> ParsedStream:
-        sessions = request.capture_dir / "codex-home" / "sessions"
+        sessions = self.home_of(request, "CODEX_HOME", "codex-home") / "sessions"
         logs = sorted(sessions.rglob(f"rollout-*{parsed.sessionId or ''}.jsonl"))
         if len(logs) != 1:
             return parsed  # none (another layout), or several and no thread id to choose

@@ -204,8 +204,7 @@ class GeminiAdapter(CliAdapter):
         session = parsed.sessionId
         if session is None:
             return parsed
-        home = {**request.env, **self.config.env}.get("GEMINI_CLI_HOME")
-        chats = Path(home or request.capture_dir / "gemini-home") / ".gemini" / "tmp"
+        chats = self.home_of(request, "GEMINI_CLI_HOME", "gemini-home") / ".gemini" / "tmp"
         counts = [
             n
             for log in chats.glob(f"*/chats/session-*-{session[:8]}.jsonl")

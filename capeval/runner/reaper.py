@@ -228,39 +228,57 @@ def temp_dir(prefix: str, parent: Path | None = None) -> Iterator[Path]:
         forget_dir(path)
 
 
-def _marked(marks: Collection[bytes]) -> list[int]:
-    """Live processes whose environment holds one of `marks` (as strays.marked_pids)."""
+def carriers(marks: Collection[bytes], proc: str = "/proc") -> list[int]:
+    """Live processes (not this one) whose environment holds one of `marks` (`VAR=value`).
+
+    The one /proc scan for marks: `capeval.runner.strays` uses it too, while the
+    watchman, which may import only the standard library, keeps it here. A
+    zombie's environment reads empty, so the dead are never listed.
+    """
     found = []
     try:
-        entries = os.listdir("/proc")
+        entries = os.listdir(proc)
     except OSError:
         return []
     for name in entries:
         if not name.isdigit() or int(name) == os.getpid():
             continue
         try:
-            with open(f"/proc/{name}/environ", "rb") as fh:
+            with open(os.path.join(proc, name, "environ"), "rb") as fh:
                 environ = fh.read().split(b"\0")
-        except OSError:
+        except OSError:  # gone meanwhile, or not ours to read
             continue
         if any(mark in environ for mark in marks):
             found.append(int(name))
-    return found
+    return sorted(found)
+
+
+# A process can fork between a scan and the kill: scan again until one finds none.
+SWEEP_ROUNDS = 5
+SWEEP_PAUSE_S = 0.05
+
+
+def kill_carriers(marks: Collection[bytes], proc: str = "/proc") -> set[int]:
+    """SIGKILL what carries one of `marks`, scanning again until a scan finds none; who was found."""
+    seen: set[int] = set()
+    for _ in range(SWEEP_ROUNDS):
+        pids = carriers(marks, proc)
+        if not pids:
+            break
+        seen.update(pids)
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(SWEEP_PAUSE_S)
+    return seen
 
 
 def _reap(groups: set[int], dirs: set[bytes], marks: Collection[bytes] = ()) -> None:
     for pgid in groups:
         with contextlib.suppress(OSError):
             os.killpg(pgid, signal.SIGKILL)
-    # A process can fork between a scan and the kill: scan again until one finds none.
-    for _ in range(5 if marks else 0):
-        pids = _marked(marks)
-        if not pids:
-            break
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.05)
+    if marks:
+        kill_carriers(marks)
     deadline = time.monotonic() + _RMTREE_TRIES_S
     for path in dirs:
         # A process killed a moment ago may still finish a write into the tree.

@@ -47,21 +47,23 @@ if TYPE_CHECKING:
 DEFAULT_AGENT = "scripted"
 DEFAULT_SCRIPTED_MODEL = "oracle"
 PLAN_SUFFIX = ".plan.json"
-# Flags that define which repeats a stream holds; stored for --resume.
-SHAPE_FIELDS: tuple[str, ...] = (
-    "cases",
-    "tiers",
-    "provider",
-    "model",
-    "matrix",
-    "agent",
-    "repeats",
-    "max_turns",
-    "agent_timeout_s",
-    "verify_timeout_s",
-    "ask_permissions",
-    "allow_provider_fallback",
-)
+# Flags that define which repeats a stream holds, stored for --resume, by the
+# option field behind each (the flag names them in messages).
+SHAPE_FLAGS: dict[str, str] = {
+    "cases": "--case",
+    "tiers": "--tier",
+    "provider": "--provider",
+    "model": "--model",
+    "matrix": "--matrix",
+    "agent": "--agent",
+    "repeats": "--repeats",
+    "max_turns": "--max-turns",
+    "agent_timeout_s": "--agent-timeout",
+    "verify_timeout_s": "--verify-timeout",
+    "ask_permissions": "--ask-permissions",
+    "allow_provider_fallback": "--allow-provider-fallback",
+}
+SHAPE_FIELDS: tuple[str, ...] = tuple(SHAPE_FLAGS)
 
 
 class RunError(ValueError):
@@ -751,23 +753,6 @@ def _resume(options: RunOptions) -> tuple[RunOptions, list[Row], str, str, list[
         (r["runStartedAt"] for r in rows if r.get("runStartedAt")), None
     )
     return options, rows, run_id or new_run_id(), started or now_iso(), skipped
-
-
-# The `capeval run` flag behind each shape field, for messages.
-SHAPE_FLAGS: dict[str, str] = {
-    "cases": "--case",
-    "tiers": "--tier",
-    "provider": "--provider",
-    "model": "--model",
-    "matrix": "--matrix",
-    "agent": "--agent",
-    "repeats": "--repeats",
-    "max_turns": "--max-turns",
-    "agent_timeout_s": "--agent-timeout",
-    "verify_timeout_s": "--verify-timeout",
-    "ask_permissions": "--ask-permissions",
-    "allow_provider_fallback": "--allow-provider-fallback",
-}
 
 
 def _refuse_changed_flags(

@@ -26,10 +26,9 @@ import signal
 import time
 from pathlib import Path
 
+from capeval.runner.reaper import SWEEP_PAUSE_S, carriers, kill_carriers
+
 PROC = Path("/proc")
-# A process can fork between a scan and the kill: scan again until one finds none.
-SWEEP_ROUNDS = 5
-SWEEP_PAUSE_S = 0.05
 # SIGTERM first, so that exit traps run: a login shell's `pyenv rehash` killed
 # outright leaves its lock behind, and every later shell on the machine waits
 # 60 s for it.
@@ -42,26 +41,8 @@ def new_mark() -> str:
 
 
 def marked_pids(var: str, mark: str, proc: Path = PROC) -> list[int]:
-    """Live processes (not this one) whose environment holds `var=mark`.
-
-    A zombie's environment reads empty, so the dead are never listed.
-    """
-    needle = f"{var}={mark}".encode()
-    found = []
-    try:
-        entries = list(proc.iterdir())
-    except OSError:
-        return []
-    for entry in entries:
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:  # gone meanwhile, or not ours to read
-            continue
-        if needle in environ.split(b"\0"):
-            found.append(int(entry.name))
-    return sorted(found)
+    """Live processes (not this one) whose environment holds `var=mark`."""
+    return carriers({f"{var}={mark}".encode()}, str(proc))
 
 
 def kill_marked(var: str, mark: str, proc: Path = PROC, grace_s: float = TERM_GRACE_S) -> int:
@@ -75,14 +56,4 @@ def kill_marked(var: str, mark: str, proc: Path = PROC, grace_s: float = TERM_GR
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline and marked_pids(var, mark, proc):
         time.sleep(SWEEP_PAUSE_S)
-    seen = set(pids)
-    for _ in range(SWEEP_ROUNDS):
-        pids = marked_pids(var, mark, proc)
-        if not pids:
-            break
-        seen.update(pids)
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(SWEEP_PAUSE_S)
-    return len(seen)
+    return len(set(pids) | kill_carriers({f"{var}={mark}".encode()}, str(proc)))
