@@ -440,14 +440,17 @@ def test_strays_get_sigterm_first_so_their_exit_traps_run(tmp_path: Path) -> Non
     from capeval.agents.cliadapter import AGENT_MARK_VAR
     from capeval.runner import strays
 
-    mark, done = strays.new_mark(), tmp_path / "trap-ran"
-    script = f"trap 'touch {done}; exit 0' TERM; while :; do sleep 0.05; done"
+    mark, done, ready = strays.new_mark(), tmp_path / "trap-ran", tmp_path / "trap-set"
+    # The shell carries the mark from exec on, before it has read its `trap`: wait
+    # until it says the trap is set. Builtin redirections, not `touch`, so a slow
+    # host's fork cannot outlast the grace.
+    script = f"trap ': > {done}; exit 0' TERM; : > {ready}; while :; do sleep 0.05; done"
     child = subprocess.Popen(
         ["bash", "-c", script], env={**os.environ, AGENT_MARK_VAR: mark}, start_new_session=True
     )
     try:
-        deadline = time.monotonic() + 5
-        while not strays.marked_pids(AGENT_MARK_VAR, mark) and time.monotonic() < deadline:
+        deadline = time.monotonic() + 10
+        while not ready.exists() and time.monotonic() < deadline:
             time.sleep(0.02)
         assert strays.kill_marked(AGENT_MARK_VAR, mark) >= 1
         child.wait(5)
