@@ -7,6 +7,7 @@ what a normal user's capeval would meet.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -268,4 +269,5 @@ def test_ctrl_c_while_waiting_for_a_child_kills_its_group(tmp_path: Path) -> Non
         assert process.live_groups() == []
     finally:
         if alive(child):
-            os.kill(child, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # it may die meanwhile
+                os.kill(child, signal.SIGKILL)

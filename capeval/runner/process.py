@@ -261,17 +261,17 @@ def run_process(
         # With start_new_session the child's pid is its process group id.
         scope.groups.add(proc.pid)
         scope.started = True
-        reaper.track_group(proc.pid)  # killed by the reaper if capeval itself is killed
-
     out = _Capture(max_output_bytes)
     err = _Capture(max_output_bytes)
-    readers = [
-        threading.Thread(target=_drain, args=(proc.stdout, out), daemon=True),
-        threading.Thread(target=_drain, args=(proc.stderr, err), daemon=True),
-    ]
-    if stdin is not None:
-        readers.append(threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True))
     try:
+        # Inside the try: a Ctrl-C from here on kills the group it started.
+        reaper.track_group(proc.pid)  # killed by the reaper if capeval itself is killed
+        readers = [
+            threading.Thread(target=_drain, args=(proc.stdout, out), daemon=True),
+            threading.Thread(target=_drain, args=(proc.stderr, err), daemon=True),
+        ]
+        if stdin is not None:
+            readers.append(threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True))
         for t in readers:
             t.start()
 
