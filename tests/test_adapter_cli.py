@@ -286,11 +286,12 @@ def test_timeout_names_the_last_error_the_stream_reported(tmp_path: Path, fake_c
         '{"type":"error","message":"Reconnecting... waiting for network"}\n'
     )
     cfg = AgentConfig(name="cx", type="codex", command=str(fake_cli))
-    req = request(tmp_path, stream, env={"FAKE_HANG": "30"}, timeout_s=1.0)
+    # Long enough for a loaded CI host to start the fake CLI and print its stream.
+    req = request(tmp_path, stream, env={"FAKE_HANG": "30"}, timeout_s=3.0)
     result = CodexAdapter(cfg).run(req)
     assert result.status == "timeout"
     assert result.error == (
-        "agent timed out after 1 s; the last error in its stream: "
+        "agent timed out after 3 s; the last error in its stream: "
         "codex: Reconnecting... waiting for network"
     )
 
@@ -356,7 +357,7 @@ def test_what_the_cli_started_in_its_own_session_dies_with_it(
     pidfile = tmp_path / "child.pid"
     cfg = AgentConfig(name="g", type="gemini", command=str(cli))
     req = request(tmp_path, None, env={"FAKE_PIDFILE": str(pidfile), "FAKE_SLEEP": sleep})
-    req = dataclasses.replace(req, timeout_s=1.0)
+    req = dataclasses.replace(req, timeout_s=3.0)  # time to write the pid file, even loaded
     result = GeminiAdapter(cfg).run(req)
     child = int(pidfile.read_text())
     try:

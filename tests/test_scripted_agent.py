@@ -435,7 +435,7 @@ def test_timeout_kills_the_player_and_its_shells(tmp_path: Path) -> None:
     }
     case_dir, work, capture = make_case(tmp_path, {"oracle": slow})
     start = time.monotonic()
-    result = adapter().run(request(case_dir, work, capture, timeout_s=1.5))
+    result = adapter().run(request(case_dir, work, capture, timeout_s=3.0))
     assert time.monotonic() - start < 10
     assert result.status == "timeout" and "timed out" in (result.error or "")
     assert (work / "a").exists() and not (work / "b").exists()
