@@ -16,9 +16,7 @@ from typing import Any, NoReturn
 import click
 
 from capeval import __version__
-
-# The exit code of a program stopped by SIGINT (128 + 2), as `capeval run` uses.
-EXIT_INTERRUPTED = 130
+from capeval.launch import EXIT_INTERRUPTED
 
 # name -> "module:attribute". One line per command; the module is imported only
 # when the command is invoked or its help is shown.

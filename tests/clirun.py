@@ -10,9 +10,9 @@ from pathlib import Path
 def capeval(
     *args: str | Path, cwd: Path | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    """Run `python -m capeval.cli ARGS` and capture its text output (never raises on exit code)."""
+    """Run `python -m capeval ARGS` (the console script's own entry) and capture its text output (never raises on exit code)."""
     return subprocess.run(
-        [sys.executable, "-m", "capeval.cli", *map(str, args)],
+        [sys.executable, "-m", "capeval", *map(str, args)],
         cwd=cwd,
         capture_output=True,
         text=True,

@@ -329,7 +329,7 @@ def test_capeval_run_with_command_agents(tmp_path: Path, product: Path) -> None:
         [
             sys.executable,
             "-m",
-            "capeval.cli",
+            "capeval",
             "run",
             "--root",
             str(root),

@@ -76,7 +76,7 @@ def test_sigint_to_a_real_gate_exits_130(tmp_path: Path) -> None:
     base = tmp_path / "base.jsonl"
     base.write_text("")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "capeval.cli", "gate", "--root", str(tmp_path),
+        [sys.executable, "-m", "capeval", "gate", "--root", str(tmp_path),
          "--baseline", str(base), "--candidate", str(fifo)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip

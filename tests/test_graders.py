@@ -191,7 +191,7 @@ def test_an_oracle_breaking_require_behaviors_is_reported(tmp_path: Path) -> Non
 def validate(root: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_COLOR": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "capeval.cli", "validate", "--graders", "--root", str(root)],
+        [sys.executable, "-m", "capeval", "validate", "--graders", "--root", str(root)],
         capture_output=True,
         text=True,
         env=env,

@@ -211,7 +211,7 @@ def test_every_problem_is_reported_at_once(doc: dict[str, Any]) -> None:
 
 def _cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "capeval.cli", "paperclip", *args],
+        [sys.executable, "-m", "capeval", "paperclip", *args],
         capture_output=True,
         text=True,
         cwd=cwd,

@@ -275,7 +275,7 @@ def test_group_counts_come_from_the_row_stream(rows: list[Row], tmp_path: Path) 
 @pytest.mark.slow
 def test_cli_run_and_report(tmp_path: Path) -> None:
     jsonl = tmp_path / "rows.jsonl"
-    cmd = [sys.executable, "-m", "capeval.cli", "paperclip"]
+    cmd = [sys.executable, "-m", "capeval", "paperclip"]
     out = subprocess.run(
         [*cmd, "run", "--json", "--jsonl", str(jsonl)], capture_output=True, text=True, cwd=REPO
     )

@@ -289,7 +289,7 @@ def test_capeval_run_with_the_real_cli(name: str, tmp_path: Path) -> None:
             [
                 sys.executable,
                 "-m",
-                "capeval.cli",
+                "capeval",
                 "run",
                 "--root",
                 str(root),
@@ -346,7 +346,7 @@ def test_agents_check_against_the_real_cli(name: str, tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "capeval.cli",
+            "capeval",
             "agents",
             "check",
             "mine",

@@ -181,7 +181,7 @@ def test_report_command_writes_the_file(real_results: Path, tmp_path: Path) -> N
         [
             sys.executable,
             "-m",
-            "capeval.cli",
+            "capeval",
             "report",
             "--baseline",
             str(real_results / "baseline-0286-grok.json"),

@@ -407,7 +407,7 @@ def test_a_row_stream_on_a_full_disk_stops_the_run_cleanly(tmp_path: Path) -> No
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
     proc = subprocess.run(
-        [sys.executable, "-m", "capeval.cli", "run", "--root", str(tmp_path), "-q",
+        [sys.executable, "-m", "capeval", "run", "--root", str(tmp_path), "-q",
          "--repeats", "3", "--no-artifacts", "--jsonl", str(stream)],
         cwd=tmp_path, capture_output=True, text=True, timeout=120, preexec_fn=small_disk,
     )  # fmt: skip

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from capeval.analysis import engine
 from capeval.analysis.cells import Cell, cells_from_rows, parse_bait, variant_of
 from capeval.analysis.duckdb_paths import reads_as_pattern
 from capeval.metrics import METRIC_NAMES
@@ -400,7 +401,7 @@ def _single_pair(r: dict[str, Any]) -> tuple[str | None, str | None] | None:
 def _load_duckdb(
     sides: Sequence[Sequence[Path]], *, with_values: bool, headline: bool
 ) -> list[dict[str, Cell]]:
-    duckdb = duckdb_engine()
+    duckdb = engine.engine()
     sources = [[_probe(Path(p)) for p in paths] for paths in sides]
     temps: list[str] = []
     try:
@@ -413,7 +414,7 @@ def _load_duckdb(
             scans += [
                 (side, f, fmt) for f, fmt in ((jsonl, "newline_delimited"), (arrays, "array")) if f
             ]
-        con = duckdb.connect()
+        con = engine.connect()
         try:
             with contextlib.suppress(duckdb.Error):  # refused inside Jupyter without ipywidgets
                 con.execute("SET enable_progress_bar = false")
@@ -489,24 +490,6 @@ def _literal_path(path: Path) -> str:
     if reads_as_pattern(text):
         raise FastPathUnavailable(f"{path}: a file name DuckDB would read as a glob pattern")
     return text
-
-
-def duckdb_engine() -> Any:
-    """DuckDB's engine module, without the Python layer DuckDB wraps around it.
-
-    `import duckdb` also builds the relational API and reads package metadata:
-    about 0.1 s of every gate's start-up (half of it) that SQL over files never
-    uses. The engine (`_duckdb`) has `connect` and `Error` itself; should a
-    DuckDB release lay it out differently, the public module is used instead.
-    """
-    engine: Any
-    try:
-        import _duckdb as engine
-    except ImportError:
-        import duckdb as engine
-    if not (hasattr(engine, "connect") and hasattr(engine, "Error")):
-        import duckdb as engine
-    return engine
 
 
 def _plain(value: float | None) -> float | int | None:

@@ -1,0 +1,158 @@
+"""The console script's launcher and DuckDB's early start (`capeval.analysis.engine`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from rowfactory import result_row
+
+from capeval import launch
+from capeval.analysis import engine, fastload
+
+
+def write_jsonl(path: Path, rows: list[dict[str, object]]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def run_python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def fresh_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process's engine state as a new process has it."""
+    monkeypatch.setattr(engine, "_started", None)
+    monkeypatch.setattr(engine, "_ready", [])
+
+
+def test_the_launcher_imports_neither_click_nor_duckdb_before_it_knows_the_command() -> None:
+    out = run_python(
+        """
+        import sys
+        import capeval.launch
+        print(sorted(m for m in sys.modules if m.split('.')[0] in
+                     ('click', 'duckdb', '_duckdb', 'polars', 'capeval.cli')))
+        """
+    )
+    assert out.stdout.strip() == "[]", out.stderr
+
+
+@pytest.mark.parametrize("command, early", [("gate", True), ("compare", True), ("report", True),
+                                            ("run", False), ("validate", False), ("--help", False)])  # fmt: skip
+def test_duckdb_starts_early_only_for_commands_that_scan_with_it(
+    command: str, early: bool, fresh_engine: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import capeval.cli
+
+    ran: list[bool] = []
+    monkeypatch.setattr(capeval.cli, "entry", lambda: ran.append(True))
+    monkeypatch.setattr(sys, "argv", ["capeval", command])
+    launch.entry()
+    assert ran == [True]
+    assert (engine._started is not None) is early
+    if early:
+        engine.connect().close()
+
+
+def test_the_early_connection_is_handed_out_once(fresh_engine: None) -> None:
+    engine.start()
+    engine.start()  # a second start opens nothing more
+    assert engine._started is not None
+    engine._started.join()
+    assert len(engine._ready) == 1
+    early = engine._ready[0]
+    first = engine.connect()
+    assert first is early and engine._ready == []
+    second = engine.connect()
+    assert second is not first
+    assert first.execute("SELECT 41 + 1").fetchall() == [(42,)]
+    assert second.execute("SELECT 42").fetchall() == [(42,)]
+    first.close()
+    second.close()
+
+
+def test_a_failed_early_start_leaves_connect_to_try_again(
+    fresh_engine: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = engine.engine
+    calls: list[int] = []
+
+    def flaky() -> object:
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError("no memory for the catalog")  # the thread's attempt
+        return real()
+
+    monkeypatch.setattr(engine, "engine", flaky)
+    engine.start()
+    con = engine.connect()
+    assert len(calls) == 2 and engine._ready == []
+    assert con.execute("SELECT 1").fetchall() == [(1,)]
+    con.close()
+
+
+def test_the_gate_scans_on_the_early_connection(tmp_path: Path, fresh_engine: None) -> None:
+    rows = [result_row("a", r) for r in range(3)]
+    base, cand = tmp_path / "b.jsonl", tmp_path / "c.jsonl"
+    write_jsonl(base, rows)
+    write_jsonl(cand, rows)
+    engine.start()
+    assert engine._started is not None
+    engine._started.join()
+    assert len(engine._ready) == 1
+    (bcells, ccells), _warnings = fastload.load_sides([[base], [cand]])
+    assert engine._ready == []  # taken by the scan
+    assert bcells.keys() == ccells.keys() and next(iter(bcells.values())).passCount == 3
+
+
+def test_python_m_capeval_is_the_console_script(tmp_path: Path) -> None:
+    rows = [result_row("a", r) for r in range(2)]
+    base = tmp_path / "b.jsonl"
+    write_jsonl(base, rows)
+    (tmp_path / "evals" / "capability" / "cases").mkdir(parents=True)
+    ok = subprocess.run(
+        [sys.executable, "-m", "capeval", "gate", "--root", str(tmp_path),
+         "--baseline", str(base), "--candidate", str(base)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    # A usage error ends the process while DuckDB may still be starting: the
+    # exit code must still be the usage error's, not a crash at shutdown.
+    bad = subprocess.run(
+        [sys.executable, "-m", "capeval", "gate", "--no-such-option"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "No such option" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+def test_ctrl_c_while_capeval_starts_exits_130_without_a_traceback() -> None:
+    # SIGINT landing while click and the commands import (the first ~0.1 s) is
+    # made deterministic by an import that raises as SIGINT would.
+    out = run_python(
+        """
+        import builtins, sys
+        real = builtins.__import__
+        def interrupted(name, *args, **kwargs):
+            if name == "capeval.cli":
+                raise KeyboardInterrupt
+            return real(name, *args, **kwargs)
+        builtins.__import__ = interrupted
+        from capeval.launch import entry
+        sys.argv = ["capeval", "gate"]
+        entry()
+        """
+    )
+    assert out.returncode == 130, out.stderr
+    assert "capeval: interrupted by SIGINT" in out.stderr
+    assert "Traceback" not in out.stderr
