@@ -524,6 +524,27 @@ def test_several_files_on_one_side_pool_their_repeats(tmp_path: Path) -> None:
     assert cells["v1::a"].medians["repeatedSearchCount"] == 1.5
 
 
+def test_v3_files_copied_side_by_side_keep_their_sides(tmp_path: Path) -> None:
+    """The v3 copies run on a thread pool: each file's rows must stay on its side and cell."""
+    files = []
+    for i, (case, repeats) in enumerate([("a", 400), ("b", 3), ("c", 40), ("d", 1)]):
+        rows = [
+            row(case, r % (i + 2) == 0, repeat=r, repeatedSearchCount=i) for r in range(repeats)
+        ]
+        files.append(_write_v3(tmp_path / f"{i}.json", rows))
+    fast, _ = load_sides([[files[0], files[1]], [files[2], files[3]]], fast=True)
+    slow, _ = load_sides([[files[0], files[1]], [files[2], files[3]]], fast=False)
+    assert [sorted(side) for side in fast] == [["v1::a", "v1::b"], ["v1::c", "v1::d"]]
+    for f_side, s_side in zip(fast, slow, strict=True):
+        for key, cell in f_side.items():
+            assert (cell.repeats, cell.passCount, cell.medians) == (
+                s_side[key].repeats,
+                s_side[key].passCount,
+                s_side[key].medians,
+            )
+    assert fast[0]["v1::a"].repeats == 400 and fast[1]["v1::c"].medians["repeatedSearchCount"] == 2
+
+
 def test_torn_last_line_is_skipped_with_a_warning(tmp_path: Path) -> None:
     path = _write_jsonl(
         tmp_path / "torn.jsonl", [row("a", True, repeat=0), row("a", False, repeat=1)]
