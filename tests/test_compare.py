@@ -545,6 +545,25 @@ def test_v3_files_copied_side_by_side_keep_their_sides(tmp_path: Path) -> None:
     assert fast[0]["v1::a"].repeats == 400 and fast[1]["v1::c"].medians["repeatedSearchCount"] == 2
 
 
+def test_v3_copies_are_removed_whether_duckdb_reads_them_or_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    from capeval.results.errors import ResultFileError
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    good = _write_v3(tmp_path / "good.json", [row("a", repeat=r) for r in range(3)])
+    bad = tmp_path / "bad.json"  # a row DuckDB refuses: the reference reader explains it
+    bad.write_text('{"version": 3, "cases": [{"resultKey": "v1::a", "id": "a", "passed": tru}]}')
+    load_sides([[good], [good]])
+    with pytest.raises(ResultFileError, match=r"bad\.json"):
+        load_sides([[good], [bad]])
+    assert list(scratch.iterdir()) == []
+
+
 def test_torn_last_line_is_skipped_with_a_warning(tmp_path: Path) -> None:
     path = _write_jsonl(
         tmp_path / "torn.jsonl", [row("a", True, repeat=0), row("a", False, repeat=1)]
