@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 import click
 
 from capeval import __version__
-from capeval.launch import EXIT_INTERRUPTED
+from capeval.launch import EXIT_INTERRUPTED, interrupted_words
 
 # name -> "module:attribute". One line per command; the module is imported only
 # when the command is invoked or its help is shown.
@@ -84,8 +84,7 @@ class LazyGroup(click.Group):
 
 def interrupted(command: str | None) -> NoReturn:
     """Say that SIGINT stopped `command` and exit 130 (raised as click's Exit)."""
-    where = f"capeval {command}" if command else "capeval"
-    click.echo(f"\n{where}: interrupted by SIGINT", err=True)
+    click.echo(f"\n{interrupted_words(command)}", err=True)
     raise click.exceptions.Exit(EXIT_INTERRUPTED)
 
 

@@ -15,6 +15,11 @@ EARLY_DUCKDB = frozenset({"gate", "compare", "report"})
 EXIT_INTERRUPTED = 130
 
 
+def interrupted_words(command: str | None) -> str:
+    """What capeval says when SIGINT stops it, before click is loaded or after."""
+    return f"{f'capeval {command}' if command else 'capeval'}: interrupted by SIGINT"
+
+
 def entry() -> None:
     """`capeval`: start DuckDB early when the command will want it, then run the CLI."""
     try:
@@ -26,6 +31,6 @@ def entry() -> None:
     except KeyboardInterrupt:
         # Ctrl-C before click is there to catch it: the same words and code as
         # after, never a traceback and exit 1 (the gate's "regressed").
-        sys.stderr.write("\ncapeval: interrupted by SIGINT\n")
+        sys.stderr.write(f"\n{interrupted_words(None)}\n")
         raise SystemExit(EXIT_INTERRUPTED) from None
     cli_entry()
