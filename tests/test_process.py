@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -235,3 +236,60 @@ def test_a_scope_kills_only_its_own_escaped_processes(tmp_path: Path) -> None:
     finally:
         outsider.kill()
         outsider.wait()
+
+
+def _ctrl_c_inside_popen(monkeypatch: pytest.MonkeyPatch, started: list[int]) -> None:
+    """Positions a real SIGINT inside Popen, after the fork: the real Popen starts
+    the child, then the signal is raised before Popen hands back its pid (the
+    window a user's Ctrl-C can hit; a test cannot time a keypress into it)."""
+    real_popen = subprocess.Popen
+
+    def popen(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
+        proc = real_popen(*args, **kwargs)  # type: ignore[call-overload]
+        started.append(proc.pid)
+        signal.raise_signal(signal.SIGINT)
+        return proc
+
+    monkeypatch.setattr(process.subprocess, "Popen", popen)
+
+
+def test_ctrl_c_while_popen_starts_the_child_still_kills_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[int] = []
+    _ctrl_c_inside_popen(monkeypatch, started)
+    with pytest.raises(KeyboardInterrupt):
+        run_process(["sleep", "30"], cwd=tmp_path, timeout_s=30)
+    assert started, "the child was started"
+    # Killed, not reaped (capeval exits on Ctrl-C): a zombie counts as gone.
+    assert eventually(lambda: not alive(started[0])), "the child ran on after Ctrl-C"
+    os.waitpid(started[0], 0)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_ctrl_c_while_popen_fails_is_not_swallowed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def popen(*args: object, **kwargs: object) -> None:
+        signal.raise_signal(signal.SIGINT)
+        raise FileNotFoundError("no-such-agent")
+
+    monkeypatch.setattr(process.subprocess, "Popen", popen)
+    with pytest.raises(KeyboardInterrupt):
+        run_process(["no-such-agent"], cwd=tmp_path)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_custom_sigint_handler_gets_the_held_ctrl_c(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: seen.append(signum))
+    try:
+        started: list[int] = []
+        _ctrl_c_inside_popen(monkeypatch, started)
+        result = run_process(["true"], cwd=tmp_path, timeout_s=30)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert seen == [signal.SIGINT]
+    assert result.exit_code == 0

@@ -212,6 +212,46 @@ def _signal_group(pgid: int, sig: int) -> int:
     return 1
 
 
+class _SigintHeld:
+    """Holds back Ctrl-C while Popen starts a child, to replay it once the pid is known.
+
+    A KeyboardInterrupt raised inside Popen, after the fork, loses the child:
+    Popen never returns its pid, and the child, in a session of its own, never
+    saw the SIGINT, so it ran on after capeval exited. Only the main thread
+    receives signals, so other threads need no holding.
+    """
+
+    def __init__(self) -> None:
+        self._previous: object = None
+        self._held = False
+        self._pending = False
+
+    def __enter__(self) -> _SigintHeld:
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.getsignal(signal.SIGINT)
+            if previous is not None:  # None: a handler not set from Python, left alone
+                self._previous = previous
+                signal.signal(signal.SIGINT, self._hold)
+                self._held = True
+        return self
+
+    def _hold(self, signum: int, frame: object) -> None:
+        self._pending = True
+
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        if self._held:
+            signal.signal(signal.SIGINT, self._previous)  # type: ignore[arg-type]
+            self._held = False
+        if exc_type is not None:
+            self.replay()  # no child to kill (Popen failed): the Ctrl-C still counts
+
+    def replay(self) -> None:
+        """Deliver a held Ctrl-C to the handler that was in place (raising, by default)."""
+        if self._pending:
+            self._pending = False
+            signal.raise_signal(signal.SIGINT)
+
+
 def run_process(
     argv: Sequence[str | os.PathLike[str]],
     *,
@@ -245,7 +285,7 @@ def run_process(
     child_env["PWD"] = os.path.abspath(os.fspath(cwd))
     if scope is not _ROOT:
         child_env[SCOPE_VAR] = scope.token
-    with _LOCK:
+    with _LOCK, _SigintHeld() as held:
         reason = scope.cancelled or (_SHUTDOWN[0] if _SHUTDOWN else None)
         if reason is not None:
             raise ProcessCancelled(f"not starting {Path(str(argv[0])).name}: {reason}")
@@ -264,7 +304,9 @@ def run_process(
     out = _Capture(max_output_bytes)
     err = _Capture(max_output_bytes)
     try:
-        # Inside the try: a Ctrl-C from here on kills the group it started.
+        # Inside the try: a Ctrl-C from here on kills the group it started,
+        # including one that arrived while Popen was starting it.
+        held.replay()
         reaper.track_group(proc.pid)  # killed by the reaper if capeval itself is killed
         readers = [
             threading.Thread(target=_drain, args=(proc.stdout, out), daemon=True),
