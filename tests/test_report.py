@@ -56,6 +56,10 @@ def test_headline_compares_means_per_repeat_not_sums_over_different_repeat_count
     assert "| wall time per repeat (mean) | 1.0 s | 1.0 s |" in md
     assert "| turns per repeat (mean) | 3.0 | 3.0 |" in md
     assert "| input tokens per repeat (mean) | 10 | 10 |" in md
+    # Totals name the repeats they sum, so unequal counts read as such.
+    assert "| wall time (total) | 3.0 s (3 repeats) | 5.0 s (5 repeats) |" in md
+    assert "| turns (total) | 9 (3 repeats) | 12 (4 repeats) |" in md
+    assert "| input tokens (total) | 30 (3 repeats) | 40 (4 repeats) |" in md
 
 
 def test_headline_counts_a_baseline_cell_once_when_matched_on_case_id() -> None:
@@ -74,6 +78,20 @@ def test_headline_shows_a_dash_when_no_repeat_reported_a_value() -> None:
     rows = [{**row("a", True), "tokenUsage": None}]
     md = render(compare_cells(cells_from_rows(rows), cells_from_rows(rows)), "md")
     assert "| input tokens per repeat (mean) | - | - |" in md
+    assert "| input tokens (total) | - | - |" in md
+
+
+def test_behavior_changes_list_regressions_first_whatever_the_cell_order() -> None:
+    # "a" sorts first among the unchanged cells, but only "z" regressed a behavior.
+    base = [row("a", True, repeatedSearchCount=3), row("z", True, repeatedSearchCount=1)]
+    cand = [row("a", True, repeatedSearchCount=1), row("z", True, repeatedSearchCount=3)]
+    comparison = compare_cells(cells_from_rows(base), cells_from_rows(cand))
+    for fmt, regress, improve in (
+        ("md", "| regress | `v1::z`", "| improve | `v1::a`"),
+        ("html", "<td>regress</td><td>v1::z</td>", "<td>improve</td><td>v1::a</td>"),
+    ):
+        out = render(comparison, fmt)
+        assert out.index(regress) < out.index(improve), fmt
 
 
 def test_json_report_is_the_section_8_object_plus_exit_code(comparison) -> None:  # type: ignore[no-untyped-def]

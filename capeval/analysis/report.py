@@ -138,12 +138,13 @@ def _advisory_note(advisory: dict[str, Any]) -> str:
 
 
 def _headline(comparison: Comparison) -> list[list[str]]:
-    """Pass rate over all repeats; time, turns and tokens as means per repeat.
+    """Pass rate over all repeats; time, turns and tokens as totals and as means.
 
     The gate procedure compares a 5-repeat candidate with a 3-repeat baseline,
-    so sums would make an unchanged agent look 67% costlier. Each mean is over
-    the repeats that reported the value (a stream without token counts is
-    unknown, not zero).
+    so totals alone would make an unchanged agent look 67% costlier: each total
+    names the repeats it sums, and a mean per repeat stands beside it. Both
+    are over the repeats that reported the value (a stream without token
+    counts is unknown, not zero).
     """
 
     # Each cell once: matched on case id alone, one baseline cell stands
@@ -160,19 +161,34 @@ def _headline(comparison: Comparison) -> list[list[str]]:
         repeats, passes = sum(c.repeats for c in cells), sum(c.passCount for c in cells)
         return f"{passes}/{repeats} ({passes / repeats:.1%})" if repeats else "-"
 
-    def mean(cells: Sequence[Cell], total: str, count: str, fmt: Callable[[float], str]) -> str:
+    def total(cells: Sequence[Cell], field: str, count: str, fmt: Callable[[float], str]) -> str:
         n = sum(getattr(c, count) for c in cells)
-        return fmt(sum(getattr(c, total) for c in cells) / n) if n else "-"
+        if not n:
+            return "-"
+        return f"{fmt(sum(getattr(c, field) for c in cells))} ({n:,} repeat{'s' * (n != 1)})"
 
-    means = (
-        ("wall time per repeat (mean)", "durationMs", "durationReported", _duration),
-        ("turns per repeat (mean)", "turnsUsed", "turnsReported", lambda v: f"{v:,.1f}"),
-        ("input tokens per repeat (mean)", "tokenInput", "tokenReported", lambda v: f"{v:,.0f}"),
+    def mean(cells: Sequence[Cell], field: str, count: str, fmt: Callable[[float], str]) -> str:
+        n = sum(getattr(c, count) for c in cells)
+        return fmt(sum(getattr(c, field) for c in cells) / n) if n else "-"
+
+    measures = (
+        ("wall time", "durationMs", "durationReported", _duration, _duration),
+        ("turns", "turnsUsed", "turnsReported", lambda v: f"{v:,.0f}", lambda v: f"{v:,.1f}"),
+        (
+            "input tokens",
+            "tokenInput",
+            "tokenReported",
+            lambda v: f"{v:,.0f}",
+            lambda v: f"{v:,.0f}",
+        ),
     )
-    return [
-        ["pass rate", *(rate(cells) for cells in sides)],
-        *([label, *(mean(cells, t, n, fmt) for cells in sides)] for label, t, n, fmt in means),
-    ]
+    rows = [["pass rate", *(rate(cells) for cells in sides)]]
+    for label, field, count, fmt_total, fmt_mean in measures:
+        rows.append([f"{label} (total)", *(total(c, field, count, fmt_total) for c in sides)])
+        rows.append(
+            [f"{label} per repeat (mean)", *(mean(c, field, count, fmt_mean) for c in sides)]
+        )
+    return rows
 
 
 def _duration(ms: float) -> str:
@@ -252,8 +268,10 @@ def _behavior_change_rows(comparison: Comparison, key: Callable[[str], str]) -> 
     """Every non-neutral behavior verdict with its advisory difference interval.
 
     Shared by the Markdown and HTML reports so the two can never disagree.
+    Regressions come first, as in the text output: they are what a reviewer
+    must act on. (`sorted` is stable: within a verdict, cells keep their order.)
     """
-    rows = []
+    rows: list[list[str]] = []
     for c in _ordered(comparison):
         for b in c.behaviors:
             if b.verdict == "neutral":
@@ -273,7 +291,7 @@ def _behavior_change_rows(comparison: Comparison, key: Callable[[str], str]) -> 
                     f"[{format_value(ci[0])}, {format_value(ci[1])}]" if ci else "",
                 ]
             )
-    return rows
+    return sorted(rows, key=lambda r: r[0] != "regress")
 
 
 def _bait_rows(comparison: Comparison, key: Callable[[str], str]) -> list[list[str]]:
