@@ -63,6 +63,16 @@ def test_max_turns_flag_overrides_the_case() -> None:
             None,
         ),  # no requirement: null behaviors are fine
         ({"provider_error": "provider/model mismatch: x"}, False, "mismatch"),
+        # The agent's own stream is judged, not only its exit code.
+        (
+            {"agent_status": "failed", "agent_error": "claude-code error_max_turns"},
+            False,
+            "agent exited 0 but reported status failed: claude-code error_max_turns",
+        ),
+        ({"agent_status": "cancelled"}, False, "reported status cancelled"),
+        ({"agent_status": "done"}, True, None),
+        # A non-zero exit says it once, not twice.
+        ({"agent_exit_code": 1, "agent_status": "failed"}, False, "agent exited 1"),
     ],
 )
 def test_decide(kwargs: dict, passed: bool, reason: str | None) -> None:

@@ -97,6 +97,26 @@ def test_a_run_without_a_model_turn_has_null_behaviors_not_zeros(tmp_path: Path)
     assert row["passed"] is False and "Not logged in" in row["error"]
 
 
+def test_an_agent_whose_own_stream_reports_failure_fails_despite_exit_0(
+    tmp_path: Path,
+) -> None:
+    # Claude Code's `result` line can say error_max_turns while the process
+    # exits 0; the grader passing on a half-done workdir must not pass the repeat.
+    class StreamSaysFailed(FakeAdapter):
+        def run(self, request: AgentRequest) -> AgentResult:
+            (request.workdir / "done.txt").write_text("ok")
+            return AgentResult(
+                exitCode=0, status="failed", turnsUsed=40, error="claude-code error_max_turns"
+            )
+
+    row = run_repeat(_job(tmp_path), StreamSaysFailed(), RepeatSettings(root=tmp_path))
+    assert row["verifyExitCode"] == 0 and row["agentExitCode"] == 0
+    assert row["passed"] is False and row["status"] == "failed"
+    assert row["error"] == (
+        "agent exited 0 but reported status failed: claude-code error_max_turns"
+    )
+
+
 def test_null_behaviors_fail_a_behavior_requirement(tmp_path: Path) -> None:
     job = _job(tmp_path, requireBehaviors=[{"metric": "webFetchToolCallCount", "min": 1}])
     row = run_repeat(job, FakeAdapter(), RepeatSettings(root=tmp_path))

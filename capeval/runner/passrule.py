@@ -125,13 +125,22 @@ def decide(
     behaviors: Mapping[str, Any] | None = None,
     provider_error: str | None = None,
     agent_error: str | None = None,
+    agent_status: str | None = None,
 ) -> Verdict:
-    """`passed` and the reasons it is false, in the order a reader would check them."""
+    """`passed` and the reasons it is false, in the order a reader would check them.
+
+    "Agent exit 0" means the agent succeeded, and its own stream is the better
+    witness (Claude's `result` line can say `error_max_turns` with exit 0): a
+    status other than `done` fails the repeat whatever the exit code.
+    """
     reasons: list[str] = []
     if provider_error:
         reasons.append(provider_error)
     if agent_exit_code != 0:
         what = "reported no exit code" if agent_exit_code is None else f"exited {agent_exit_code}"
+        reasons.append(f"agent {what}" + (f": {agent_error}" if agent_error else ""))
+    elif agent_status not in (None, "done"):
+        what = f"exited 0 but reported status {agent_status}"
         reasons.append(f"agent {what}" + (f": {agent_error}" if agent_error else ""))
     if verify_exit_code is None:
         reasons.append("grader did not run")

@@ -289,9 +289,10 @@ def _row(
         behaviors=behaviors,
         provider_error=None if settings.allow_provider_fallback else mismatch,
         agent_error=result.error,
+        agent_status=result.status,
     )
     errors = list(verdict.reasons)
-    if result.error and result.exitCode == 0:
+    if result.error and result.exitCode == 0 and result.status in (None, "done"):
         # The pass rule reads the adapter's diagnosis only for a failed exit; a
         # run that exited 0 with an unusable or missing summary left no word
         # of it in the row (behaviors null, error null).
