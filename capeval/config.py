@@ -78,7 +78,7 @@ _TEXT = {"type": "string", "minLength": 1, "description": "a non-empty string"}
 AGENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
-    "description": "a table of type, command, args, env, hook, trajectory",
+    "description": "a table of type, command, args, env, hook, trajectory, skip_permissions_args",
     "properties": {
         "type": {
             "type": "string",
@@ -102,6 +102,14 @@ AGENT_SCHEMA: dict[str, Any] = {
         },
         "hook": {**_TEXT, "description": "the hook path inside the workdir (type command)"},
         "trajectory": {**_TEXT, "description": "a trajectory name (type scripted), e.g. oracle"},
+        "skip_permissions_args": {
+            "type": "array",
+            "uniqueItems": True,
+            "items": {**_TEXT, "description": "a word of the command template"},
+            "description": "a list of the command template's words that skip permission "
+            'prompts (type command), e.g. ["--dangerously-skip-permissions", "--force"]; '
+            "--ask-permissions drops them",
+        },
     },
 }
 
@@ -330,6 +338,9 @@ def config_from_table(
             "env": dict(spec["env"]) if "env" in spec else None,
             "hook": spec.get("hook"),
             "trajectory": spec.get("trajectory"),
+            "skip_permissions_args": (
+                tuple(spec["skip_permissions_args"]) if "skip_permissions_args" in spec else None
+            ),
         }
         given = {k: v for k, v in given.items() if v is not None}
         if "command" in given:

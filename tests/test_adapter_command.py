@@ -37,6 +37,8 @@ FAKE_PRODUCT = textwrap.dedent(
     p.add_argument("--model", required=True)
     p.add_argument("--max-turns")
     p.add_argument("--mode", default="ok")
+    p.add_argument("--dangerously-skip-permissions", action="store_true")
+    p.add_argument("--force", action="store_true")
     p.add_argument("prompt")
     a = p.parse_args()
     with open(os.environ["FAKE_ARGV_OUT"], "w") as fh:
@@ -417,3 +419,103 @@ def test_the_version_probe_never_runs_in_the_users_checkout(
     config = AgentConfig(name="mine", type="command", command=f"{wrapper} {{prompt}}")
     assert CommandAdapter(config).version() == "2.3.4"
     assert list(checkout.iterdir()) == []
+
+
+SKIPS = ("--dangerously-skip-permissions", "--force")
+
+
+@pytest.mark.parametrize("skip", [True, False])
+def test_ask_permissions_drops_the_words_the_config_names(
+    tmp_path: Path, product: Path, skip: bool
+) -> None:
+    config = AgentConfig(
+        name="fake",
+        type="command",
+        command=template(product) + " --dangerously-skip-permissions",
+        args=("--force",),
+        skip_permissions_args=SKIPS,
+    )
+    # A prompt holding one of the words is the user's text, never dropped.
+    request = make_request(tmp_path, prompt="--force it", skip_permissions=skip)
+    result = CommandAdapter(config).run(request)
+    assert result.status == "done", result.error
+    argv = json.loads((tmp_path / "argv.json").read_text())
+    assert ("--dangerously-skip-permissions" in argv) is skip
+    assert argv.count("--force") == (1 if skip else 0)  # from `args`, dropped too
+    assert "--force it" in argv
+
+
+def _run_asking(tmp_path: Path, product: Path, extra: str) -> subprocess.CompletedProcess[str]:
+    root = tmp_path / "ws"
+    case = root / "evals" / "capability" / "cases" / "notes"
+    case.mkdir(parents=True)
+    (root / "fixture").mkdir()
+    (root / "fixture" / "README.md").write_text("notes\n")
+    (case / "case.json").write_text(
+        json.dumps(
+            {
+                "id": "notes",
+                "tier": "simple",
+                "title": "Write notes",
+                "fixture": "fixture",
+                "prompt": "write two into notes.txt",
+            }
+        )
+    )
+    (case / "verify.sh").write_text("grep -qx two notes.txt\n")
+    command = template(product) + " --dangerously-skip-permissions --force"
+    (root / "capeval.toml").write_text(
+        "[agents.fake]\n"
+        'type = "command"\n'
+        f"command = {json.dumps(command)}\n"
+        f"env = {{ FAKE_ARGV_OUT = {json.dumps(str(tmp_path / 'argv.json'))} }}\n" + extra
+    )
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "capeval",
+            "run",
+            "--root",
+            str(root),
+            "--matrix",
+            "acme:m-1@fake",
+            "--ask-permissions",
+            "--jsonl",
+            str(tmp_path / "rows.jsonl"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_ask_permissions_is_refused_for_a_command_agent_that_names_no_skip_words(
+    tmp_path: Path, product: Path
+) -> None:
+    proc = _run_asking(tmp_path, product, "")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "cannot honor --ask-permissions" in proc.stderr
+    assert "[agents.fake] skip_permissions_args" in proc.stderr
+    assert not (tmp_path / "argv.json").exists()  # refused before any agent ran
+
+
+def test_ask_permissions_refuses_a_skip_word_the_template_lacks(
+    tmp_path: Path, product: Path
+) -> None:
+    proc = _run_asking(tmp_path, product, 'skip_permissions_args = ["--dangerously-skip"]\n')
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "'--dangerously-skip', not a word of its command template" in proc.stderr
+
+
+def test_ask_permissions_through_capeval_run_drops_the_flags_and_says_so(
+    tmp_path: Path, product: Path
+) -> None:
+    words = json.dumps(list(SKIPS))
+    proc = _run_asking(tmp_path, product, f"skip_permissions_args = {words}\n")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (row,) = map(json.loads, (tmp_path / "rows.jsonl").read_text().splitlines())
+    assert row["skipPermissions"] is False and row["passed"] is True
+    argv = json.loads((tmp_path / "argv.json").read_text())
+    assert not set(SKIPS) & set(argv)

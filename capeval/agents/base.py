@@ -28,6 +28,9 @@ class AgentConfig:
     env: Mapping[str, str] = field(default_factory=dict)
     hook: str | None = None  # `command` agents: hook path inside the workdir
     trajectory: str | None = None  # `scripted` agents: trajectory name
+    # `command` agents: the template's words that skip permission prompts,
+    # dropped under --ask-permissions; None when the config does not say.
+    skip_permissions_args: tuple[str, ...] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 

@@ -85,6 +85,51 @@ def render_command(
     return argv
 
 
+def without_words(
+    template: str, args: tuple[str, ...], words: tuple[str, ...]
+) -> tuple[str, tuple[str, ...]]:
+    """The template and extra args with every argument equal to one of `words` removed.
+
+    Matched on whole template words before substitution, so a prompt that
+    happens to contain `--force` is never touched.
+    """
+    if not words:
+        return template, args
+    drop = set(words)
+    kept = [w for w in shlex.split(template) if w not in drop]
+    return shlex.join(kept), tuple(a for a in args if a not in drop)
+
+
+def permission_problem(config: AgentConfig) -> str | None:
+    """Why --ask-permissions cannot be honored for this command agent, or None.
+
+    capeval cannot tell which flags of an unknown product skip its prompts; a
+    run recorded as `skipPermissions: false` while the template still passed
+    `--dangerously-skip-permissions` would be a false row.
+    """
+    words = config.skip_permissions_args
+    name = config.name
+    if words is None:
+        return (
+            f"agent {name!r} (type command) cannot honor --ask-permissions: capeval does not "
+            "know which words of its command template skip permission prompts; list them in "
+            f'[agents.{name}] skip_permissions_args (e.g. ["--dangerously-skip-permissions"]), '
+            "or set it to [] if the template has none"
+        )
+    try:
+        present = set(shlex.split(config.command or "")) | set(config.args)
+    except ValueError:
+        return None  # the template error is reported on its own
+    missing = [w for w in words if w not in present]
+    if missing:
+        return (
+            f"agent {name!r}: skip_permissions_args names {', '.join(map(repr, missing))}, "
+            f"not a word of its command template or args: fix skip_permissions_args in "
+            f"[agents.{name}]"
+        )
+    return None
+
+
 def hook_script(destination: Path) -> str:
     """The hook capeval installs; `destination` lies outside the workdir."""
     dest = shlex.quote(str(destination))
@@ -160,7 +205,12 @@ class CommandAdapter:
                 f"agent {self.config.name!r} has type command but no `command` template: "
                 f"set command in [agents.{self.config.name}]"
             )
-        return render_command(self.config.command, self._values(request), tuple(self.config.args))
+        template = self.config.command
+        args = tuple(self.config.args)
+        if not request.skip_permissions:
+            # --ask-permissions: the words the config names as skipping prompts go.
+            template, args = without_words(template, args, self.config.skip_permissions_args or ())
+        return render_command(template, self._values(request), args)
 
     def version(self) -> str | None:
         """`<binary> --version`, asked in a throwaway directory.

@@ -272,7 +272,7 @@ def plan_run(options: RunOptions) -> RunPlan:
         for r in range(repeats)
     ]
     _refuse_missing_trajectories(variants, cases, used, root)
-    _refuse_broken_commands(used)
+    _refuse_broken_commands(used, ask_permissions=not settings.skip_permissions)
     wanted = {j.triple for j in jobs}
     shape = {name: _jsonable(getattr(options, name)) for name in SHAPE_FIELDS}
     shape["repeats"] = repeats
@@ -494,10 +494,17 @@ def _refuse_missing_trajectories(
         )
 
 
-def _refuse_broken_commands(agents: dict[str, AgentConfig]) -> None:
+def _refuse_broken_commands(agents: dict[str, AgentConfig], *, ask_permissions: bool) -> None:
     """A command agent whose template does not split or whose hook path escapes
-    the workdir fails every repeat: refuse the run before any agent starts."""
-    from capeval.agents.command import CommandTemplateError, hook_path, render_command
+    the workdir fails every repeat, and one that cannot drop its permission
+    flags would run unprompted under --ask-permissions: refuse the run before
+    any agent starts."""
+    from capeval.agents.command import (
+        CommandTemplateError,
+        hook_path,
+        permission_problem,
+        render_command,
+    )
 
     for name, agent in sorted(agents.items()):
         if agent.type != "command":
@@ -509,6 +516,9 @@ def _refuse_broken_commands(agents: dict[str, AgentConfig]) -> None:
             hook_path(Path("/workdir"), agent.hook)
         except CommandTemplateError as exc:
             raise RunError(f"agent {name!r}: {exc}") from None
+        problem = permission_problem(agent) if ask_permissions else None
+        if problem:
+            raise RunError(problem)
 
 
 def _resolution(
