@@ -19,7 +19,7 @@ import difflib
 import functools
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING, Any, Literal, TypeGuard
@@ -449,6 +449,7 @@ def validate_case_dict(
     dirname: str,
     root_facts: CaseFacts | None = None,
     tiers: Sequence[str] = DEFAULT_TIERS,
+    refused: Collection[str] = (),
 ) -> list[Problem]:
     """Every problem with one parsed case.json, in field order; [] when valid.
 
@@ -457,9 +458,19 @@ def validate_case_dict(
     Facts left as None are not checked (the caller could not gather them);
     empty `tiers` skips the tier check (the configuration that defines the
     tiers is itself broken, and its problems are reported instead).
+    `refused` names fields (as `field_path` writes them) holding a number the
+    reader refused (NaN, Infinity, 1e400) and reported itself: their range is
+    not checked again, as "must be >= 0, got nan" would say the same twice.
     """
     tiers = tuple(tiers)
-    errors = sorted(_validator(tiers).iter_errors(obj), key=lambda e: _error_order(e))
+    errors = sorted(
+        (
+            e
+            for e in _validator(tiers).iter_errors(obj)
+            if not (e.validator in _RANGE_KEYWORDS and field_path(e.absolute_path) in refused)
+        ),
+        key=lambda e: _error_order(e),
+    )
     problems = schema_problems(errors, file=file, fix_hints=_TIER_HINT)
     if not isinstance(obj, Mapping):
         if problems:
@@ -470,9 +481,21 @@ def validate_case_dict(
             ]
         return problems
     problems += _semantic_problems(obj, file=file, dirname=dirname, facts=root_facts or CaseFacts())
+    return in_field_order(problems)
+
+
+def in_field_order(problems: Sequence[Problem]) -> list[Problem]:
+    """`problems` sorted by their top-level field as case.json lists them (stable
+    within a field; whole-file and unknown fields last), each once."""
     order = {name: i for i, name in enumerate(FIELD_ORDER)}
-    problems.sort(key=lambda p: order.get(re.split(r"[.\[]", p.field, maxsplit=1)[0], len(order)))
-    return _dedupe(problems)
+    ranked = sorted(
+        problems,
+        key=lambda p: order.get(re.split(r"[.\[]", p.field, maxsplit=1)[0], len(order)),
+    )
+    return _dedupe(ranked)
+
+
+_RANGE_KEYWORDS = frozenset({"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"})
 
 
 def _error_order(err: ValidationError) -> tuple[str, ...]:
@@ -547,7 +570,8 @@ def _semantic_problems(
             if not isinstance(req, Mapping):
                 continue
             lo, hi = req.get("min"), req.get("max")
-            if _is_number(lo) and _is_number(hi) and lo > hi:
+            # An infinite bound was refused when the file was read; it is no bound to swap.
+            if _is_number(lo) and _is_number(hi) and math.isfinite(lo + hi) and lo > hi:
                 out.append(
                     Problem(
                         file,

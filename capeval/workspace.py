@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from capeval.case import (
     DEFAULT_TIERS,
@@ -28,6 +28,8 @@ from capeval.case import (
     FixtureState,
     GraderState,
     case_from_dict,
+    field_path,
+    in_field_order,
     validate_case_dict,
 )
 from capeval.problems import Problem, ProblemsError
@@ -158,13 +160,26 @@ def check_cases(
     for case_dir in dirs:
         file = case_dir / CASE_FILE
         file_rel = rel(file, root)
-        obj, read_problems = read_case_json(file, file_rel)
-        if read_problems:
-            out.problems += read_problems
+        read = read_case_json(file, file_rel)
+        if not read.parsed:
+            out.problems += read.problems
             continue
+        obj = read.obj
         facts = gather_facts(root, case_dir, obj)
-        problems = validate_case_dict(
-            obj, file=file_rel, dirname=case_dir.name, root_facts=facts, tiers=tiers
+        # A duplicate key or a refused number is reported with, not instead
+        # of, every other problem in the case: one validate run shows them all.
+        problems = in_field_order(
+            [
+                *read.problems,
+                *validate_case_dict(
+                    obj,
+                    file=file_rel,
+                    dirname=case_dir.name,
+                    root_facts=facts,
+                    tiers=tiers,
+                    refused=read.refused,
+                ),
+            ]
         )
         declared_id = obj.get("id") if isinstance(obj, dict) else None
         if isinstance(declared_id, str):
@@ -227,10 +242,12 @@ def read_baits(root: Path) -> tuple[dict[str, Bait], list[Problem]]:
     for case_dir in _case_dirs(base):
         file = case_dir / CASE_FILE
         file_rel = rel(file, root)
-        obj, read_problems = read_case_json(file, file_rel)
-        if read_problems:
-            problems += read_problems
+        read = read_case_json(file, file_rel)
+        if read.problems:
+            # Even a duplicate key: which of two baits is meant is not for the gate to guess.
+            problems += read.problems
             continue
+        obj = read.obj
         if not isinstance(obj, dict) or obj.get("bait") is None:
             continue
         if obj.get("id") != case_dir.name:
@@ -256,80 +273,162 @@ def read_baits(root: Path) -> tuple[dict[str, Bait], list[Problem]]:
     return baits, problems
 
 
-def read_case_json(file: Path, file_rel: str) -> tuple[Any, list[Problem]]:
-    """Parse one case.json strictly: NaN, Infinity and duplicate keys are errors."""
+class CaseJson(NamedTuple):
+    """One case.json as read: the document and what strict JSON refuses in it."""
+
+    obj: Any
+    """The parsed document (None when not `parsed`)."""
+    problems: list[Problem]
+    parsed: bool
+    """False when there is no document to check (missing, unreadable, bad syntax)."""
+    refused: frozenset[str] = frozenset()
+    """Fields (as `field_path` writes them) holding a refused number."""
+
+
+def read_case_json(file: Path, file_rel: str) -> CaseJson:
+    """Parse one case.json strictly: NaN, Infinity, numbers too large for a double
+    and duplicate keys are problems.
+
+    They are noted, not raised: the document still parses (the last of two
+    duplicate keys wins, as in every JSON reader) so the caller can check it
+    and report them along with every other problem in the case. Only a file
+    that cannot be read or parsed at all comes back with `parsed` False.
+    """
     if file.is_dir():
-        return None, [
-            Problem(
-                file_rel,
-                "",
-                f"is a directory; every directory under {CASES_SUBDIR.as_posix()}/ is a case and "
-                f"needs a {CASE_FILE} file (replace the directory with one, or move the case out)",
-            )
-        ]
+        return _unparsed(
+            file_rel,
+            f"is a directory; every directory under {CASES_SUBDIR.as_posix()}/ is a case and "
+            f"needs a {CASE_FILE} file (replace the directory with one, or move the case out)",
+        )
     if not file.is_file():
-        return None, [
-            Problem(
-                file_rel,
-                "",
-                f"missing; every directory under {CASES_SUBDIR.as_posix()}/ is a case and needs a "
-                f"{CASE_FILE} (add one, or move the directory out)",
-            )
-        ]
+        return _unparsed(
+            file_rel,
+            f"missing; every directory under {CASES_SUBDIR.as_posix()}/ is a case and needs a "
+            f"{CASE_FILE} (add one, or move the directory out)",
+        )
     try:
         text = file.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        return None, [Problem(file_rel, "", f"is not UTF-8 text ({exc.reason}); save it as UTF-8")]
+        return _unparsed(file_rel, f"is not UTF-8 text ({exc.reason}); save it as UTF-8")
     except OSError as exc:
-        return None, [Problem(file_rel, "", f"cannot be read: {exc.strerror}")]
+        return _unparsed(file_rel, f"cannot be read: {exc.strerror}")
+    strict = _StrictJson()
     try:
-        return json.loads(
+        obj = json.loads(
             text,
-            object_pairs_hook=_no_duplicate_keys,
-            parse_constant=_no_constants,
-            parse_float=_finite_float,
-        ), []
+            object_pairs_hook=strict.parse_object,
+            parse_constant=strict.parse_constant,
+            parse_float=strict.parse_float,
+            parse_int=strict.parse_int,
+        )
     except json.JSONDecodeError as exc:
-        return None, [
-            Problem(
-                file_rel,
-                "",
-                f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; fix the syntax",
-            )
-        ]
-    except _StrictJsonError as exc:
-        return None, [Problem(file_rel, exc.field, exc.message)]
+        return _unparsed(
+            file_rel,
+            f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; fix the syntax",
+        )
+    except RecursionError:
+        return _unparsed(
+            file_rel, "is nested too deeply to read; a case.json needs only a few levels"
+        )
+    notes = strict.notes(obj)
+    return CaseJson(
+        obj,
+        [Problem(file_rel, field_path(path), message) for path, message, _ in notes],
+        True,
+        frozenset(field_path(path) for path, _, number in notes if number and path),
+    )
 
 
-class _StrictJsonError(ValueError):
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
+def _unparsed(file_rel: str, message: str) -> CaseJson:
+    return CaseJson(None, [Problem(file_rel, "", message)], False)
+
+
+_DUPLICATE_KEY = (
+    "appears twice in one object; keep one (JSON readers silently use the last, "
+    "so the last is the one checked here)"
+)
+
+# Where in the document, what is wrong, and whether it is a refused number.
+_Note = tuple[list[str | int], str, bool]
+
+
+class _Refused(float):
+    """A number strict JSON refuses, kept in the document in its place (as the
+    nearest float) so the rest of the case can still be checked."""
+
+    message: str
+
+    def __new__(cls, value: float, message: str) -> _Refused:
+        self = super().__new__(cls, value)
         self.message = message
+        return self
 
 
-def _no_duplicate_keys(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _StrictJsonError(
-                key, "appears twice in one object; keep one (JSON would silently use the last)"
+class _StrictJson:
+    """The hooks for one `json.loads`, noting what strict JSON refuses.
+
+    The object hook runs innermost first and knows no path, so each object
+    keeps its notes (paths relative to itself) until the object holding it is
+    built and prefixes its key; `notes` does the same for the whole document.
+    """
+
+    def __init__(self) -> None:
+        # id -> (the object, kept alive so the id is not reused; its notes)
+        self._pending: dict[int, tuple[dict[str, Any], list[_Note]]] = {}
+
+    def parse_object(self, pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        notes: list[_Note] = []
+        for key, value in pairs:
+            if key in out:
+                notes.append(([key], _DUPLICATE_KEY, False))
+            notes += [
+                ([key, *path], message, number) for path, message, number in self._adopt(value)
+            ]
+            out[key] = value
+        if notes:
+            self._pending[id(out)] = (out, notes)
+        return out
+
+    def notes(self, document: Any) -> list[_Note]:
+        return self._adopt(document)
+
+    def _adopt(self, value: Any) -> list[_Note]:
+        if isinstance(value, _Refused):
+            return [([], value.message, True)]
+        if isinstance(value, dict):
+            entry = self._pending.pop(id(value), None)
+            return entry[1] if entry is not None and entry[0] is value else []
+        if isinstance(value, list):
+            return [
+                ([i, *path], message, number)
+                for i, item in enumerate(value)
+                for path, message, number in self._adopt(item)
+            ]
+        return []
+
+    @staticmethod
+    def parse_constant(name: str) -> float:
+        return _Refused(float(name), f"contains {name}, which is not JSON; write a number")
+
+    @staticmethod
+    def parse_float(text: str) -> float:
+        """A float literal too large for a double (1e400) reads as infinity, which no
+        row can store: refuse it here, before the run, not when the first row is written."""
+        value = float(text)
+        if math.isfinite(value):
+            return value
+        return _Refused(value, f"contains {text}, too large for a number; write a smaller one")
+
+    @staticmethod
+    def parse_int(text: str) -> int | float:
+        try:
+            return int(text)
+        except ValueError:  # over Python's limit on digits in a str -> int conversion
+            return _Refused(
+                math.inf,
+                f"contains a {len(text)}-digit integer, too large for a number; write a smaller one",
             )
-        out[key] = value
-    return out
-
-
-def _finite_float(text: str) -> float:
-    """A float literal too large for a double (1e400) reads as infinity, which no
-    row can store: refuse it here, before the run, not when the first row is written."""
-    value = float(text)
-    if not math.isfinite(value):
-        raise _StrictJsonError("", f"contains {text}, too large for a number; write a smaller one")
-    return value
-
-
-def _no_constants(name: str) -> Any:
-    raise _StrictJsonError("", f"contains {name}, which is not JSON; write a number")
 
 
 def gather_facts(root: Path, case_dir: Path, obj: Any) -> CaseFacts:

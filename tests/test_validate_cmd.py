@@ -258,7 +258,7 @@ def test_a_threshold_too_large_for_a_number_is_reported_before_any_run(good: Pat
     )
     result = invoke("--root", str(good))
     assert result.exit_code == 2
-    assert "huge/case.json: contains 1e400, too large for a number" in result.output
+    assert "huge/case.json: bait.threshold: contains 1e400, too large for a number" in result.output
 
 
 def test_an_unplayable_trajectory_is_reported_without_graders(good: Path) -> None:
@@ -291,3 +291,25 @@ def test_a_workspace_without_cases_is_not_ok(tmp_path: Path) -> None:
     (problem,) = json.loads(result.stdout)["problems"]
     assert problem["file"] == "evals/capability/cases"
     assert problem["message"].startswith("holds no case; add one as evals/capability/cases/<id>/")
+
+
+def test_a_duplicate_key_is_reported_with_every_other_problem_of_its_case(good: Path) -> None:
+    # Only "title: appears twice" was printed; the four others came one fix later.
+    add_case(
+        good,
+        "dup",
+        text='{"id":"dup","tier":"nope","title":"t","title":"u","fixture":"missing/dir",'
+        '"prompt":"p {{HTTP_URL}}","extra":1}',
+    )
+    result = invoke("--root", str(good), "--case", "dup")
+    assert result.exit_code == 2
+    file = "evals/capability/cases/dup/case.json"
+    assert [line.split(": ")[:2] for line in result.stdout.splitlines()] == [
+        [file, "tier"],
+        [file, "title"],
+        [file, "fixture"],
+        [file, "prompt"],
+        [file, "extra"],
+    ]
+    assert "title: appears twice in one object" in result.stdout
+    assert '"httpFixture" is not true' in result.stdout

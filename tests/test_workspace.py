@@ -163,20 +163,100 @@ def test_invalid_json_reports_line_and_column(root: Path) -> None:
     )
 
 
+def valid_text(case_id: str, **changes: Any) -> str:
+    """A valid case.json's text, to splice a literal json.dumps cannot write into."""
+    return json.dumps(case_obj(case_id, **changes))
+
+
 def test_duplicate_keys_are_an_error_not_a_silent_overwrite(root: Path) -> None:
-    add_case(root, "dup", raw='{"id": "dup", "tier": "simple", "tier": "bait"}')
+    add_case(root, "dup", raw=valid_text("dup").replace('"tier"', '"tier": "bait", "tier"'))
     (text,) = problems_of(root)
     assert text.startswith("evals/capability/cases/dup/case.json: tier: appears twice")
+    assert "the last is the one checked" in text
 
 
 def test_nan_is_not_json(root: Path) -> None:
+    raw = valid_text("nan", bait={"metric": "networkCommandCount", "threshold": 0})
+    add_case(root, "nan", raw=raw.replace('"threshold": 0', '"threshold": NaN'))
+    # Named by its field, and not also as "must be >= 0, got nan".
+    assert problems_of(root) == [
+        "evals/capability/cases/nan/case.json: bait.threshold: contains NaN, which is not JSON; "
+        "write a number"
+    ]
+
+
+def test_a_duplicate_key_hides_no_other_problem_in_its_case(root: Path) -> None:
+    # Each was hidden behind "title: appears twice" until that was fixed.
     add_case(
         root,
-        "nan",
-        raw='{"id": "nan", "bait": {"metric": "networkCommandCount", "threshold": NaN}}',
+        "dup",
+        raw='{"id": "dup", "tier": "nope", "title": "t", "title": "u", '
+        '"fixture": "missing/dir", "prompt": "p {{HTTP_URL}}", "extra": 1}',
     )
-    (text,) = problems_of(root)
-    assert "contains NaN, which is not JSON" in text
+    fields = [text.split(": ")[1] for text in problems_of(root)]
+    assert fields == ["tier", "title", "fixture", "prompt", "extra"]
+
+
+def test_a_refused_number_hides_no_other_problem_in_its_case(root: Path) -> None:
+    raw = valid_text("nan", tier="nope", maxTurns=5, colour="red")
+    add_case(root, "nan", raw=raw.replace('"maxTurns": 5', '"maxTurns": -Infinity'))
+    problems = problems_of(root)
+    file = "evals/capability/cases/nan/case.json"
+    assert f"{file}: maxTurns: contains -Infinity, which is not JSON; write a number" in problems
+    assert any(text.startswith(f"{file}: tier: unknown tier") for text in problems)
+    assert any(text.startswith(f"{file}: colour: unknown field") for text in problems)
+
+
+def test_nested_duplicates_and_refused_numbers_are_named_by_their_path(root: Path) -> None:
+    raw = valid_text("deep", requireBehaviors=[{"metric": "shellCommandCount", "min": 0}])
+    raw = raw.replace('"min": 0', '"max": 1, "max": 2, "min": 1e400')
+    add_case(root, "deep", raw=raw)
+    file = "evals/capability/cases/deep/case.json"
+    assert problems_of(root) == [
+        f"{file}: requireBehaviors[0].max: appears twice in one object; keep one (JSON readers "
+        "silently use the last, so the last is the one checked here)",
+        f"{file}: requireBehaviors[0].min: contains 1e400, too large for a number; "
+        "write a smaller one",
+    ]
+
+
+def test_an_integer_too_long_to_convert_is_a_problem_not_a_crash(root: Path) -> None:
+    # Python refuses str -> int past 4300 digits: a ValueError ended the whole check.
+    raw = valid_text("long", maxTurns=5).replace('"maxTurns": 5', '"maxTurns": ' + "9" * 5000)
+    add_case(root, "long", raw=raw)
+    add_case(root, "other", case_obj("other", tier="nope"))
+    problems = problems_of(root)
+    assert (
+        "evals/capability/cases/long/case.json: maxTurns: contains a 5000-digit integer, "
+        "too large for a number; write a smaller one"
+    ) in problems
+    assert any(
+        text.startswith("evals/capability/cases/other/case.json: tier:") for text in problems
+    )
+
+
+def test_json_nested_too_deeply_is_a_problem_not_a_crash(root: Path) -> None:
+    add_case(root, "deep", raw="[" * 100_000)
+    add_case(root, "other", case_obj("other", tier="nope"))
+    problems = problems_of(root)
+    assert problems[0] == (
+        "evals/capability/cases/deep/case.json: is nested too deeply to read; "
+        "a case.json needs only a few levels"
+    )
+    assert problems[1].startswith("evals/capability/cases/other/case.json: tier:")
+
+
+def test_a_syntax_error_in_one_case_hides_no_problem_of_another(root: Path) -> None:
+    add_case(root, "bad", raw='{"id": "bad",')
+    add_case(
+        root, "dup", raw=valid_text("dup", tier="nope").replace('"title"', '"title": 1, "title"')
+    )
+    problems = problems_of(root)
+    assert [text.split(": ")[:2] for text in problems] == [
+        ["evals/capability/cases/bad/case.json", "invalid JSON at line 1, column 14"],
+        ["evals/capability/cases/dup/case.json", "tier"],
+        ["evals/capability/cases/dup/case.json", "title"],
+    ]
 
 
 def test_non_utf8_case_file(root: Path) -> None:
