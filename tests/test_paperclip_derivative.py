@@ -332,3 +332,65 @@ def test_a_group_that_is_not_text_is_a_problem_not_a_traceback(doc: dict[str, An
     text = messages(bad)
     assert f"rows[0] ({bad['rows'][0]['id']}).group: ['ap'] is not one of" in text
     assert f"rows[1] ({bad['rows'][1]['id']}).group: {{'code': 'ap'}} is not one of" in text
+
+
+def test_assertion_classes_are_a_set_in_any_order(doc: dict[str, Any], tmp_path: Path) -> None:
+    # The policy says which classes a group's rows carry, not in what order: the
+    # reverse of the spec's order used to be refused as "requires [...], found [...]".
+    bad = copy.deepcopy(doc)
+    index, row = next((i, r) for i, r in enumerate(bad["rows"]) if len(r["assertionClasses"]) == 2)
+    written = list(reversed(row["assertionClasses"]))
+    row["assertionClasses"] = written
+    assert check_derivative(bad, file="drift.yaml") == []
+    # The suite sees the spec's order whatever the file says: it falls back to the first class.
+    parsed = parse_rows(bad)[index]
+    assert parsed.assertionClasses == GROUPS[row["group"]].assertion_classes
+    path = tmp_path / "swapped.yaml"
+    path.write_text(yaml.safe_dump(bad, sort_keys=False), encoding="utf-8")
+    out = _cli("validate", "--file", str(path), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+
+
+def test_repeated_missing_or_extra_assertion_classes_fail_with_the_fix(
+    doc: dict[str, Any],
+) -> None:
+    bad = copy.deepcopy(doc)
+    ap = [(i, r) for i, r in enumerate(bad["rows"]) if r["group"] == "ap"]
+    (i0, r0), (i1, r1), (i2, r2) = ap[:3]
+    r0["assertionClasses"] = ["combined_multi_hop", "authorization_policy", "combined_multi_hop"]
+    r1["assertionClasses"] = ["combined_multi_hop"]
+    r2["assertionClasses"] = ["combined_multi_hop", "restraint_no_call", "authorization_policy"]
+    problems = {p.field: p.message for p in check_derivative(bad, file="drift.yaml")}
+    assert problems == {
+        f"rows[{i0}] ({r0['id']}).assertionClasses": (
+            "lists 'combined_multi_hop' 2 times; list each class once"
+        ),
+        f"rows[{i1}] ({r1['id']}).assertionClasses": (
+            "group 'ap' requires the classes authorization_policy, combined_multi_hop "
+            "(in any order), found ['combined_multi_hop']; add authorization_policy"
+        ),
+        f"rows[{i2}] ({r2['id']}).assertionClasses": (
+            "group 'ap' requires the classes authorization_policy, combined_multi_hop "
+            "(in any order), found ['combined_multi_hop', 'restraint_no_call', "
+            "'authorization_policy']; remove restraint_no_call"
+        ),
+    }
+
+
+@pytest.mark.parametrize(("value", "shown"), [(10.0, "10.0"), (True, "true"), ("10", '"10"')])
+def test_legacy_group_must_be_a_whole_number(
+    doc: dict[str, Any], tmp_path: Path, value: Any, shown: str
+) -> None:
+    # 10.0 == 10 in Python and JSON Schema's "integer" takes it: it used to load.
+    bad = copy.deepcopy(doc)
+    index, row = next((i, r) for i, r in enumerate(bad["rows"]) if r["group"] == "ap")
+    row["legacyGroup"] = value
+    path = tmp_path / "drift.yaml"
+    path.write_text(yaml.safe_dump(bad, sort_keys=False), encoding="utf-8")
+    with pytest.raises(ProblemsError) as info:
+        load_derivative(path)
+    assert [str(p) for p in info.value.problems] == [
+        f"{path}: rows[{index}] ({row['id']}).legacyGroup: must be a whole number (no decimal "
+        f"point, not quoted, not true/false), found {shown}; write 10 (the legacy number of "
+        "group 'ap')"
+    ]

@@ -476,6 +476,7 @@ def test_report_defaults_to_the_workspace_evidence_folder(
     out = CliRunner().invoke(main, ["paperclip", "report", "--file", str(custom)])
     assert out.exit_code == 0, out.output
     assert (workspace / ".capeval" / "evidence" / "paperclip" / REPORT_JSON).is_file()
+    assert out.stderr == ""  # inside a workspace: the usual place, nothing to announce
     # A file next to the working directory, outside any workspace: used to be IndexError.
     plain = tmp_path / "plain"
     plain.mkdir()
@@ -485,6 +486,47 @@ def test_report_defaults_to_the_workspace_evidence_folder(
     assert out.exit_code == 0, out.output
     assert "wrote .capeval/evidence/paperclip/eval-parity-report.md" in out.output
     assert (plain / ".capeval" / "evidence" / "paperclip" / REPORT_MD).is_file()
+
+
+def test_report_outside_a_workspace_goes_to_the_derivatives_workspace_and_says_so(
+    paperclip_derivative: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Used to drop ./.capeval/evidence/paperclip/ into whatever directory the user was in.
+    from click.testing import CliRunner
+
+    from capeval.cli import main
+
+    workspace = tmp_path / "ws"
+    (workspace / "evals" / "capability" / "cases").mkdir(parents=True)
+    derivative = workspace / "evals" / "paperclip" / "eval-traceability.yaml"
+    derivative.parent.mkdir(parents=True)
+    derivative.write_bytes(paperclip_derivative.read_bytes())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    out = CliRunner().invoke(main, ["paperclip", "report", "--file", str(derivative)])
+    assert out.exit_code == 0, out.output
+    evidence = workspace.resolve() / ".capeval" / "evidence" / "paperclip"
+    assert (evidence / REPORT_JSON).is_file() and (evidence / REPORT_MD).is_file()
+    assert list(elsewhere.iterdir()) == []
+    assert f"wrote {evidence / REPORT_MD}" in out.stdout
+    assert out.stderr == (
+        "note: not in a capeval workspace (no evals/capability/cases/ here or in any parent "
+        f"directory); writing under the derivative's workspace, {workspace.resolve()} "
+        "(pass --out DIR to choose the folder)\n"
+    )
+    # With no workspace anywhere the current directory is the last resort, announced too.
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "d.yaml").write_bytes(paperclip_derivative.read_bytes())
+    monkeypatch.chdir(plain)
+    out = CliRunner().invoke(main, ["paperclip", "report", "--file", "d.yaml", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["markdown"] == str(
+        plain.resolve() / ".capeval" / "evidence" / "paperclip" / REPORT_MD
+    )
+    assert "note: not in a capeval workspace, and neither is d.yaml" in out.stderr
+    assert f"writing under the current directory, {plain.resolve()}" in out.stderr
 
 
 # -- checks that must be able to fail ----------------------------------------------------------

@@ -80,22 +80,63 @@ def _writing(command: str, target: Path, flag: str) -> Iterator[None]:
         )
 
 
-def _evidence_dir() -> Path:
-    """`.capeval/evidence/paperclip/` under the workspace root the other commands use
-    (the nearest ancestor holding evals/capability/cases), else the current directory.
+def _evidence_dir(derivative: Path) -> tuple[Path, str | None]:
+    """`.capeval/evidence/paperclip/` and, when it is not the usual place, why it is not.
 
-    Not beside the derivative: a `--file` can live anywhere, and evidence
-    belongs to the workspace the user is working in.
+    The usual place is under the workspace root the other commands use (the
+    nearest ancestor of the working directory holding evals/capability/cases),
+    not beside the derivative: a `--file` can live anywhere, and evidence
+    belongs to the workspace the user is working in. Outside any workspace the
+    report goes to the derivative's own workspace, else to the checkout that
+    holds it as evals/paperclip/eval-traceability.yaml, else to the current
+    directory; each of those comes with a notice naming the place, so a report
+    never lands somewhere the user did not expect without a word.
     """
+    from capeval.paperclip.derivative import DERIVATIVE_PATH
     from capeval.paperclip.report import DEFAULT_OUT
     from capeval.problems import ProblemsError
-    from capeval.workspace import find_root
+    from capeval.workspace import CASES_SUBDIR, find_root
 
     try:
-        root = find_root()
+        return find_root() / DEFAULT_OUT, None
     except ProblemsError:
-        root = Path.cwd()
-    return root / DEFAULT_OUT
+        pass
+    marker = f"{CASES_SUBDIR.as_posix()}/"
+    here = f"not in a capeval workspace (no {marker} here or in any parent directory)"
+    choose = "pass --out DIR to choose the folder"
+    file = derivative.resolve()
+    try:
+        root = find_root(start=file.parent)
+    except ProblemsError:
+        root = None
+    if root is not None:
+        return (
+            root / DEFAULT_OUT,
+            f"{here}; writing under the derivative's workspace, {root} ({choose})",
+        )
+    depth = len(DERIVATIVE_PATH.parts)
+    base = file.parents[depth - 1] if len(file.parents) >= depth else None
+    if base is not None and file == base / DERIVATIVE_PATH:
+        return (
+            base / DEFAULT_OUT,
+            f"{here}; writing under the derivative's checkout, {base} ({choose})",
+        )
+    cwd = Path.cwd()
+    return cwd / DEFAULT_OUT, (
+        f"not in a capeval workspace, and neither is {shown_path(derivative)} (no {marker} "
+        "above either); writing under the current directory, "
+        f"{cwd} ({choose}, or run inside a workspace)"
+    )
+
+
+def _default_out(out: Path | None, derivative: Path, leaf: str = "") -> Path:
+    """`--out` when given, else the evidence folder (announced on stderr when unusual)."""
+    if out is not None:
+        return out
+    folder, notice = _evidence_dir(derivative)
+    if notice is not None:
+        click.echo(f"note: {notice}", err=True)
+    return folder / leaf if leaf else folder
 
 
 def _suite_line(result: SuiteResult) -> str:
@@ -175,7 +216,8 @@ def run(file: Path | None, as_json: bool, jsonl: Path | None, force: bool) -> No
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="Directory for eval-parity-report.json/.md (default: .capeval/evidence/paperclip/ "
-    "under the workspace root).",
+    "under the workspace root; outside one, under the derivative's workspace or checkout, "
+    "else the current directory, with a note saying which).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the written paths as JSON.")
 def report(file: Path | None, out: Path | None, as_json: bool) -> None:
@@ -183,8 +225,8 @@ def report(file: Path | None, out: Path | None, as_json: bool) -> None:
     from capeval.paperclip.report import write_report
     from capeval.paperclip.suite import run_suite
 
-    _, rows = _load(file)
-    out_dir = out or _evidence_dir()
+    path, rows = _load(file)
+    out_dir = _default_out(out, path)
     result = run_suite(rows)
     with _writing("report", out_dir, "--out"):
         json_path, md_path, rows_path = write_report(result, out_dir)
@@ -236,7 +278,7 @@ def report(file: Path | None, out: Path | None, as_json: bool) -> None:
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="Directory for live-rows.jsonl (default: .capeval/evidence/paperclip/live/ "
-    "under the workspace root).",
+    "under the workspace root; outside one, as for report).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def live(
@@ -281,7 +323,7 @@ def live(
     settings = LiveSettings(
         binary, path.resolve(), model, config, scripted=scripted, timeout_s=timeout
     )
-    rows_path = (out or (_evidence_dir() / "live")) / "live-rows.jsonl"
+    rows_path = _default_out(out, path, "live") / "live-rows.jsonl"
     # Before the first turn, not after it: an --out that cannot hold the rows would
     # otherwise end the matrix with a traceback (or, later, lose a finished turn).
     with _writing("live", rows_path, "--out"):

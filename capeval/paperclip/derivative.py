@@ -8,6 +8,7 @@ in, every problem out); `load_derivative` adds the file read.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from capeval.paperclip.policy import (
     SCHEMA_VERSION,
     TASK_MODES,
     TOTAL_ROWS,
+    GroupPolicy,
 )
 from capeval.paperclip.semantics import entry_problem
 from capeval.problems import Problem, ProblemsError
@@ -39,6 +41,8 @@ ROW_SCHEMA: dict[str, Any] = {
         "id": {"type": "string", "pattern": r"^[a-z]{2}-[a-z0-9-]+-[0-9]{2}$"},
         "title": _TEXT,
         "group": {"type": "string", "enum": sorted(GROUPS)},
+        # A whole number: JSON Schema's "integer" also takes 10.0 (and 10.0 == 10), so
+        # `_check_legacy_group` refuses it, and true or "10", with the fix in the message.
         "legacyGroup": {"type": "integer", "minimum": 1, "maximum": 16},
         "fixture": {"type": "string", "pattern": r"^[a-z0-9][a-z0-9-]*$"},
         # actor, taskMode and fixture are checked by name in `_check_row_names`, with
@@ -49,11 +53,12 @@ ROW_SCHEMA: dict[str, Any] = {
         "expectedOutcome": _TEXT,
         "primaryDisposition": {"type": "string", "enum": list(DISPOSITIONS)},
         "requiredGrants": {**_TEXTS, "minItems": 1, "uniqueItems": True},
+        # A set written as a list: order is free, a repeat is refused by
+        # `_check_assertion_classes` (which names the repeated class and the fix).
         "assertionClasses": {
             "type": "array",
             "items": {"type": "string", "enum": list(ASSERTION_CLASSES)},
             "minItems": 1,
-            "uniqueItems": True,
         },
         "expectedSemantics": {**_TEXTS, "minItems": 1},
     },
@@ -156,8 +161,11 @@ def check_derivative(obj: Any, *, file: str = str(DERIVATIVE_PATH)) -> list[Prob
         )
     validator = Draft202012Validator(DOCUMENT_SCHEMA)
     for err in sorted(validator.iter_errors(obj), key=lambda e: list(map(str, e.absolute_path))):
-        if list(err.absolute_path) == ["schemaVersion"]:
+        where = list(err.absolute_path)
+        if where == ["schemaVersion"]:
             continue  # reported above with a friendlier message
+        if where[:1] == ["rows"] and where[2:] == ["legacyGroup"] and err.validator == "type":
+            continue  # `_check_legacy_group` says so, with the fix
         problems.append(Problem(file, _schema_location(obj, list(err.absolute_path)), err.message))
     rows = obj.get("rows")
     if not isinstance(rows, list):
@@ -192,6 +200,8 @@ def check_derivative(obj: Any, *, file: str = str(DERIVATIVE_PATH)) -> list[Prob
             label = _row_label(rows, i)
             problems.extend(_check_row_names(row, label, file))
             problems.extend(_check_semantics(row, label, file))
+            problems.extend(_check_legacy_group(row, label, file))
+            problems.extend(_check_assertion_classes(row, label, file))
             problems.extend(_check_row_policy(row, label, file))
     return problems
 
@@ -292,9 +302,77 @@ def _check_semantics(row: Mapping[str, Any], label: str, file: str) -> list[Prob
     return out
 
 
-def _check_row_policy(row: Mapping[str, Any], label: str, file: str) -> list[Problem]:
+def _policy(row: Mapping[str, Any]) -> GroupPolicy | None:
     group = row.get("group")
-    policy = GROUPS.get(group) if isinstance(group, str) else None  # a list is unhashable
+    return GROUPS.get(group) if isinstance(group, str) else None  # a list is unhashable
+
+
+def _is_whole(value: Any) -> bool:
+    """An int as YAML writes one: not 10.0 (a float) and not true (a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _shown(value: Any) -> str:
+    """A value as the YAML would spell it: 10.0, true, "10"."""
+    return json.dumps(value, default=str)
+
+
+def _check_legacy_group(row: Mapping[str, Any], label: str, file: str) -> list[Problem]:
+    """`legacyGroup` must be a whole number; 10.0 and true are not, though both compare equal."""
+    if "legacyGroup" not in row or _is_whole(row["legacyGroup"]):
+        return []  # a missing field and a number out of range are the schema's to report
+    policy = _policy(row)
+    fix = (
+        f"write {policy.legacy_group} (the legacy number of group {policy.code!r})"
+        if policy is not None
+        else "write the group's legacy number (1 to 16)"
+    )
+    return [
+        Problem(
+            file,
+            f"{label}.legacyGroup",
+            f"must be a whole number (no decimal point, not quoted, not true/false), "
+            f"found {_shown(row['legacyGroup'])}; {fix}",
+        )
+    ]
+
+
+def _check_assertion_classes(row: Mapping[str, Any], label: str, file: str) -> list[Problem]:
+    """The classes a row carries: each once, and exactly its group's (in any order).
+
+    The spec's policy names which classes a group's rows carry, not an order, so
+    `[combined_multi_hop, authorization_policy]` is as good as the reverse.
+    """
+    got = row.get("assertionClasses")
+    if not isinstance(got, list) or not all(isinstance(c, str) for c in got):
+        return []  # the schema already said so
+    field = f"{label}.assertionClasses"
+    out: list[Problem] = []
+    for cls, n in sorted(Counter(got).items()):
+        if n > 1:
+            out.append(Problem(file, field, f"lists {cls!r} {n} times; list each class once"))
+    policy = _policy(row)
+    if policy is None:
+        return out  # the schema already named the unknown group
+    want = policy.assertion_classes
+    missing = [c for c in want if c not in got]
+    extra = sorted({c for c in got if c not in want})
+    if missing or extra:
+        fixes = [f"add {', '.join(missing)}"] if missing else []
+        fixes += [f"remove {', '.join(extra)}"] if extra else []
+        out.append(
+            Problem(
+                file,
+                field,
+                f"group {policy.code!r} requires the classes {', '.join(want)} (in any order), "
+                f"found {got!r}; {' and '.join(fixes)}",
+            )
+        )
+    return out
+
+
+def _check_row_policy(row: Mapping[str, Any], label: str, file: str) -> list[Problem]:
+    policy = _policy(row)
     if policy is None:
         return []  # the schema already named the unknown group
     out: list[Problem] = []
@@ -307,9 +385,10 @@ def _check_row_policy(row: Mapping[str, Any], label: str, file: str) -> list[Pro
         ("legacyGroup", row.get("legacyGroup"), policy.legacy_group),
         ("primaryDisposition", row.get("primaryDisposition"), policy.disposition),
         ("requiredGrants", row.get("requiredGrants"), [policy.grant]),
-        ("assertionClasses", row.get("assertionClasses"), list(policy.assertion_classes)),
     )
     for name, got, want in checks:
+        if name == "legacyGroup" and not _is_whole(got):
+            continue  # `_check_legacy_group` said so
         if got != want:
             out.append(
                 Problem(
@@ -325,7 +404,12 @@ def parse_rows(obj: Mapping[str, Any], *, file: str = str(DERIVATIVE_PATH)) -> l
     problems = check_derivative(obj, file=file)
     if problems:
         raise ProblemsError(problems)
-    return [Row.from_dict(r) for r in obj["rows"]]
+    # The classes in the spec's order for the group, whatever order the file lists them
+    # in: the suite falls back to a row's first class, which must not hang on that order.
+    return [
+        Row.from_dict({**r, "assertionClasses": list(GROUPS[r["group"]].assertion_classes)})
+        for r in obj["rows"]
+    ]
 
 
 def load_derivative(path: Path, *, label: str | None = None) -> list[Row]:
