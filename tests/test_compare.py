@@ -232,6 +232,21 @@ def test_provider_change_is_refused_naming_both_unless_allowed() -> None:
     assert any("zen:north" in w for w in allowed.warnings)
 
 
+def test_a_refused_provider_change_is_a_warning_in_the_json() -> None:
+    """`clean: false` must come with its cause: the refusal `compare` prints, once."""
+    base = [row("a", provider="zen", model="north")]
+    cand = [row("a", provider="xai/thegreataxios", model="grok-4.5")]
+    result = compare(base, cand)
+    obj = result.to_json()
+    (refusal,) = result.refusals(gate=False)
+    assert refusal.endswith("; pass --allow-provider-fallback to judge anyway")
+    assert obj["clean"] is False and obj["warnings"].count(refusal) == 1
+    # The comparison itself is untouched (text output, a second to_json).
+    assert refusal not in result.warnings and result.to_json() == obj
+    allowed = compare(base, cand, allow_provider_fallback=True).to_json()
+    assert not any("pass --allow-provider-fallback" in w for w in allowed["warnings"])
+
+
 def test_mixed_cell_is_a_warning_for_compare_and_refused_by_the_gate() -> None:
     base = [row("a", repeat=0), row("a", repeat=1, provider="other", model="fallback")]
     cand = [row("a", repeat=0), row("a", repeat=1, provider="other", model="fallback")]
