@@ -240,3 +240,39 @@ def test_freeze_without_a_matrix_records_the_configured_provider_and_model(
     baseline = root / "evals" / "capability" / "results" / "baseline.json"
     rows = json.loads(baseline.read_text())["cases"]
     assert {(r["variantId"], r["agent"]) for r in rows} == {("local:v1", "sloppy")}
+
+
+def test_run_baseline_without_a_file_gates_against_the_configured_one(
+    repo_root: Path, tmp_path: Path
+) -> None:
+    # The demo workspace's capeval.toml names evals/capability/results/baseline.json.
+    cases = ("--case", "semver-compare")
+    run = capeval("run", *cases, "--jsonl", tmp_path / "c.jsonl", "--baseline", cwd=repo_root)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "scripted:oracle::semver-compare" in run.stdout
+    assert "gate: CLEAN (exit 0)" in run.stdout
+    # Advisory statistics stand beside the verdicts: the Wilson interval of 3/3.
+    assert "3/3 (100%) [0.44, 1.00]" in run.stdout
+    # Progress reaches a non-terminal stderr (a CI log), one line per repeat.
+    assert "[1/1] PASS scripted:oracle semver-compare #0" in run.stderr
+    quiet = capeval(
+        "run",
+        *cases,
+        "--jsonl",
+        tmp_path / "d.jsonl",
+        "--baseline",
+        "--no-advisory",
+        "-q",
+        cwd=repo_root,
+    )
+    assert quiet.returncode == 0, quiet.stdout + quiet.stderr
+    assert "3/3 (100%)" in quiet.stdout and "[0.44, 1.00]" not in quiet.stdout
+    assert "[1/1]" not in quiet.stderr
+
+
+def test_run_baseline_without_a_file_and_none_configured_names_the_fix(tmp_path: Path) -> None:
+    root = _workspace(tmp_path)
+    run = capeval("run", "--baseline", "--jsonl", tmp_path / "c.jsonl", cwd=root)
+    assert run.returncode == 2
+    assert "--baseline without a FILE and the configuration names none" in run.stderr
+    assert not (tmp_path / "c.jsonl").exists()  # nothing ran

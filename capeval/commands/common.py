@@ -172,15 +172,16 @@ def baselines_or_configured(
     return [found]
 
 
-def configured_baseline(root: Path | None) -> Path | str:
-    """The configuration's `baseline`, or why there is none usable (naming the fix)."""
+def configured_baseline(root: Path | None, config_path: Path | None = None) -> Path | str:
+    """The configuration's `baseline` (of `--config` when given), or why there is
+    none usable (naming the fix)."""
     from capeval.config import load_config
     from capeval.problems import ProblemsError
     from capeval.workspace import find_root
 
     try:
         found = find_root(explicit=root)
-        config = load_config(found)
+        config = load_config(found, config_path)
     except ProblemsError as exc:
         return f"no --baseline given and no usable configuration: {exc}"
     if config.baseline is None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +24,10 @@ from capeval.problems import ProblemsError
 
 def _n(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+# What `--baseline` given alone stands for: the configuration's baseline.
+CONFIGURED_BASELINE = "<configured baseline>"
 
 
 def _fail(message: str) -> NoReturn:
@@ -160,7 +163,17 @@ def _result_file_warnings_as_lines() -> Iterator[None]:
 @click.option(
     "--baseline",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="Gate the run against this baseline; exit with the gate's code.",
+    is_flag=False,
+    flag_value=CONFIGURED_BASELINE,
+    help="Gate the run against this baseline (given without FILE: the configuration's "
+    "`baseline`); exit with the gate's code.",
+)
+@click.option(
+    "--advisory/--no-advisory",
+    default=True,
+    show_default=True,
+    help="With --baseline: advisory statistics beside the verdicts (scipy; they never "
+    "change the exit code).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No per-repeat progress lines.")
 @click.option(
@@ -192,6 +205,7 @@ def run(
     artifacts_dir: Path | None,
     no_artifacts: bool,
     baseline: Path | None,
+    advisory: bool,
     quiet: bool,
     as_json: bool,
 ) -> None:
@@ -204,6 +218,13 @@ def run(
         _fail("--resume appends to its own stream; drop --jsonl")
     if no_artifacts and artifacts_dir is not None:
         _fail("--artifacts and --no-artifacts contradict each other; pass one of them")
+    if baseline == Path(CONFIGURED_BASELINE):
+        from capeval.commands.common import configured_baseline
+
+        found = configured_baseline(root, config_path)
+        if isinstance(found, str):
+            _fail(found.replace("no --baseline given", "--baseline without a FILE", 1))
+        baseline = found
     options = RunOptions(
         root=root,
         config=config_path,
@@ -225,7 +246,8 @@ def run(
         resume=resume,
         out=out,
         artifacts=False if no_artifacts else artifacts_dir,
-        on_row=ProgressPrinter(enabled=not quiet and not as_json and sys.stderr.isatty()),
+        # On stderr, terminal or not: a CI log of an hour-long matrix shows its progress.
+        on_row=ProgressPrinter(enabled=not quiet and not as_json),
     )
     try:
         plan = plan_run(options)
@@ -308,6 +330,7 @@ def run(
             root=plan.root,
             bait_overrides={},
             allow_provider_fallback=bool(allow_provider_fallback),
+            advisory=advisory,
         )
 
     cells = cell_summaries(outcome.rows)
