@@ -154,7 +154,12 @@ def decide(
         else:
             reasons.append(f"over budget: {turns_used} turns > maxTurns {budget}")
     if requirements and behaviors is None:
-        reasons.append("requireBehaviors set but no behaviors were captured")
+        # Null behaviors have two causes; "not captured" alone misled when the
+        # stream was read fine but held no model turn (no login, no network).
+        reasons.append(
+            "requireBehaviors set but no behaviors were captured (no stream, an unreadable "
+            "one, or one without a model turn)"
+        )
     elif requirements:
         for req in requirements:
             if not req.holds(behaviors):
