@@ -123,9 +123,45 @@ def test_history_data_and_lines(repeats: pl.DataFrame) -> None:
     assert len(figure.axes) == 3  # pass rate, seconds, tokens
 
 
-def test_history_refuses_frames_without_start_times(real_results: Path) -> None:
+def undated_v3(tmp_path: Path, name: str) -> Path:
+    """A v3 file whose rows and header carry no start time."""
+    from capeval.results.v3 import write_v3
+
+    rows = [{**r, "runId": None, "runStartedAt": None} for r in sample_rows()[:4]]
+    path = tmp_path / name
+    write_v3(path, rows, started_at=None, finished_at=None)
+    return path
+
+
+def test_history_refuses_frames_without_start_times(tmp_path: Path) -> None:
     with pytest.raises(plots.PlotError, match="no run start times"):
-        plots.history(load_frame(sorted(real_results.glob("*.json"))))
+        plots.history(load_frame([undated_v3(tmp_path, "a.json"), undated_v3(tmp_path, "b.json")]))
+
+
+def test_history_plots_real_v3_files_dated_by_their_headers(
+    real_results: Path, tmp_path: Path
+) -> None:
+    # The harness's v3 rows carry no runId or runStartedAt, only the header's
+    # startedAt; the frame left them undated and the plot refused them.
+    from tests.test_frame import copy_real_results
+
+    copies = copy_real_results(real_results, tmp_path)
+    loaded = load_frame(copies)
+    figure = plots.history(loaded)
+    assert isinstance(figure, Figure)
+    data = plots.history_data(loaded)
+    headers = {p.stem: json.loads(p.read_bytes())["startedAt"] for p in copies}
+    assert data["runId"].to_list() == [
+        f"{stem}@{started}" for stem, started in sorted(headers.items(), key=lambda kv: kv[1])
+    ]
+    assert data["repeats"].to_list() == [21, 21, 21]
+    # The same points as the history views plot.
+    con = connect(copies)
+    viewed = plots.history_data(frame(con, "SELECT * FROM repeats"))
+    con.close()
+    assert data.select("runId", "runStartedAt", "passRate").equals(
+        viewed.select("runId", "runStartedAt", "passRate")
+    )
 
 
 def test_behaviors_data_is_every_captured_value(repeats: pl.DataFrame) -> None:
@@ -296,11 +332,13 @@ def test_history_data_dates_runs_as_the_history_views_do() -> None:
     assert [plotted[r] for r in ("a", "b", "c")] == viewed
 
 
-def test_history_refuses_to_drop_runs_without_start_times(real_results: Path) -> None:
-    # Old v3 rows carry no runStartedAt; beside dated runs they were silently
-    # left off the time axis (in the legend, never plotted).
-    mixed = load_frame([*sorted(real_results.glob("*.json")), SAMPLES / "run1-dev-sloppy.jsonl"])
-    with pytest.raises(plots.PlotError, match=r"3 run\(s\) have no readable start time"):
+def test_history_refuses_to_drop_runs_without_start_times(tmp_path: Path) -> None:
+    # Rows without runStartedAt from v3 files without a header startedAt;
+    # beside dated runs they were silently left off the time axis (in the
+    # legend, never plotted).
+    undated = [undated_v3(tmp_path, f"{n}.json") for n in ("a", "b", "c")]
+    mixed = load_frame([*undated, SAMPLES / "run1-dev-sloppy.jsonl"])
+    with pytest.raises(plots.PlotError, match=r"3 run\(s\) have no readable start time \(a@"):
         plots.history_data(mixed)
     # A run dated by some of its rows is still plotted.
     part = load_frame(SAMPLES / "run1-dev-sloppy.jsonl")

@@ -44,6 +44,7 @@ from capeval.analysis.cells import Cell, cells_from_rows, parse_bait, variant_of
 from capeval.analysis.duckdb_paths import reads_as_pattern
 from capeval.metrics import METRIC_NAMES
 from capeval.results.errors import JSON_ERRORS, ResultFileError
+from capeval.results.v3head import read_v3_head
 
 _HEAD_CHUNK = 1 << 16
 
@@ -82,7 +83,7 @@ def load_sides(
 
     Raises `ResultFileError` for a file that is not a readable result file.
     """
-    from capeval.results.overlap import distinct_files
+    from capeval.results.overlap import distinct_files, same_run_warnings
 
     warnings: list[str] = []
     for paths in sides:
@@ -99,11 +100,11 @@ def load_sides(
         except FastPathUnavailable:
             pass
         else:
-            from capeval.results.overlap import same_run_warnings
-
             return cells, warnings + [w for paths in sides for w in same_run_warnings(paths)]
     out = [cells_from_rows(_read_rows(paths, warnings), keep_values=with_values) for paths in sides]
-    return out, warnings
+    # `read_many` reports the repeats files share by run id; copies of a v3
+    # file whose rows name no run it cannot tell apart, their headers can.
+    return out, warnings + [w for paths in sides for w in same_run_warnings(paths, run_ids=False)]
 
 
 def _check_readable(path: Path) -> None:
@@ -146,7 +147,7 @@ def _probe(path: Path) -> _Source:
             if isinstance(obj, dict) and not ({"version", "cases"} & obj.keys()):
                 _check_jsonl_tail(handle, size)
                 return _Source(path, "jsonl")
-        offset = _find_cases(handle, head)
+        offset = _find_cases(handle)
         handle.seek(max(0, size - _HEAD_CHUNK))
         tail = handle.read()
         stripped = tail.rstrip()
@@ -170,89 +171,14 @@ def _check_jsonl_tail(handle: Any, size: int) -> None:
         raise FastPathUnavailable from None
 
 
-def _find_cases(handle: Any, head: bytes) -> int:
+def _find_cases(handle: Any) -> int:
     """Byte offset of the `[` opening the top-level `cases` array of a v3 document."""
-    walker = _HeaderWalker(handle, head)
-    pos = walker.skip_ws(0)
-    if walker.char(pos) != "{":
+    head = read_v3_head(handle)
+    # `version: 3` must come before `cases`, and Python must read every member
+    # before it; otherwise the reference reader judges the file.
+    if head is None or head.fields.get("version") != 3:
         raise FastPathUnavailable
-    pos += 1
-    versioned = False
-    while True:
-        pos = walker.skip_ws(pos)
-        if walker.char(pos) in ("}", ""):
-            raise FastPathUnavailable  # no `cases`: the reference reader explains
-        key, pos = walker.decode(pos)
-        pos = walker.skip_ws(pos)
-        if not isinstance(key, str) or walker.char(pos) != ":":
-            raise FastPathUnavailable
-        pos = walker.skip_ws(pos + 1)
-        if key == "cases":
-            if walker.char(pos) != "[" or not versioned:
-                raise FastPathUnavailable  # no `version: 3` first: the reference reader judges
-            walker.check_utf8(pos)
-            return pos
-        value, pos = walker.decode(pos)
-        if key == "version":
-            if value != 3:
-                raise FastPathUnavailable  # the reference reader names the problem
-            versioned = True
-        pos = walker.skip_ws(pos)
-        # Only a comma may come between members: `{"version": 3 "cases": [...]}`
-        # is not JSON, and the reference reader refuses it.
-        if walker.char(pos) != ",":
-            raise FastPathUnavailable
-        pos += 1
-
-
-class _HeaderWalker:
-    """Decodes top-level values of a JSON object from a growing buffer.
-
-    Latin-1 keeps one char per byte, so string offsets are byte offsets
-    whatever UTF-8 the file holds; only key names and `version` are used.
-    """
-
-    def __init__(self, handle: Any, head: bytes) -> None:
-        self.handle = handle
-        self.buf = head.decode("latin-1")
-        self.eof = False
-        self.decoder = json.JSONDecoder()
-        handle.seek(len(head))
-
-    def more(self) -> None:
-        chunk = self.handle.read(max(len(self.buf), _HEAD_CHUNK))
-        if not chunk:
-            self.eof = True
-        self.buf += chunk.decode("latin-1")
-
-    def char(self, pos: int) -> str:
-        while pos >= len(self.buf) and not self.eof:
-            self.more()
-        return self.buf[pos] if pos < len(self.buf) else ""
-
-    def skip_ws(self, pos: int) -> int:
-        while self.char(pos) in (" ", "\t", "\r", "\n"):
-            pos += 1
-        return pos
-
-    def check_utf8(self, end: int) -> None:
-        """Latin-1 reads any bytes, and DuckDB never sees the header: a byte that
-        is not UTF-8 there is the reference reader's to refuse."""
-        try:
-            self.buf[:end].encode("latin-1").decode("utf-8")
-        except UnicodeDecodeError:
-            raise FastPathUnavailable from None
-
-    def decode(self, pos: int) -> tuple[Any, int]:
-        while True:
-            try:
-                return self.decoder.raw_decode(self.buf, pos)
-            except json.JSONDecodeError:
-                if self.eof:
-                    raise FastPathUnavailable from None
-                self.more()
-            except JSON_ERRORS:  # valid JSON Python cannot hold: the reference reader says so
-                raise FastPathUnavailable from None
+    return head.cases_offset
 
 
 # -- the DuckDB query -----------------------------------------------------------

@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from capeval.analysis.duckdb_paths import reads_as_pattern
+from capeval.analysis.history import run_identity_exprs, run_stem
 from capeval.behaviors import backfill_legacy
 from capeval.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME
 from capeval.results.load import read_rows
-from capeval.results.overlap import distinct_files
+from capeval.results.overlap import distinct_files, v3_header
 
 if TYPE_CHECKING:
     import polars as pl
@@ -254,8 +255,16 @@ def load_frame(
     last line, a malformed or duplicated row, a value of an odd type) is read
     by the reference reader, so its errors and warnings name file and line as
     always. Both paths give the same frame; `fast=False` forces the reference.
-    Repeats that two files both hold (a run's stream and its v3 export) are
-    kept twice, as `read_many` keeps them, with its warning.
+
+    Every row gets the run identity the history views give it
+    (`capeval.analysis.history.run_identity`): a row without `runStartedAt`
+    takes its v3 file's header `startedAt`, and a row without `runId` belongs
+    to the run `<file stem>@<start>` (files of the TypeScript harness carry
+    neither in their rows).
+
+    Repeats that two files both hold (a run's stream and its v3 export, or a
+    copy of a v3 file: the same run start, cell and repeat) are kept twice,
+    as `read_many` keeps them, with its warning.
     """
     paths = [paths] if isinstance(paths, str | Path) else list(paths)
     paths = distinct_files(paths, on_warning=on_warning)  # one named twice is read once
@@ -270,15 +279,65 @@ def load_frame(
             except FrameError as exc:
                 raise FrameError(f"{path}: {exc}") from None
         parts.append(part)
-    for message in _shared_repeats(paths, parts):
+    started = [_header_started(path) for path in paths]
+    for message in _shared_repeats(paths, parts, started):
         (on_warning or _default_warn)(message)
+    for part, path, header_started in zip(parts, paths, started, strict=True):
+        part.fixed = _with_run_identity(part.fixed, run_stem(path), header_started)
     try:
         return _assemble(parts)
     except FrameError:
         # The message must name the row's position among all rows, as the
         # reference does; errors are rare, so build that way only now.
         flat = [_flatten(r, str(p)) for p in paths for r in read_rows(p, on_warning=_ignore)]
-        return _build(flat)
+        frame = _build(flat)
+        stems = {str(p): run_stem(p) for p in paths}
+        starts = {str(p): s for p, s in zip(paths, started, strict=True)}
+        return _with_run_identity(frame, stems, starts)
+
+
+def _header_started(path: str | Path) -> str | None:
+    """A v3 file's header `startedAt` (None for JSON Lines), as the history views read it."""
+    header = v3_header(path)
+    if header is None:
+        return None
+    if "startedAt" not in header:
+        # Not before `cases`, where every writer puts it; rare enough to parse it all.
+        try:
+            with open(path, "rb") as handle:
+                doc = json.load(handle)
+        except (OSError, ValueError, RecursionError):
+            return None
+        header = doc if isinstance(doc, dict) else {}
+    value = header.get("startedAt")
+    return value if isinstance(value, str) else None
+
+
+def _run_start(header_started: str | None) -> pl.Expr:
+    """A row's run start (`runStartedAt`) as `run_identity` gives it: unlike the run id, it
+    names no file, so it tells a copy of a v3 file for the same run."""
+    import polars as pl
+
+    header = pl.lit(header_started, dtype=pl.String)
+    return run_identity_exprs(pl.lit("", dtype=pl.String), header)[1]
+
+
+def _with_run_identity(
+    frame: pl.DataFrame,
+    stem: str | Mapping[str, str],
+    header_started: str | Mapping[str, str | None] | None,
+) -> pl.DataFrame:
+    """`runId` and `runStartedAt` as the views derive them (per file, or per `source`)."""
+    import polars as pl
+
+    def per_file(value: str | Mapping[str, Any] | None) -> pl.Expr:
+        if isinstance(value, Mapping):
+            return pl.col("source").replace_strict(
+                dict(value), default=None, return_dtype=pl.String
+            )
+        return pl.lit(value, dtype=pl.String)
+
+    return frame.with_columns(*run_identity_exprs(per_file(stem), per_file(header_started)))
 
 
 def _ignore(message: str) -> None:
@@ -304,12 +363,17 @@ def _repeat_key() -> pl.Expr:
     )
 
 
-def _shared_repeats(paths: Sequence[str | Path], parts: Sequence[_Part]) -> list[str]:
+def _shared_repeats(
+    paths: Sequence[str | Path], parts: Sequence[_Part], header_started: Sequence[str | None]
+) -> list[str]:
     """Repeats that two files both hold (a run's v3 export beside its stream), worded
     as `capeval.results.load.read_many` words them.
 
     Both copies stay in the frame, as `read_many` keeps them for the gate, but
     a frame that silently counts a run twice gives wrong pass rates; so say so.
+    A repeat is (run id, cell, repeat); rows without a run id of their own (a
+    v3 file of the TypeScript harness, and so its copy under another name)
+    are told by their run's start instead, which names no file.
     """
     import polars as pl
 
@@ -326,15 +390,21 @@ def _shared_repeats(paths: Sequence[str | Path], parts: Sequence[_Part]) -> list
                     pl.lit(index).alias("file"),
                     pl.lit(first_index[str(path)]).alias("same"),
                     pl.col("runId"),
+                    pl.when(pl.col("runId").is_null()).then(_run_start(started)).alias("started"),
                     _repeat_key().alias("key"),
                     pl.col("repeat"),
                 )
-                for index, (path, part) in enumerate(zip(paths, parts, strict=True))
+                for index, (path, part, started) in enumerate(
+                    zip(paths, parts, header_started, strict=True)
+                )
             ]
         )
-        .filter(pl.col("runId").is_not_null() & pl.col("repeat").is_not_null())
+        .filter(
+            (pl.col("runId").is_not_null() | pl.col("started").is_not_null())
+            & pl.col("repeat").is_not_null()
+        )
         .unique()
-        .with_columns(pl.col("file").min().over("runId", "key", "repeat").alias("first"))
+        .with_columns(pl.col("file").min().over("runId", "started", "key", "repeat").alias("first"))
         .filter(pl.col("same") != pl.col("first"))
         .group_by("file", "first")
         .len()

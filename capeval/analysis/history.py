@@ -38,10 +38,10 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from capeval.analysis.duckdb_paths import reads_as_pattern
 from capeval.metrics import METRIC_NAMES, NUMERIC_METRICS
@@ -50,6 +50,8 @@ from capeval.results.errors import ResultFileError
 if TYPE_CHECKING:
     import duckdb
     import polars as pl
+
+T = TypeVar("T")
 
 RESULT_SUFFIXES = (".jsonl", ".ndjson", ".json")
 # Files the runner writes beside a row stream that are not results.
@@ -162,17 +164,83 @@ _INPLACE_FACTS = {
 }
 
 
+# -- run identity: one rule for the views (SQL) and the frames (polars) -----------------
+
+
+def run_identity(
+    run_id: T,
+    run_started: T,
+    stem: T,
+    header_started: T,
+    *,
+    coalesce: Callable[..., T],
+    concat: Callable[..., T],
+    text: Callable[[str], T],
+) -> tuple[T, T]:
+    """(runId, runStartedAt) of a row, in any expression language.
+
+    A row keeps its own `runStartedAt`, else takes its file's header
+    `startedAt` (v3 files of the TypeScript harness date their runs only
+    there); a row keeps its own `runId`, else belongs to the run
+    `<file stem>@<start>` (`<file stem>@` when nothing dates it). The views
+    render it as SQL (`run_identity_sql`), `capeval.analysis.frame.load_frame`
+    as polars (`run_identity_exprs`): one rule, so a run is the same run in both.
+    """
+    started = coalesce(run_started, header_started)
+    run = coalesce(run_id, concat(stem, text("@"), coalesce(run_started, header_started, text(""))))
+    return run, started
+
+
+def run_identity_sql(facts: Mapping[str, str]) -> tuple[str, str]:
+    """`run_identity` over raw rows (alias r) and per-file facts, as SQL text."""
+    return run_identity(
+        "r.runId",
+        "r.runStartedAt",
+        facts["stem"],
+        facts["headerStartedAt"],
+        coalesce=lambda *args: f"coalesce({', '.join(args)})",
+        concat=lambda *args: "(" + " || ".join(args) + ")",
+        text=lambda value: "'" + value.replace("'", "''") + "'",
+    )
+
+
+def run_identity_exprs(stem: pl.Expr, header_started: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """`run_identity` over a frame's `runId` and `runStartedAt` columns (aliased so)."""
+    import polars as pl
+
+    run, started = run_identity(
+        pl.col("runId"),
+        pl.col("runStartedAt"),
+        stem,
+        header_started,
+        coalesce=lambda *args: pl.coalesce(*args),
+        concat=lambda *args: pl.concat_str(*args),
+        text=lambda value: pl.lit(value, dtype=pl.String),
+    )
+    return run.alias("runId"), started.alias("runStartedAt")
+
+
+def run_stem(path: str | Path) -> str:
+    """The file part of a run id: the name of the file the path leads to, without its suffix.
+
+    The views name a file by its resolved path (`discover`), so a link is
+    named after its target here too.
+    """
+    try:
+        return Path(path).resolve().stem
+    except (OSError, RuntimeError):
+        return Path(path).stem
+
+
 def _select_sql(facts: dict[str, str] = _STAGED_FACTS) -> str:
     """Raw JSON rows (alias r) plus per-file facts -> table columns."""
+    run_id, run_started = run_identity_sql(facts)
     plain = []
     for column in _PLAIN:
         if column in _TIMESTAMPS:
             continue
         if column == "runId":
-            plain.append(
-                f"coalesce(r.runId, {facts['stem']} || '@' || "
-                f"coalesce(r.runStartedAt, {facts['headerStartedAt']}, '')) AS runId"
-            )
+            plain.append(f"{run_id} AS runId")
         elif column == "passed":
             # What every other reader refuses must not become a pass rate here.
             plain.append(
@@ -193,7 +261,7 @@ def _select_sql(facts: dict[str, str] = _STAGED_FACTS) -> str:
         f"{facts['source']} AS source",
         f"{facts['format']} AS format",
         *plain,
-        _utc("coalesce(r.runStartedAt, " + facts["headerStartedAt"] + ")") + " AS runStartedAt",
+        f"{_utc(run_started)} AS runStartedAt",
         f"{_utc(facts['headerFinishedAt'])} AS runFinishedAt",
         f"{_utc('r.startedAt')} AS startedAt",
         f"{_utc('r.finishedAt')} AS finishedAt",
@@ -691,7 +759,7 @@ def _plan_file(
                 source=key,
                 format="v3",
                 read_path=_temp_jsonl(rows, temps),
-                stem=path.stem,
+                stem=run_stem(path),
                 header_started=_str(header.get("startedAt")),
                 header_finished=_str(header.get("finishedAt")),
             )
@@ -725,7 +793,9 @@ def _plan_file(
                 read_path = key
             else:
                 read_path = _temp_slice(handle, start, end, temps)
-            inputs.append(_Input(source=key, format="jsonl", read_path=read_path, stem=path.stem))
+            inputs.append(
+                _Input(source=key, format="jsonl", read_path=read_path, stem=run_stem(path))
+            )
     file_rows.append((key, "jsonl", stat.st_size, stat.st_mtime_ns, end, tail))
 
 

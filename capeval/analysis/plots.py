@@ -246,8 +246,9 @@ def history_data(repeats: pl.DataFrame) -> pl.DataFrame:
     started = _utc_naive(pl.col("runStartedAt"), repeats.schema["runStartedAt"])
     if repeats["runStartedAt"].null_count() == repeats.height:
         raise PlotError(
-            "history: no run start times in these repeats (rows without runStartedAt, e.g. "
-            "old v3 files; the history views date those by the file's header)"
+            "history: no run start times in these repeats (rows without runStartedAt from "
+            "v3 files whose header has no startedAt either; load_frame and the history views "
+            "date v3 rows by their file's header)"
         )
     if "source" in repeats.columns:
         repeats = repeats.with_columns(pl.col("runId").fill_null(pl.col("source")))
@@ -258,9 +259,10 @@ def history_data(repeats: pl.DataFrame) -> pl.DataFrame:
         runs = sorted(str(r) for r in dated.filter(~pl.col("dated"))["runId"].to_list())
         raise PlotError(
             f"history: {len(runs)} run(s) have no readable start time ({', '.join(runs[:3])}"
-            f"{', ...' if len(runs) > 3 else ''}): rows without runStartedAt, e.g. old v3 "
-            "files; the history views date those by the file's header (connect(paths), "
-            "SELECT * FROM repeats)"
+            f"{', ...' if len(runs) > 3 else ''}): rows without runStartedAt from v3 files "
+            "whose header has no startedAt either, or a frame not built by load_frame or "
+            "the history views (connect(paths), SELECT * FROM repeats), which date v3 rows "
+            "by their file's header"
         )
     tokens = [c for c in ("tokenInput", "tokenOutput") if c in repeats.columns]
     token_sum = pl.sum_horizontal(tokens) if tokens else pl.lit(None, dtype=pl.Int64)

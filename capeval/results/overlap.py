@@ -5,6 +5,11 @@ twice, and nothing in the verdicts would show it. The gate's fast path reads
 no runId column, so this looks only at each file's head: cheap enough for
 every gate, and it catches that mistake. (The reference reader counts the
 shared repeats exactly: `capeval.results.load.read_many`.)
+
+A v3 file of the TypeScript harness names no run in its rows; its run is
+told by its header's `startedAt` (the harness wrote one file per run, so two
+such files started at the same instant are copies of one run). Its copy
+under another name is caught that way, from the header only.
 """
 
 from __future__ import annotations
@@ -15,6 +20,9 @@ import stat
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
+
+from capeval.results.v3head import read_v3_head
 
 _RUN_ID = re.compile(rb'"runId"\s*:\s*"((?:[^"\\]|\\.)*)"')
 
@@ -29,21 +37,64 @@ def head_run_id(path: str | Path) -> str | None:
     return found.group(1).decode("utf-8", "replace") if found else None
 
 
-def same_run_warnings(paths: Sequence[str | Path]) -> list[str]:
-    """One warning per pair of files whose first rows belong to the same run."""
-    first: dict[str, str] = {}
+def v3_header(path: str | Path) -> dict[str, Any] | None:
+    """The top-level fields a v3 document holds before its `cases` array, read from its head.
+
+    None when the file is no JSON object with a `cases` array (a JSON Lines
+    stream: its first row ends first), is a pipe (it can be read once only)
+    or cannot be read or decoded up to `cases`. Reads only as far as `cases`:
+    a few KiB however large the file.
+    """
+    try:
+        with open(path, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
+            head = read_v3_head(handle)
+    except OSError:
+        return None
+    return head.fields if head is not None else None
+
+
+def _run_key(path: str | Path) -> tuple[str, str] | None:
+    """What tells a file's run from its head: the first run id, else a v3 header's startedAt."""
+    run = head_run_id(path)
+    if run is not None:
+        return "run", run
+    header = v3_header(path)
+    started = header.get("startedAt") if header is not None else None
+    return ("started", started) if isinstance(started, str) and started else None
+
+
+def same_run_warnings(paths: Sequence[str | Path], *, run_ids: bool = True) -> list[str]:
+    """One warning per pair of files whose first rows belong to the same run.
+
+    A file whose head names no run id is a v3 file of the TypeScript harness
+    if anything: its run is its header's `startedAt`. `run_ids=False` leaves
+    out files told by run id (the reference reader counts their shared
+    repeats itself, and says so).
+    """
+    first: dict[tuple[str, str], str] = {}
     out = []
     for path in paths:
-        run = head_run_id(path)
-        if run is None:
+        try:
+            key = _run_key(path)
+        except OSError:
+            continue  # reading it names the problem
+        if key is None or (key[0] == "run" and not run_ids):
             continue
-        if run in first:
+        if key not in first:
+            first[key] = str(path)
+        elif key[0] == "run":
             out.append(
-                f"{path} and {first[run]} both hold run {run}; its repeats are counted "
+                f"{path} and {first[key]} both hold run {key[1]}; its repeats are counted "
                 "twice: pass one file per run (its .jsonl or its v3 export)"
             )
         else:
-            first[run] = str(path)
+            out.append(
+                f"{path} and {first[key]} both hold the run started at {key[1]} (the same "
+                "v3 header startedAt, rows without run ids); its repeats are counted twice: "
+                "pass one file per run (one is a copy of the other)"
+            )
     return out
 
 
