@@ -110,6 +110,9 @@ def test_junit_has_one_testcase_per_cell_and_fails_regressions_and_flags(compari
     assert cases["web"].find("failure") is not None  # bait flag
     assert cases["b"].find("failure") is None and cases["n"].find("failure") is None
     assert suite.get("failures") == "2" and suite.get("tests") == "4"
+    failure_types = {name: case.find("failure") for name, case in cases.items()}
+    assert failure_types["a"].get("type") == "regressed"  # type: ignore[union-attr]
+    assert failure_types["web"].get("type") == "bait-flag"  # type: ignore[union-attr]
 
 
 def test_junit_stays_well_formed_with_a_control_character_in_a_case_id() -> None:

@@ -468,7 +468,7 @@ def render_junit(comparison: Comparison) -> str:
         failure = _junit_failure(cell)
         failure = _xml_text(failure) if failure else None
         if failure:
-            ET.SubElement(case, "failure", message=failure, type=cell.status).text = failure
+            ET.SubElement(case, "failure", message=failure, type=_junit_type(cell)).text = failure
         elif cell.status == "missing":
             ET.SubElement(case, "skipped", message="cell missing from the candidate")
         out = [f"{cell.status}: baseline {_rate(cell.baseline)}, candidate {_rate(cell.candidate)}"]
@@ -490,6 +490,13 @@ def _junit_document(suite: Any) -> str:
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
     )
+
+
+def _junit_type(cell: CellComparison) -> str:
+    """What failed, for CI systems that group failures by type: a bait flag on an
+    unchanged cell is no "unchanged" failure. A regression wins (the message
+    lists the flag too)."""
+    return "regressed" if cell.status == "regressed" else "bait-flag"
 
 
 def _junit_failure(cell: CellComparison) -> str | None:
