@@ -169,15 +169,17 @@ def test_claude_subagent_messages_are_not_our_turns() -> None:
     assert p.skipped == {"assistant(sub-agent)": 1}
 
 
-def test_claude_background_agent_results_are_summed() -> None:
+def test_claude_background_agent_usage_is_the_sessions_sub_agents_included() -> None:
     # Printed by the real Claude Code 2.1.332: an Agent call ran in the
     # background, so Claude printed a `result` (3 responses), then a second
     # query with its own `result` (1 response) when the agent finished. Each
-    # result's usage and duration_ms cover its own query; the cost is cumulative.
+    # result's usage and duration_ms cover its own query's main loop (30/15 and
+    # 10/5); modelUsage and the cost are cumulative, the sub-agents' 90/45
+    # included: $3/M x 130 + $15/M x 65 = $0.001365.
     p = parse_claude_stream(lines(DATA / "claude-background-agent-stream.jsonl"))
     assert p.status == "done" and p.error is None
     assert p.summary.turnsUsed == 4  # the sub-agents' responses are not ours
-    assert p.summary.tokenUsage == TokenUsage(input=40, output=20)
+    assert p.summary.tokenUsage == TokenUsage(input=130, output=65)
     assert p.durationMs == 483 + 34
     assert p.costUsd == pytest.approx(0.001365)
     assert [c[1] for c in calls(p)] == ["Agent", "WebFetch"]
@@ -479,6 +481,16 @@ def test_gemini_error_result() -> None:
     assert p.summary.turnsUsed == 1
     assert calls(p) == [(0, "list_directory", "list", None)]
     assert p.model == "gemini-2.5-flash"
+    assert p.durationMs == 1600
+
+
+def test_gemini_a_zero_duration_is_unknown_not_an_instant_run() -> None:
+    # Gemini CLI's error handler writes the result's stats with duration_ms 0;
+    # the adapter then falls back to the wall time it measured.
+    stream = lines(DATA / "gemini-error-stream.jsonl")
+    stream[-1] = stream[-1].replace('"duration_ms":1600', '"duration_ms":0')
+    p = parse_gemini_stream(stream)
+    assert p.status == "failed" and p.durationMs is None
 
 
 # ---------------------------------------------------------------- opencode

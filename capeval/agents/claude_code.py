@@ -3,9 +3,9 @@
 Claude prints one `assistant` line per content block, and every block of one
 model response carries the same `message.id`: grouping by that id is what
 makes one response one turn. The `result` line is the verdict (a run can
-exit 0 and still have failed, e.g. `error_max_turns`) and carries the usage.
-A run that started a background Agent can print several `result` lines, one
-per query: their usage is summed. A stream cut off before any `result` (the
+exit 0 and still have failed, e.g. `error_max_turns`) and carries the usage:
+its cumulative `modelUsage`, which counts sub-agents' tokens too. A run that
+started a background Agent can print several `result` lines, one per query. A stream cut off before any `result` (the
 agent killed at the timeout) has no usage: the `assistant` lines only repeat
 each response's opening usage, whose `output_tokens` is a placeholder (1),
 not what the model wrote, so summing them would report a made-up count.
@@ -58,6 +58,33 @@ def _usage(raw: Any) -> TokenUsage | None:
         cacheRead=as_int(raw.get("cache_read_input_tokens")),
         cacheWrite=as_int(raw.get("cache_creation_input_tokens")),
         thinking=thinking,
+    )
+
+
+def _session_usage(raw: Any) -> TokenUsage | None:
+    """A `result`'s `modelUsage`: the session's usage so far, per model, sub-agents included.
+
+    `usage` covers the main loop only: a run whose Agent calls did most of the
+    work reported a fraction of its tokens beside a `total_cost_usd` that
+    counts them all.
+    """
+    if not isinstance(raw, Mapping) or not raw:
+        return None
+    models = [m for m in raw.values() if isinstance(m, Mapping)]
+    if len(models) != len(raw):
+        return None
+    return sum(
+        (
+            TokenUsage(
+                input=as_int(m.get("inputTokens")),
+                output=as_int(m.get("outputTokens")),
+                cacheRead=as_int(m.get("cacheReadInputTokens")),
+                cacheWrite=as_int(m.get("cacheCreationInputTokens")),
+                thinking=as_int(m.get("thinkingTokens")),
+            )
+            for m in models
+        ),
+        TokenUsage(),
     )
 
 
@@ -141,11 +168,15 @@ def parse_claude_stream(lines: Iterable[str]) -> ParsedStream:
     # Claude prints one `result` per query it runs: when a background Agent
     # finishes after the first result, its notification starts another query
     # with a result of its own. Each result's usage and duration_ms cover its
-    # own query only (total_cost_usd is cumulative), so they are summed, and a
-    # run with any failed query failed.
+    # own query's main loop only, while modelUsage and total_cost_usd are
+    # cumulative over the session, sub-agents included: the last modelUsage is
+    # the run's usage, else the queries' usage summed. A run with any failed
+    # query failed.
     result = finals[-1] if finals else None
     reported = [u for u in (_usage(r.get("usage")) for r in finals) if u is not None]
-    usage = sum(reported, TokenUsage()) if reported else None
+    usage = _session_usage((result or {}).get("modelUsage"))
+    if usage is None:
+        usage = sum(reported, TokenUsage()) if reported else None
     failure = next((r for r in finals if not _succeeded(r)), None)
     if result is None:
         status, error = "failed", unfinished("a `result` event")

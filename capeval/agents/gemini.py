@@ -118,6 +118,10 @@ def parse_gemini_stream(lines: Iterable[str]) -> ParsedStream:
             thinking=as_int(stats.get("thoughts")),
         )
         duration = as_float(stats.get("duration_ms"))
+        if duration is not None and duration <= 0:
+            # Gemini CLI's error path writes its stats with a duration of 0:
+            # unknown, so the run's measured wall time stands instead.
+            duration = None
         model = _answering_model(model, stats.get("models"))
     if result is None:
         status = "failed"
