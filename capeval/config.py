@@ -207,6 +207,31 @@ def config_problems(table: Any, *, file: str, prefix: str = "") -> list[Problem]
     return list(dict.fromkeys(problems))
 
 
+def _skip_word_problems(
+    name: str, spec: Mapping[str, Any], command: str, *, file: str
+) -> list[Problem]:
+    """A listed skip word the template (or `args`) lacks is a typo: --ask-permissions
+    would drop nothing and the agent would still run unprompted."""
+    words = spec.get("skip_permissions_args")
+    args = spec.get("args")
+    if not isinstance(words, list):
+        return []  # the schema says what it must be
+    present = set(shlex.split(command))
+    if isinstance(args, list):
+        present |= {a for a in args if isinstance(a, str)}
+    missing = [w for w in words if isinstance(w, str) and w not in present]
+    if not missing:
+        return []
+    return [
+        Problem(
+            file,
+            f"agents.{name}.skip_permissions_args",
+            f"names {', '.join(map(repr, missing))}, not a word of the command template or "
+            "args; list the words exactly as the template has them",
+        )
+    ]
+
+
 def _agent_problems(table: Mapping[str, Any], *, file: str) -> list[Problem]:
     """Rules the schema does not express: required keys per type, known default agent."""
     out: list[Problem] = []
@@ -263,6 +288,16 @@ def _agent_problems(table: Mapping[str, Any], *, file: str) -> list[Problem]:
                                 "is blank; a command agent needs its command template",
                             )
                         )
+                    out += _skip_word_problems(name, spec, command, file=file)
+            if agent_type != "command" and "skip_permissions_args" in spec:
+                out.append(
+                    Problem(
+                        file,
+                        f"agents.{name}.skip_permissions_args",
+                        f"only command agents take it (a {agent_type} agent's adapter knows its "
+                        "own permission flags); remove it",
+                    )
+                )
     default = table.get("agent")
     if isinstance(default, str) and default and default not in names:
         out.append(

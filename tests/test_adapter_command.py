@@ -501,12 +501,25 @@ def test_ask_permissions_is_refused_for_a_command_agent_that_names_no_skip_words
     assert not (tmp_path / "argv.json").exists()  # refused before any agent ran
 
 
-def test_ask_permissions_refuses_a_skip_word_the_template_lacks(
+def test_a_skip_word_the_template_lacks_is_a_configuration_problem(
     tmp_path: Path, product: Path
 ) -> None:
     proc = _run_asking(tmp_path, product, 'skip_permissions_args = ["--dangerously-skip"]\n')
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "'--dangerously-skip', not a word of its command template" in proc.stderr
+    assert (
+        "capeval.toml: agents.fake.skip_permissions_args: names '--dangerously-skip', not a "
+        "word of the command template or args" in proc.stderr
+    )
+    # Found by validate too, before any run asks for permissions.
+    check = subprocess.run(
+        [sys.executable, "-m", "capeval", "validate", "--root", str(tmp_path / "ws")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert check.returncode == 2 and "agents.fake.skip_permissions_args" in check.stdout + (
+        check.stderr
+    )
 
 
 def test_ask_permissions_through_capeval_run_drops_the_flags_and_says_so(

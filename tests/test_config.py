@@ -369,3 +369,31 @@ def test_a_command_starting_with_a_placeholder_is_not_anchored_to_the_root(
     )
     config = load_config(tmp_path)
     assert config.agents["mine"].command == "{workdir}/agent.sh {prompt}"
+
+
+def test_skip_permissions_args_are_words_of_a_command_agents_template(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "capeval.toml",
+        "[agents.corbits]\n"
+        'type = "command"\n'
+        'command = "corbits exec --dangerously-skip-permissions {prompt}"\n'
+        'args = ["--force"]\n'
+        'skip_permissions_args = ["--dangerously-skip-permissions", "--force"]\n'
+        "[agents.claude-code]\n"
+        'skip_permissions_args = ["--dangerously-skip-permissions"]\n',
+    )
+    (text,) = problems(tmp_path)  # the template and its args hold both words
+    assert text.startswith(
+        "capeval.toml: agents.claude-code.skip_permissions_args: only command agents take it"
+    )
+    write(
+        tmp_path,
+        "capeval.toml",
+        '[agents.corbits]\ntype = "command"\ncommand = "corbits {prompt}"\n'
+        'skip_permissions_args = ["--yolo"]\n',
+    )
+    assert problems(tmp_path) == [
+        "capeval.toml: agents.corbits.skip_permissions_args: names '--yolo', not a word of the "
+        "command template or args; list the words exactly as the template has them"
+    ]
