@@ -192,7 +192,10 @@ def parse_claude_stream(lines: Iterable[str]) -> ParsedStream:
         texts=texts,
         skipped=skipped,
         error=error,
-        durationMs=sum(durations) if durations else None,
+        # One query's duration_ms is the run's; several leave out the waits
+        # between them (a background Agent running): the measured wall time
+        # stands then.
+        durationMs=durations[0] if len(durations) == 1 and len(finals) == 1 else None,
         results=results,
         sessionId=as_str((result or {}).get("session_id")) or session,
         model=answering_model(init_model, answered) or message_model,
