@@ -11,6 +11,7 @@ import pytest
 from capeval.agents.modelserver import (
     INPUT_TOKENS,
     OUTPUT_TOKENS,
+    THOUGHT_TOKENS,
     ModelServer,
     Script,
 )
@@ -250,6 +251,7 @@ def test_gemini_generate_content_steps_follow_function_responses() -> None:
             "args": {"command": "ls /tmp/gem-work"},
         }
         assert chunk["usageMetadata"]["promptTokenCount"] == INPUT_TOKENS
+        assert chunk["usageMetadata"]["thoughtsTokenCount"] == THOUGHT_TOKENS
 
         answered = {
             "role": "user",

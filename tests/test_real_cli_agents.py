@@ -23,7 +23,13 @@ from agent_clis import find_cli, missing_reason
 
 from capeval.agents.base import AgentConfig, AgentRequest
 from capeval.agents.check import ENDPOINTS
-from capeval.agents.modelserver import INPUT_TOKENS, OUTPUT_TOKENS, ModelServer, Script
+from capeval.agents.modelserver import (
+    INPUT_TOKENS,
+    OUTPUT_TOKENS,
+    THOUGHT_TOKENS,
+    ModelServer,
+    Script,
+)
 from capeval.agents.registry import make_adapter
 from capeval.runner.httpfixture import HttpFixture
 
@@ -135,6 +141,9 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
 CLIS = list(SCRIPTS)
 # Model responses: the scripted steps plus the final "done".
 TURNS = {name: len(steps) + 1 for name, steps in SCRIPTS.items()}
+# Thinking tokens each CLI reports: the scripted server reports thoughts on
+# Gemini's wire only, and Gemini CLI 0.61 shows them in its chat log alone.
+THINKING = {name: THOUGHT_TOKENS * TURNS[name] if name == "gemini" else None for name in SCRIPTS}
 # The provider/model each CLI is asked for: the ones `capeval agents check` aims at its
 # scripted server, so tests and the check share one way of wiring each CLI.
 MODELS = {name: (ENDPOINTS[name].provider, ENDPOINTS[name].model) for name in SCRIPTS}
@@ -214,6 +223,8 @@ def test_adapter_runs_the_real_cli(name: str, tmp_path: Path) -> None:
     assert result.tokenUsage is not None
     assert result.tokenUsage.input == INPUT_TOKENS * TURNS[name]
     assert result.tokenUsage.output == OUTPUT_TOKENS * TURNS[name]
+    if THINKING[name] is not None:
+        assert result.tokenUsage.thinking == THINKING[name]
     assert (workdir / "notes.txt").read_text() == "two\n"
     assert (workdir / "answer.txt").read_text().strip() == "world"
     assert (workdir / "token.txt").read_text().strip() == token
@@ -322,6 +333,8 @@ def test_capeval_run_with_the_real_cli(name: str, tmp_path: Path) -> None:
     assert row["sessionId"]
     assert row["tokenUsage"]["input"] == INPUT_TOKENS * TURNS[name]
     assert row["tokenUsage"]["output"] == OUTPUT_TOKENS * TURNS[name]
+    if THINKING[name] is not None:
+        assert row["tokenUsage"]["thinking"] == THINKING[name]
     assert row["toolCallCount"] == (4 if name == "codex" else 5)
     assert row["model"] == model
     # Claude Code and opencode price the run themselves; the others say nothing.

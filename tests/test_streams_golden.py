@@ -873,3 +873,50 @@ def test_gemini_chat_responses_count_the_empty_ones() -> None:
     # Cut off: a response the stream showed but the log did not yet get.
     assert with_session_counts(stream, 0, finished=False).summary.turnsUsed == 1
     assert with_session_counts(stream, None, finished=True) is stream
+
+
+def test_gemini_thinking_comes_from_the_chat_log() -> None:
+    # Gemini CLI 0.61's stream stats have no thought count; its chat log
+    # records each response's `tokens`, the whole record again as calls return.
+    from capeval.agents.gemini import chat_messages, chat_thoughts, with_chat_thinking
+
+    stats = {"input_tokens": 20, "output_tokens": 10, "cached": 0, "input": 20}
+    stream = parse_gemini_stream(
+        [
+            json.dumps({"type": "init", "session_id": "s-1", "model": "m"}),
+            json.dumps({"type": "result", "status": "success", "stats": stats}),
+        ]
+    )
+    assert stream.summary.tokenUsage == TokenUsage(input=20, output=10)
+
+    def tokens(thoughts: int) -> dict[str, int]:
+        return {"input": 10, "output": 5, "cached": 0, "thoughts": thoughts, "tool": 0, "total": 0}
+
+    log = gemini_chat(
+        "s-1",
+        {"id": "u1", "type": "user", "content": [{"text": "Go."}], "tokens": tokens(100)},
+        {"id": "g1", "type": "gemini", "content": "", "thoughts": [], "tokens": tokens(3)},
+        {"$set": {"lastUpdated": "t"}},
+        {"id": "g1", "type": "gemini", "content": "", "tokens": tokens(3), "toolCalls": [{}]},
+        {"id": "g2", "type": "gemini", "content": "", "tokens": None},  # no usage reported
+        {"id": "g3", "type": "gemini", "content": "done", "tokens": tokens(4)},
+    )
+    messages = chat_messages(["not json", *log], "s-1")
+    assert messages is not None and chat_thoughts(messages) == 7  # g1 once, g3; not the user
+    amended = with_chat_thinking(stream, chat_thoughts(messages))
+    assert amended.summary.tokenUsage == TokenUsage(input=20, output=10, thinking=7)
+    assert amended.summary.turns == stream.summary.turns
+    assert chat_messages(log, "another") is None  # another session's log
+    # A log without thought counts (another layout), or no thoughts: the stream stands.
+    old = chat_messages(gemini_chat("s-1", {"id": "g1", "type": "gemini", "tokens": {}}), "s-1")
+    assert old is not None and chat_thoughts(old) is None
+    assert with_chat_thinking(stream, None) is stream
+    assert with_chat_thinking(stream, 0) is stream
+    # A stream that reports thoughts itself keeps its own count.
+    own = parse_gemini_stream(
+        [json.dumps({"type": "result", "status": "success", "stats": {**stats, "thoughts": 2}})]
+    )
+    assert with_chat_thinking(own, 7) is own
+    # A stream without usage (no `result`) gets none made up.
+    cut = parse_gemini_stream([json.dumps({"type": "init", "session_id": "s-1"})])
+    assert cut.summary.tokenUsage is None and with_chat_thinking(cut, 7) is cut

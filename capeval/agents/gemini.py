@@ -10,7 +10,10 @@ Results are joined to calls on `tool_id`. Assistant text arrives in chunks
 
 A response with no text and no call (an empty answer, or thoughts only)
 leaves no event, so `turnsUsed` is read from Gemini CLI's own chat log when
-there is one (`chat_responses`).
+there is one (`chat_responses`). The stream's stats carry no thought count
+either (Gemini CLI 0.61: `total_tokens`, `input_tokens`, `output_tokens`,
+`cached`, `input`, `duration_ms`, `tool_calls`, `models`), so `thinking` is
+read from the same log's per-response `tokens.thoughts` (`chat_thoughts`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +119,7 @@ def parse_gemini_stream(lines: Iterable[str]) -> ParsedStream:
             else uncached_input(stats.get("input_tokens"), stats.get("cached")),
             output=as_int(stats.get("output_tokens")),
             cacheRead=as_int(stats.get("cached")),
+            # Not in 0.61's stats: the adapter reads thoughts from the chat log.
             thinking=as_int(stats.get("thoughts")),
         )
         duration = as_float(stats.get("duration_ms"))
@@ -148,19 +153,15 @@ def parse_gemini_stream(lines: Iterable[str]) -> ParsedStream:
     )
 
 
-def chat_responses(lines: Iterable[str], session_id: str) -> int | None:
-    """The model responses of one Gemini CLI session, from its chat log.
+def chat_messages(lines: Iterable[str], session_id: str) -> dict[str, Mapping] | None:
+    """The `gemini` messages of one Gemini CLI session's chat log, by id: each one's last record.
 
-    An empty response (no text, no call: it ends the run) or one of thoughts
-    only prints nothing in the stream, so `turnsUsed` came out short (seen
-    with Gemini CLI 0.61). The chat log
-    (`$GEMINI_CLI_HOME/.gemini/tmp/<project>/chats/session-*.jsonl`) records
-    every response as a `gemini` message, rewritten under the same `id` as
-    its calls return; a failed attempt that was retried records none. None
-    when the log is another session's or holds no such message (another
-    version's layout): the stream's count stands.
+    The log (`$GEMINI_CLI_HOME/.gemini/tmp/<project>/chats/session-*.jsonl`)
+    opens with the session's header, then appends every message, and appends
+    a message again under the same `id` as it changes (its calls return).
+    None when the log is another session's.
     """
-    ids: set[str] = set()
+    messages: dict[str, Mapping] = {}
     header = True
     for line in lines:
         try:
@@ -174,8 +175,52 @@ def chat_responses(lines: Iterable[str], session_id: str) -> int | None:
             if entry.get("sessionId") != session_id:
                 return None
         elif entry.get("type") == "gemini" and isinstance(entry.get("id"), str):
-            ids.add(entry["id"])
-    return len(ids) or None
+            messages[entry["id"]] = entry
+    return messages
+
+
+def chat_responses(lines: Iterable[str], session_id: str) -> int | None:
+    """The model responses of one Gemini CLI session, from its chat log.
+
+    An empty response (no text, no call: it ends the run) or one of thoughts
+    only prints nothing in the stream, so `turnsUsed` came out short (seen
+    with Gemini CLI 0.61). The chat log records every response as a `gemini`
+    message (`chat_messages`); a failed attempt that was retried records
+    none. None when the log is another session's or holds no such message
+    (another version's layout): the stream's count stands.
+    """
+    messages = chat_messages(lines, session_id)
+    return len(messages) if messages else None
+
+
+def chat_thoughts(messages: Mapping[str, Mapping]) -> int | None:
+    """The thinking tokens of a session's responses (`chat_messages`), from their `tokens`.
+
+    Gemini CLI 0.61 records each response's usage on its message as
+    `tokens: {input, output, cached, thoughts, tool, total}` (`thoughts` is
+    the API's `thoughtsTokenCount`). None when no message records a thought
+    count (another version's layout): the stream's value stands.
+    """
+    counts = [
+        tokens["thoughts"]
+        for message in messages.values()
+        if isinstance(tokens := message.get("tokens"), Mapping)
+        and isinstance(tokens.get("thoughts"), int)
+    ]
+    return sum(counts) if counts else None
+
+
+def with_chat_thinking(parsed: ParsedStream, thoughts: int | None) -> ParsedStream:
+    """The stream's usage with the chat log's thinking tokens, when the stream has none.
+
+    Only `thinking` is taken from the log; input, output and cache reads stay
+    the stream's. A stream without usage (no `result`) stays without.
+    """
+    usage = parsed.summary.tokenUsage
+    if not thoughts or usage is None or usage.thinking:
+        return parsed
+    summary = replace(parsed.summary, tokenUsage=replace(usage, thinking=thoughts))
+    return replace(parsed, summary=summary)
 
 
 class GeminiAdapter(CliAdapter):
@@ -209,14 +254,16 @@ class GeminiAdapter(CliAdapter):
         if session is None:
             return parsed
         chats = self.home_of(request, "GEMINI_CLI_HOME", "gemini-home") / ".gemini" / "tmp"
-        counts = [
-            n
+        logs = [
+            messages
             for log in chats.glob(f"*/chats/session-*-{session[:8]}.jsonl")
-            if (n := chat_responses(log_lines(log), session)) is not None
+            if (messages := chat_messages(log_lines(log), session))
         ]
-        if len(counts) != 1:
+        if len(logs) != 1:
             return parsed
-        return with_session_counts(parsed, counts[0], finished=parsed.status == "done")
+        (messages,) = logs
+        counted = with_session_counts(parsed, len(messages), finished=parsed.status == "done")
+        return with_chat_thinking(counted, chat_thoughts(messages))
 
 
 # Gemini CLI keeps its settings, chat history, project registry and temp files

@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 # Token counts each response reports: fixed so tests can assert sums.
 INPUT_TOKENS = 10
 OUTPUT_TOKENS = 5
+# Thinking tokens, reported where the wire format has a count of its own for
+# them (Gemini's `thoughtsTokenCount`); no thought text is sent.
+THOUGHT_TOKENS = 3
 FINAL_TEXT = "done"
 
 _CWD_PATTERNS = (
@@ -486,7 +489,8 @@ def gemini_response(step: ScriptStep, model: str) -> dict[str, Any]:
         "usageMetadata": {
             "promptTokenCount": INPUT_TOKENS,
             "candidatesTokenCount": OUTPUT_TOKENS,
-            "totalTokenCount": INPUT_TOKENS + OUTPUT_TOKENS,
+            "thoughtsTokenCount": THOUGHT_TOKENS,
+            "totalTokenCount": INPUT_TOKENS + OUTPUT_TOKENS + THOUGHT_TOKENS,
         },
         "modelVersion": model,
     }
