@@ -18,7 +18,7 @@ import math
 import re
 import shlex
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -208,15 +208,15 @@ def config_problems(table: Any, *, file: str, prefix: str = "") -> list[Problem]
 
 
 def _skip_word_problems(
-    name: str, spec: Mapping[str, Any], command: str, *, file: str
+    name: str, spec: Mapping[str, Any], template: Sequence[str], *, file: str
 ) -> list[Problem]:
-    """A listed skip word the template (or `args`) lacks is a typo: --ask-permissions
+    """A listed skip word the template's words (or `args`) lack is a typo: --ask-permissions
     would drop nothing and the agent would still run unprompted."""
     words = spec.get("skip_permissions_args")
     args = spec.get("args")
     if not isinstance(words, list):
         return []  # the schema says what it must be
-    present = set(shlex.split(command))
+    present = set(template)
     if isinstance(args, list):
         present |= {a for a in args if isinstance(a, str)}
     missing = [w for w in words if isinstance(w, str) and w not in present]
@@ -268,7 +268,7 @@ def _agent_problems(table: Mapping[str, Any], *, file: str) -> list[Problem]:
             command = spec.get("command")
             if agent_type == "command" and isinstance(command, str):
                 try:
-                    blank = not shlex.split(command)
+                    template = shlex.split(command)
                 except ValueError as exc:
                     # validate said ok and run then refused it: one check for both.
                     out.append(
@@ -280,7 +280,7 @@ def _agent_problems(table: Mapping[str, Any], *, file: str) -> list[Problem]:
                         )
                     )
                 else:
-                    if blank:
+                    if not template:
                         out.append(
                             Problem(
                                 file,
@@ -288,7 +288,7 @@ def _agent_problems(table: Mapping[str, Any], *, file: str) -> list[Problem]:
                                 "is blank; a command agent needs its command template",
                             )
                         )
-                    out += _skip_word_problems(name, spec, command, file=file)
+                    out += _skip_word_problems(name, spec, template, file=file)
             if agent_type != "command" and "skip_permissions_args" in spec:
                 out.append(
                     Problem(

@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from test_run_helpers import write_case
 
 from capeval.agents.base import AgentConfig, AgentRequest
 from capeval.agents.command import (
@@ -296,27 +297,22 @@ def test_bad_templates_and_hook_paths_name_the_fix(tmp_path: Path) -> None:
     assert missing.status == "failed" and "[agents.c]" in (missing.error or "")
 
 
+def _notes_case(root: Path, **fields: object) -> None:
+    """A workspace whose one case passes when notes.txt says two, as the fake product leaves it."""
+    write_case(
+        root,
+        "notes",
+        verify="grep -qx two notes.txt\n",
+        prompt="write two into notes.txt",
+        **fields,
+    )
+
+
 @pytest.mark.slow
 def test_capeval_run_with_command_agents(tmp_path: Path, product: Path) -> None:
     """Through `capeval run`: the hooked run passes; the one whose hook never fires fails closed."""
     root = tmp_path / "ws"
-    case = root / "evals" / "capability" / "cases" / "notes"
-    case.mkdir(parents=True)
-    (root / "fixture").mkdir()
-    (root / "fixture" / "README.md").write_text("notes\n")
-    (case / "case.json").write_text(
-        json.dumps(
-            {
-                "id": "notes",
-                "tier": "simple",
-                "title": "Write notes",
-                "fixture": "fixture",
-                "prompt": "write two into notes.txt",
-                "maxTurns": 10,
-            }
-        )
-    )
-    (case / "verify.sh").write_text("grep -qx two notes.txt\n")
+    _notes_case(root, maxTurns=10)
     agents = []
     for name, mode in (("fake", "ok"), ("fake-nohook", "nohook")):
         agents.append(
@@ -447,22 +443,7 @@ def test_ask_permissions_drops_the_words_the_config_names(
 
 def _run_asking(tmp_path: Path, product: Path, extra: str) -> subprocess.CompletedProcess[str]:
     root = tmp_path / "ws"
-    case = root / "evals" / "capability" / "cases" / "notes"
-    case.mkdir(parents=True)
-    (root / "fixture").mkdir()
-    (root / "fixture" / "README.md").write_text("notes\n")
-    (case / "case.json").write_text(
-        json.dumps(
-            {
-                "id": "notes",
-                "tier": "simple",
-                "title": "Write notes",
-                "fixture": "fixture",
-                "prompt": "write two into notes.txt",
-            }
-        )
-    )
-    (case / "verify.sh").write_text("grep -qx two notes.txt\n")
+    _notes_case(root)
     command = template(product) + " --dangerously-skip-permissions --force"
     (root / "capeval.toml").write_text(
         "[agents.fake]\n"
