@@ -26,7 +26,7 @@ from typing import Any
 from capeval.agents.base import AgentConfig
 from capeval.agents.registry import builtin_agents
 from capeval.case import DEFAULT_TIERS, ID_PATTERN, schema_problems
-from capeval.problems import Problem, ProblemsError
+from capeval.problems import UTF8_BOM, Problem, ProblemsError, bom_message
 
 CONFIG_FILE = "capeval.toml"
 PYPROJECT = "pyproject.toml"
@@ -401,6 +401,51 @@ def config_from_table(
     )
 
 
+def matrix_problems(config: Config, root: Path) -> list[Problem]:
+    """What `capeval run` would refuse in the configured matrix, for `capeval validate`.
+
+    Otherwise validate said ok (a CI check passed) and the run then refused a
+    cell naming an agent no table defines, or two cells with one variant id.
+    A cell missing its provider or model is not reported: `--provider` or
+    `--model` on the command line may fill it.
+    """
+    from capeval.runner.matrix import parse_cell
+
+    if not config.matrix:
+        return []
+    file = _rel(config.source, root) if config.source is not None else CONFIG_FILE
+    key = "tool.capeval.matrix" if config.source and config.source.name == PYPROJECT else "matrix"
+    out: list[Problem] = []
+    seen: dict[str, str] = {}
+    for cell in config.matrix:
+        try:
+            variant = parse_cell(cell, provider=config.provider, model=config.model)
+        except ValueError as exc:
+            if " has no provider" not in str(exc) and " has no model" not in str(exc):
+                out.append(Problem(file, key, str(exc)))
+            continue
+        if variant.agent is not None and variant.agent not in config.agents:
+            out.append(
+                Problem(
+                    file,
+                    key,
+                    f"cell {cell!r} names agent {variant.agent!r}, which no [agents.NAME] table "
+                    f"or built-in defines; expected one of: {', '.join(sorted(config.agents))}",
+                )
+            )
+        if variant.id in seen:
+            out.append(
+                Problem(
+                    file,
+                    key,
+                    f"cells {seen[variant.id]!r} and {cell!r} both have variant id "
+                    f"{variant.id!r}; give one a label (label=provider:model)",
+                )
+            )
+        seen.setdefault(variant.id, cell)
+    return out
+
+
 # --- the shell ----------------------------------------------------------------
 
 
@@ -460,7 +505,10 @@ def _load_file(root: Path, path: Path, *, pyproject: bool, required: bool) -> Co
     name = _rel(path, root)
     try:
         with path.open("rb") as fh:
-            data = tomllib.load(fh)
+            raw = fh.read()
+        if raw.startswith(UTF8_BOM):
+            raise ProblemsError([Problem(name, "", bom_message("TOML"))])
+        data = tomllib.loads(raw.decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ProblemsError([Problem(name, "", f"invalid TOML: {exc}; fix the syntax")]) from exc
     except UnicodeDecodeError as exc:

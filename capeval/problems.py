@@ -34,6 +34,18 @@ class Problem:
         return {"file": self.file, "field": self.field, "message": self.message}
 
 
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def bom_message(syntax: str) -> str:
+    """For a file some editors saved with a byte order mark: it looks right when
+    opened, and the parsers' own words (line 1, column 1) do not say what to change."""
+    return (
+        f"starts with a byte order mark (BOM), which {syntax} does not allow; "
+        "save the file as UTF-8 without BOM"
+    )
+
+
 class ProblemsError(Exception):
     """Input is unusable; `.problems` says every reason, not just the first."""
 

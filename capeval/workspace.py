@@ -32,7 +32,7 @@ from capeval.case import (
     in_field_order,
     validate_case_dict,
 )
-from capeval.problems import Problem, ProblemsError
+from capeval.problems import Problem, ProblemsError, bom_message
 
 if TYPE_CHECKING:
     from capeval.config import Config
@@ -312,6 +312,8 @@ def read_case_json(file: Path, file_rel: str) -> CaseJson:
         return _unparsed(file_rel, f"is not UTF-8 text ({exc.reason}); save it as UTF-8")
     except OSError as exc:
         return _unparsed(file_rel, f"cannot be read: {exc.strerror}")
+    if text.startswith("\ufeff"):
+        return _unparsed(file_rel, bom_message("JSON"))
     strict = _StrictJson()
     try:
         obj = json.loads(
@@ -524,9 +526,13 @@ def validate_workspace(
         result.problems[:0] = exc.problems
         result.problems += trajectory_problems(found, _checked_dirs(found, ids))
         return result
+    from capeval.config import matrix_problems
+
     result = check_cases(found, config, ids)
+    result.problems[:0] = matrix_problems(config, found)
     # Of invalid cases too: "every problem at once", not one more round per fix.
     result.problems += trajectory_problems(found, _checked_dirs(found, ids))
+    result.problems += configured_trajectory_problems(found, config, _checked_dirs(found, ids))
     if result.ok and not result.cases:
         # "ok: 0 cases" passed a CI check of a workspace whose cases were never
         # added (or sit in a misspelt folder), while `capeval run` refuses it.
@@ -587,6 +593,49 @@ def trajectory_problems(root: Path, case_dirs: Sequence[Path]) -> list[Problem]:
                 load_trajectory(path, file=_relative(path, root))
             except TrajectoryError as exc:
                 out += exc.problems
+    return out
+
+
+def configured_trajectory_problems(
+    root: Path, config: Config, case_dirs: Sequence[Path]
+) -> list[Problem]:
+    """Trajectories the configured matrix's scripted cells play but a case lacks.
+
+    `capeval run` refuses such a run before any agent starts ("no trajectory
+    to play"); validate said ok. Cells that `--provider`/`--model` must
+    complete, or that name an unknown agent, are left to `matrix_problems`.
+    """
+    from capeval.runner.matrix import parse_cell
+
+    default = config.agent or "scripted"
+    cells: list[str] = list(config.matrix)
+    if not cells and config.provider and config.model:
+        cells = [f"{config.provider}:{config.model}"]
+    wanted: dict[str, str] = {}  # trajectory name -> the cell that plays it
+    for cell in cells:
+        try:
+            variant = parse_cell(cell, provider=config.provider, model=config.model)
+        except ValueError:
+            continue
+        agent = config.agents.get(variant.agent or default)
+        if agent is not None and agent.type == "scripted":
+            wanted.setdefault(agent.trajectory or variant.model, cell)
+    out: list[Problem] = []
+    for name, cell in wanted.items():
+        if name == ORACLE_TRAJECTORY:
+            continue  # every case's oracle is checked on its own
+        for case_dir in case_dirs:
+            path = case_dir / "trajectories" / f"{name}.json"
+            if not path.is_file():
+                out.append(
+                    Problem(
+                        _relative(path, root),
+                        "",
+                        f"missing; the configured matrix cell {cell!r} plays it with a scripted "
+                        "agent (capeval run refuses to start without it); add one, or change "
+                        "the matrix",
+                    )
+                )
     return out
 
 

@@ -397,3 +397,14 @@ def test_skip_permissions_args_are_words_of_a_command_agents_template(tmp_path: 
         "capeval.toml: agents.corbits.skip_permissions_args: names '--yolo', not a word of the "
         "command template or args; list the words exactly as the template has them"
     ]
+
+
+def test_a_configuration_saved_with_a_byte_order_mark_says_so(tmp_path: Path) -> None:
+    # tomllib said "Invalid statement (at line 1, column 1)" of a file that
+    # looks right in every editor.
+    (tmp_path / "capeval.toml").write_bytes(b"\xef\xbb\xbfrepeats = 2\n")
+    (text,) = problems(tmp_path)
+    assert text == (
+        "capeval.toml: starts with a byte order mark (BOM), which TOML does not allow; "
+        "save the file as UTF-8 without BOM"
+    )

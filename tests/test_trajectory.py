@@ -228,3 +228,15 @@ def test_other_braces_are_left_alone() -> None:
 def test_references_lists_ids_and_regexes() -> None:
     value = {"a": ["{{result:x}}", "{{result:y|re:(\\d+)}} {{HTTP_URL}}"]}
     assert list(references(value)) == [("x", None), ("y", "(\\d+)")]
+
+
+def test_byte_order_mark_is_named_with_the_fix(tmp_path: Path) -> None:
+    # Some editors save JSON with a BOM; Python's own words ("decode using
+    # utf-8-sig") do not tell a user what to change in the file.
+    path = tmp_path / "oracle.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"turns": [{"text": "hi"}]}).encode())
+    with pytest.raises(TrajectoryError) as err:
+        load_trajectory(path, file="cases/x/trajectories/oracle.json")
+    message = str(err.value)
+    assert message.startswith("cases/x/trajectories/oracle.json: ")
+    assert "byte order mark" in message and "without BOM" in message

@@ -313,3 +313,69 @@ def test_a_duplicate_key_is_reported_with_every_other_problem_of_its_case(good: 
     ]
     assert "title: appears twice in one object" in result.stdout
     assert '"httpFixture" is not true' in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("matrix", "message"),
+    [
+        (
+            '["scripted:oracle@ghost"]',
+            "capeval.toml: matrix: cell 'scripted:oracle@ghost' names agent 'ghost', which no "
+            "[agents.NAME] table or built-in defines; expected one of: claude-code, codex, "
+            "gemini, opencode, scripted",
+        ),
+        (
+            '["a=scripted:oracle", "a=openai:gpt-5@codex"]',
+            "capeval.toml: matrix: cells 'a=scripted:oracle' and 'a=openai:gpt-5@codex' both "
+            "have variant id 'a'; give one a label (label=provider:model)",
+        ),
+        (
+            '["scripted:oracle@bad agent"]',
+            "capeval.toml: matrix: matrix cell 'scripted:oracle@bad agent': 'bad agent' after "
+            "'@' is not an agent name; write provider:model@agent",
+        ),
+    ],
+)
+def test_a_configured_matrix_that_run_refuses_is_reported(
+    good: Path, matrix: str, message: str
+) -> None:
+    # validate said "ok" (and a CI check passed), then `capeval run` refused
+    # the matrix before any agent started.
+    (good / "capeval.toml").write_text(f"matrix = {matrix}\n")
+    result = invoke("--root", str(good))
+    assert result.exit_code == 2
+    assert result.stdout.splitlines() == [message]
+    run = CliRunner().invoke(main, ["run", "--root", str(good), "--dry-run"])
+    assert run.exit_code == 2
+
+
+def test_a_matrix_cell_that_command_line_flags_may_complete_is_not_reported(good: Path) -> None:
+    # `capeval run --provider scripted` fills the bare cells: a valid use.
+    (good / "capeval.toml").write_text('matrix = ["oracle", "sloppy"]\n')
+    assert invoke("--root", str(good)).exit_code == 0
+    (good / "pyproject.toml").write_text('[tool.capeval]\nmatrix = ["x:y@ghost"]\n')
+    (good / "capeval.toml").unlink()
+    result = invoke("--root", str(good))
+    assert result.stdout.startswith("pyproject.toml: tool.capeval.matrix: cell 'x:y@ghost'")
+
+
+def test_a_trajectory_the_configured_matrix_plays_is_checked(good: Path) -> None:
+    # `capeval run` refused the run ("no trajectory to play") that validate passed.
+    (good / "capeval.toml").write_text(
+        'matrix = ["scripted:sloppy", "local:v1@old"]\n'
+        '[agents.old]\ntype = "scripted"\ntrajectory = "stale"\n'
+    )
+    result = invoke("--root", str(good))
+    assert result.exit_code == 2
+    assert [line.split(": ")[0] for line in result.stdout.splitlines()] == [
+        f"{CASES}/alpha/trajectories/sloppy.json",
+        f"{CASES}/beta/trajectories/sloppy.json",
+        f"{CASES}/alpha/trajectories/stale.json",
+        f"{CASES}/beta/trajectories/stale.json",
+    ]
+    assert "the configured matrix cell 'scripted:sloppy' plays it" in result.stdout
+    for case in ("alpha", "beta"):
+        for name in ("sloppy", "stale"):
+            oracle = good / CASES / case / "trajectories" / "oracle.json"
+            (oracle.parent / f"{name}.json").write_text(oracle.read_text())
+    assert invoke("--root", str(good)).exit_code == 0

@@ -266,6 +266,19 @@ def test_non_utf8_case_file(root: Path) -> None:
     assert "is not UTF-8 text" in text
 
 
+def test_a_case_file_saved_with_a_byte_order_mark_says_so(root: Path) -> None:
+    # Some editors save UTF-8 with a BOM; the file looks fine, and the message
+    # was Python's "Unexpected UTF-8 BOM (decode using utf-8-sig)".
+    case_dir = add_case(root, "bom")
+    text = (case_dir / "case.json").read_bytes()
+    (case_dir / "case.json").write_bytes(b"\xef\xbb\xbf" + text)
+    (problem,) = problems_of(root)
+    assert problem == (
+        "evals/capability/cases/bom/case.json: starts with a byte order mark (BOM), which "
+        "JSON does not allow; save the file as UTF-8 without BOM"
+    )
+
+
 def test_missing_grader_is_found_on_disk(root: Path) -> None:
     add_case(root, "nograder", grader=False)
     (text,) = problems_of(root)

@@ -405,7 +405,7 @@ def load_trajectory(path: Path, *, name: str | None = None, file: str | None = N
 
     `file` is how the path is named in errors (repo-relative when known).
     """
-    from capeval.problems import Problem
+    from capeval.problems import Problem, bom_message
 
     label = file or str(path)
     name = name or path.stem
@@ -417,6 +417,8 @@ def load_trajectory(path: Path, *, name: str | None = None, file: str | None = N
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise TrajectoryError([Problem(label, "", f"cannot read: {exc}")]) from None
+    if text.startswith("\ufeff"):
+        raise TrajectoryError([Problem(label, "", bom_message("JSON"))])
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -199,8 +199,8 @@ def plan_run(options: RunOptions) -> RunPlan:
     if options.resume is None:
         _refuse_used_stream(Path(jsonl))
 
-    cases = load_cases(root, config, list(options.cases) or None)
     frozen = stored_resolution(options.resume) if options.resume is not None else None
+    cases = load_cases(root, config, _case_ids_to_load(options, frozen, root))
     if frozen is not None:
         cases = _cases_of_the_run(cases, frozen, Path(options.resume))  # type: ignore[arg-type]
     if options.tiers:
@@ -587,6 +587,32 @@ def stored_resolution(stream: Path | str) -> dict[str, Any] | None:
     return resolved if isinstance(resolved, dict) else None
 
 
+def _case_ids_to_load(
+    options: RunOptions, frozen: dict[str, Any] | None, root: Path
+) -> list[str] | None:
+    """The case ids to validate and load; None: every case in the folder.
+
+    A resume loads only its run's cases: a case added since (perhaps still
+    being written, so invalid) is no part of the run and must not refuse it.
+    """
+    from capeval.workspace import cases_dir
+
+    ids = frozen.get("cases") if frozen is not None else None
+    if options.cases or not isinstance(ids, list) or not ids:
+        return list(options.cases) or None
+    gone = [i for i in ids if not (isinstance(i, str) and (cases_dir(root) / i).is_dir())]
+    if gone:
+        raise RunError(_gone_case(gone[0], Path(options.resume)))  # type: ignore[arg-type]
+    return [str(i) for i in ids]
+
+
+def _gone_case(case_id: Any, stream: Path) -> str:
+    return (
+        f"--resume {stream}: case {case_id!r} of this run is no longer in the workspace "
+        "(or no longer selected); restore it, or start a new run"
+    )
+
+
 def _cases_of_the_run(cases: list[Case], frozen: dict[str, Any], stream: Path) -> list[Case]:
     """A resume finishes the run that was started: cases added since stay out of it."""
     ids = frozen.get("cases")
@@ -595,10 +621,7 @@ def _cases_of_the_run(cases: list[Case], frozen: dict[str, Any], stream: Path) -
     by_id = {c.id: c for c in cases}
     gone = [i for i in ids if i not in by_id]
     if gone:
-        raise RunError(
-            f"--resume {stream}: case {gone[0]!r} of this run is no longer in the workspace "
-            "(or no longer selected); restore it, or start a new run"
-        )
+        raise RunError(_gone_case(gone[0], stream))
     return [by_id[i] for i in ids]
 
 

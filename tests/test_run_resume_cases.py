@@ -1,0 +1,56 @@
+"""A resume runs the cases of the run it finishes, whatever the cases folder holds now."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from test_run_helpers import write_case
+
+from capeval.runner.run import RunError, RunOptions, execute, plan_run
+
+
+def _interrupted_run(root: Path) -> Path:
+    """A finished two-repeat run cut back to its first row, as a kill leaves it."""
+    write_case(root, "alpha")
+    stream = root / "rows.jsonl"
+    first = execute(RunOptions(root=root, jsonl=stream, repeats=2, handle_signals=False))
+    assert first.exit_code == 0
+    stream.write_text(stream.read_text().splitlines(keepends=True)[0])
+    return stream
+
+
+def test_a_case_added_broken_since_the_run_started_does_not_block_its_resume(
+    tmp_path: Path,
+) -> None:
+    # The resume validated every case in the folder, so a case someone began
+    # writing while a long run was interrupted refused the run's own resume
+    # ("invalid JSON"), though the case is no part of that run.
+    stream = _interrupted_run(tmp_path)
+    broken = tmp_path / "evals/capability/cases/beta"
+    broken.mkdir(parents=True)
+    (broken / "case.json").write_text("{")
+
+    plan = plan_run(RunOptions(resume=stream, handle_signals=False))
+    assert [c.id for c in plan.cases] == ["alpha"]
+    assert [j.triple for j in plan.todo] == [("scripted:oracle", "alpha", 1)]
+
+
+def test_a_case_of_the_run_that_is_gone_is_named_on_resume(tmp_path: Path) -> None:
+    stream = _interrupted_run(tmp_path)
+    shutil.rmtree(tmp_path / "evals/capability/cases/alpha")
+    write_case(tmp_path, "beta")
+    with pytest.raises(RunError) as info:
+        plan_run(RunOptions(resume=stream, handle_signals=False))
+    assert "case 'alpha' of this run is no longer in the workspace" in str(info.value)
+
+
+def test_a_case_of_the_run_broken_since_is_still_reported(tmp_path: Path) -> None:
+    from capeval.problems import ProblemsError
+
+    stream = _interrupted_run(tmp_path)
+    (tmp_path / "evals/capability/cases/alpha/case.json").write_text("{")
+    with pytest.raises(ProblemsError) as info:
+        plan_run(RunOptions(resume=stream, handle_signals=False))
+    assert [p.file for p in info.value.problems] == ["evals/capability/cases/alpha/case.json"]
