@@ -389,3 +389,32 @@ def test_behaviors_colours_by_variant_when_the_case_id_holds_colons() -> None:
     fig = plots.behaviors(pl.DataFrame(rows), ["shellCommandCount"])
     colours = {to_hex(c.get_facecolor()[0]) for c in fig.axes[0].collections}
     assert colours == {plots.colour(0).lower(), plots.colour(1).lower()}  # no grey
+
+
+def test_a_metric_with_no_captured_value_is_a_plot_error_not_a_crash(tmp_path: Path) -> None:
+    # `capeval plot behaviors --metric networkCommandCount` on repeats that
+    # never report it ended in a ZeroDivisionError traceback.
+    from capeval.analysis.frame import rows_to_frame
+    from tests.rowfactory import result_row
+
+    rows = [
+        result_row("c", i, runId="r", runStartedAt="2026-01-01T00:00:00Z", behaviors=b)
+        for i, b in enumerate([{"shellCommandCount": 1}, None])
+    ]
+    frame = rows_to_frame(rows)
+    with pytest.raises(plots.PlotError, match="no captured value of networkCommandCount"):
+        plots.behaviors(frame, ["networkCommandCount"])
+    assert plots.behaviors(frame, ["networkCommandCount", "shellCommandCount"]) is not None
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = capeval(
+        "plot",
+        "behaviors",
+        str(path),
+        "--metric",
+        "networkCommandCount",
+        "-o",
+        str(tmp_path / "b.png"),
+    )
+    assert result.returncode == 2, result.stderr
+    assert "no captured value of networkCommandCount" in result.stderr

@@ -8,12 +8,15 @@ missing column. Unknown extra fields are kept as extra columns.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import functools
+import itertools
 import json
 import mmap
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -266,38 +269,99 @@ def load_frame(
     copy of a v3 file: the same run start, cell and repeat) are kept twice,
     as `read_many` keeps them, with its warning.
     """
-    paths = [paths] if isinstance(paths, str | Path) else list(paths)
-    paths = distinct_files(paths, on_warning=on_warning)  # one named twice is read once
-    fast_parts = _read_fast(paths) if fast else {}
+    paths = distinct_files(expand_paths(paths, on_warning=on_warning), on_warning=on_warning)
+    fast_parts: dict[int, _Part] = {}
+    if fast:
+        # Below a few MiB the reference reader is faster than DuckDB, whose
+        # start-up and per-file cost made 1,500 small runs load 4x slower.
+        big = [i for i, path in enumerate(paths) if _worth_fast(path)]
+        found = _read_fast([paths[i] for i in big]) if big else {}
+        fast_parts = {big[j]: part for j, part in found.items()}
     parts: list[_Part] = []
+    pending: list[tuple[str | Path, list[dict[str, Any]]]] = []
     for index, path in enumerate(paths):
         part = fast_parts.get(index)
         if part is None:
             flat = [_flatten(row, str(path)) for row in read_rows(path, on_warning=on_warning)]
-            try:
-                part = _Part.from_flat(flat)
-            except FrameError as exc:
-                raise FrameError(f"{path}: {exc}") from None
+            pending.append((path, flat))
+            continue
+        if pending:
+            parts.append(_Part.from_files(pending))
+            pending = []
         parts.append(part)
-    started = [_header_started(path) for path in paths]
-    for message in _shared_repeats(paths, parts, started):
-        (on_warning or _default_warn)(message)
-    for part, path, header_started in zip(parts, paths, started, strict=True):
-        part.fixed = _with_run_identity(part.fixed, run_stem(path), header_started)
+    if pending:
+        # Files read by the reference become one part: building polars
+        # columns per file cost more than reading a small file.
+        parts.append(_Part.from_files(pending))
+    started = {str(path): _header_started(path) for path in paths}
     try:
-        return _assemble(parts)
+        frame = _assemble(parts)
     except FrameError:
         # The message must name the row's position among all rows, as the
         # reference does; errors are rare, so build that way only now.
-        flat = [_flatten(r, str(p)) for p in paths for r in read_rows(p, on_warning=_ignore)]
-        frame = _build(flat)
-        stems = {str(p): run_stem(p) for p in paths}
-        starts = {str(p): s for p, s in zip(paths, started, strict=True)}
-        return _with_run_identity(frame, stems, starts)
+        frame = _build(
+            [_flatten(r, str(p)) for p in paths for r in read_rows(p, on_warning=_ignore)]
+        )
+    for message in _shared_repeats(paths, frame, started):
+        (on_warning or _default_warn)(message)
+    return _with_run_identity(frame, {str(p): run_stem(p) for p in paths}, started)
+
+
+# Files smaller than this are read by the reference reader (see `load_frame`).
+FAST_MIN_BYTES = 4 << 20
+
+
+def _worth_fast(path: str | Path) -> bool:
+    try:
+        return os.stat(path).st_size >= FAST_MIN_BYTES
+    except (OSError, ValueError):
+        return False  # the reference reader names the problem
+
+
+def expand_paths(
+    paths: str | Path | Iterable[str | Path], *, on_warning: Callable[[str], None] | None = None
+) -> list[str | Path]:
+    """Result files named by `paths`: files as given, folders and glob patterns expanded.
+
+    A folder is searched as `capeval history` searches one (recursively,
+    run artifacts and sidecar files left out), and a file in it that is no
+    result file (a report, a plan) is skipped with a warning. A pattern
+    (`results/*.jsonl`, `results/**/*.json`) is expanded only when no file
+    has that very name; one that matches nothing is an error.
+    """
+    import glob
+
+    from capeval.analysis.history import discover, sniff
+    from capeval.results.errors import ResultFileError
+
+    given = [paths] if isinstance(paths, str | Path) else list(paths)
+    out: list[str | Path] = []
+    for path in given:
+        text = str(path)
+        if os.path.isdir(text):
+            root = Path(text)
+            for found in discover([root]):
+                if sniff(found) == "other":
+                    (on_warning or _default_warn)(f"skipped {found}: not a result file")
+                    continue
+                try:
+                    out.append(root / found.relative_to(root.resolve()))
+                except ValueError:  # reached through a link out of the folder
+                    out.append(found)
+        elif not os.path.lexists(text) and glob.has_magic(text):
+            matches = sorted(glob.glob(text, recursive=True))
+            if not matches:
+                raise ResultFileError(path, "no file matches this pattern")
+            out += expand_paths(matches, on_warning=on_warning)
+        else:
+            out.append(path)
+    return out
 
 
 def _header_started(path: str | Path) -> str | None:
     """A v3 file's header `startedAt` (None for JSON Lines), as the history views read it."""
+    if _first_line_is_row(path):
+        return None  # the v3 head walk costs more than reading a small stream
     header = v3_header(path)
     if header is None:
         return None
@@ -313,12 +377,23 @@ def _header_started(path: str | Path) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _run_start(header_started: str | None) -> pl.Expr:
+def _first_line_is_row(path: str | Path) -> bool:
+    """Whether a file starts with a whole JSON object without `cases`: a row stream."""
+    try:
+        with open(path, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return False
+            first = json.loads(handle.readline())
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(first, dict) and "cases" not in first
+
+
+def _run_start(header: pl.Expr) -> pl.Expr:
     """A row's run start (`runStartedAt`) as `run_identity` gives it: unlike the run id, it
     names no file, so it tells a copy of a v3 file for the same run."""
     import polars as pl
 
-    header = pl.lit(header_started, dtype=pl.String)
     return run_identity_exprs(pl.lit("", dtype=pl.String), header)[1]
 
 
@@ -364,7 +439,7 @@ def _repeat_key() -> pl.Expr:
 
 
 def _shared_repeats(
-    paths: Sequence[str | Path], parts: Sequence[_Part], header_started: Sequence[str | None]
+    paths: Sequence[str | Path], frame: pl.DataFrame, header_started: Mapping[str, str | None]
 ) -> list[str]:
     """Repeats that two files both hold (a run's v3 export beside its stream), worded
     as `capeval.results.load.read_many` words them.
@@ -377,27 +452,25 @@ def _shared_repeats(
     """
     import polars as pl
 
-    # A file passed twice holds nothing "too" of itself: `same` is where it came first.
+    # A file passed twice holds nothing "too" of itself: rows are its first mention's.
     first_index: dict[str, int] = {}
     for index, path in enumerate(paths):
         first_index.setdefault(str(path), index)
     if len(first_index) < 2:
         return []
+    header = pl.col("source").replace_strict(
+        dict(header_started), default=None, return_dtype=pl.String
+    )
     keys = (
-        pl.concat(
-            [
-                part.fixed.lazy().select(
-                    pl.lit(index).alias("file"),
-                    pl.lit(first_index[str(path)]).alias("same"),
-                    pl.col("runId"),
-                    pl.when(pl.col("runId").is_null()).then(_run_start(started)).alias("started"),
-                    _repeat_key().alias("key"),
-                    pl.col("repeat"),
-                )
-                for index, (path, part, started) in enumerate(
-                    zip(paths, parts, header_started, strict=True)
-                )
-            ]
+        frame.lazy()
+        .select(
+            pl.col("source")
+            .replace_strict(first_index, default=None, return_dtype=pl.Int64)
+            .alias("file"),
+            pl.col("runId"),
+            pl.when(pl.col("runId").is_null()).then(_run_start(header)).alias("started"),
+            _repeat_key().alias("key"),
+            pl.col("repeat"),
         )
         .filter(
             (pl.col("runId").is_not_null() | pl.col("started").is_not_null())
@@ -405,7 +478,7 @@ def _shared_repeats(
         )
         .unique()
         .with_columns(pl.col("file").min().over("runId", "started", "key", "repeat").alias("first"))
-        .filter(pl.col("same") != pl.col("first"))
+        .filter(pl.col("file") != pl.col("first"))
         .group_by("file", "first")
         .len()
         .sort("file", "first")
@@ -479,18 +552,15 @@ class _Part:
     legacy: bool = False  # has rows whose taskToolCallCount was backfilled
 
     @classmethod
-    def from_flat(cls, flat: Sequence[Mapping[str, Any]]) -> _Part:
+    def from_flat(
+        cls, flat: Sequence[Mapping[str, Any]], where: Callable[[str, int], str] = _where_in_part
+    ) -> _Part:
         """A part read by the reference reader (FrameError if a fixed value does not fit)."""
         import polars as pl
 
         fixed = pl.DataFrame(
             [
-                _column(
-                    name,
-                    [r.get(name) for r in flat],
-                    kind,
-                    functools.partial(_where_in_part, name),
-                )
+                _column(name, [r.get(name) for r in flat], kind, functools.partial(where, name))
                 for name, kind in FIXED_COLUMNS.items()
             ]
         )
@@ -500,6 +570,19 @@ class _Part:
             classes = {_value_class(v) for v in values if v is not None}
             extras[name] = _Extra(classes, values=values)
         return cls(fixed, extras)
+
+    @classmethod
+    def from_files(cls, files: Sequence[tuple[str | Path, list[dict[str, Any]]]]) -> _Part:
+        """One part of several files read by the reference reader; a misfit value is
+        named by file and row, as if each file were built alone."""
+        flat = [row for _, rows in files for row in rows]
+        starts = list(itertools.accumulate((len(rows) for _, rows in files), initial=0))
+
+        def where(name: str, i: int) -> str:
+            file = bisect.bisect_right(starts, i) - 1
+            return f"{files[file][0]}: row {i - starts[file]}: field {name!r}"
+
+        return cls.from_flat(flat, where=where)
 
 
 def _assemble(parts: Sequence[_Part]) -> pl.DataFrame:

@@ -488,8 +488,11 @@ def discover(paths: str | Path | Iterable[str | Path]) -> list[Path]:
 _V3_HEAD = re.compile(rb'"version"\s*:\s*3\b|"cases"\s*:\s*\[')
 
 
-def _sniff(path: Path) -> str:
-    """'jsonl', 'v3' or 'other', from the head of the file only."""
+def sniff(path: Path) -> str:
+    """'jsonl', 'v3' or 'other' (no result file), from the head of the file only.
+
+    `load_frame` skips the 'other' files of a folder as the views skip them.
+    """
     with open(path, "rb") as handle:
         head = handle.read(_HEAD)
         text = head.lstrip()
@@ -666,13 +669,7 @@ def ingest(
             report.rows_added = _insert(con, inputs)
             touched |= _runs_of(con, [i.source for i in inputs])
             _refresh_cells(con, sorted(touched))
-            for path_s, fmt, size, mtime, offset, tail in file_rows:
-                con.execute(
-                    "INSERT OR REPLACE INTO result_files VALUES "
-                    "(?, ?, ?, ?, ?, ?, (SELECT count(*) FROM result_rows WHERE source = ?), "
-                    "now()::TIMESTAMP)",
-                    [path_s, fmt, size, mtime, offset, tail, path_s],
-                )
+            _record_files(con, file_rows)
             con.execute("COMMIT")
         except BaseException as exc:
             con.execute("ROLLBACK")
@@ -683,6 +680,36 @@ def ingest(
         for name in temps:
             Path(name).unlink(missing_ok=True)
     return report
+
+
+def _record_files(
+    con: duckdb.DuckDBPyConnection, file_rows: Sequence[tuple[str, str, int, int, int, str | None]]
+) -> None:
+    """Record what was ingested of each file, in one statement.
+
+    One INSERT per file, each counting its rows over the whole table, made an
+    ingest of a folder of a thousand small runs quadratic: 30 s of its 42 s.
+    """
+    if not file_rows:
+        return
+    columns = list(zip(*file_rows, strict=True))
+    con.execute(
+        """
+        INSERT OR REPLACE INTO result_files
+        WITH f AS (
+          SELECT unnest(?) AS path, unnest(?) AS format, unnest(?) AS size,
+            unnest(?) AS mtimeNs, unnest(?) AS ingestedOffset, CAST(unnest(?) AS VARCHAR) AS tailHash
+        ),
+        n AS (
+          SELECT source, count(*) AS rowCount FROM result_rows
+          WHERE source IN (SELECT path FROM f) GROUP BY source
+        )
+        SELECT f.path, f.format, f.size, f.mtimeNs, f.ingestedOffset, f.tailHash,
+          coalesce(n.rowCount, 0), now()::TIMESTAMP
+        FROM f LEFT JOIN n ON n.source = f.path
+        """,
+        [list(c) for c in columns],
+    )
 
 
 def scan(con: duckdb.DuckDBPyConnection, paths: str | Path | Iterable[str | Path]) -> IngestReport:
@@ -740,7 +767,7 @@ def _plan_file(
         if known.format == "other":
             report.skipped.append((key, "not a result file"))
         return
-    fmt = _sniff(path)
+    fmt = sniff(path)
     if fmt == "other":
         report.skipped.append((key, "not a result file (no v3 header, no result rows)"))
         if known is not None and known.format != "other":

@@ -386,7 +386,7 @@ def behaviors_data(
         raise PlotError("behaviors: no behavior metric has data in these repeats")
     if "behaviorsCaptured" in repeats.columns:
         repeats = repeats.filter(pl.col("behaviorsCaptured"))
-    return (
+    data = (
         repeats.select(
             pl.col("variantId"),
             pl.col(case).alias("caseId"),
@@ -401,6 +401,14 @@ def behaviors_data(
         .sort("metric", "resultKey", "value")
         .with_columns(pl.col("metric").cast(pl.String))
     )
+    if data.height == 0:
+        # A metric asked for by name that no captured repeat reports: the
+        # figure had no panel to draw and divided by zero.
+        raise PlotError(
+            f"behaviors: no captured value of {', '.join(metrics)} in these repeats "
+            "(behaviors not captured, or not reported for that metric)"
+        )
+    return data
 
 
 def behaviors(
