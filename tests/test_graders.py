@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,23 @@ def check(root: Path) -> list[str]:
 def test_an_honest_case_has_no_problems(tmp_path: Path) -> None:
     add_case(tmp_path, "honest")
     assert check(tmp_path) == []
+
+
+def test_the_grader_gets_a_private_empty_tmpdir_as_in_a_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A run gives each grader its own empty $TMPDIR; validate --graders must
+    # judge a grader that relies on it the same way (here `set -u` with no
+    # TMPDIR in the environment made the honest grader "fail after the oracle").
+    monkeypatch.delenv("TMPDIR", raising=False)
+    needs_tmp = (
+        'set -u\n[ -d "$TMPDIR" ] && [ -z "$(ls -A "$TMPDIR")" ] || { echo "no private TMPDIR"; '
+        "exit 7; }\n" + HONEST
+    )
+    add_case(tmp_path, "uses-tmp", verify=needs_tmp)
+    before = set(Path(tempfile.gettempdir()).glob("capeval-verify-tmp-*"))
+    assert check(tmp_path) == []
+    assert set(Path(tempfile.gettempdir()).glob("capeval-verify-tmp-*")) == before  # removed
 
 
 def test_a_grader_that_passes_untouched_is_reported(tmp_path: Path) -> None:

@@ -190,13 +190,22 @@ def _grade(
 ) -> tuple[int, str]:
     """Run the grader as a repeat does; returns (exit code, tail of its output)."""
     from capeval.runner.process import run_process
+    from capeval.runner.reaper import remove_tree
     from capeval.runner.workdir import own_repo_env
 
-    env = own_repo_env()
+    # A repeat gives its grader a private, empty $TMPDIR; a grader relying on
+    # it (`set -u`, `mktemp` then `ls $TMPDIR`) must be judged the same way.
+    verify_tmp = Path(tempfile.mkdtemp(prefix="capeval-verify-tmp-"))
+    env = {**own_repo_env(), "TMPDIR": str(verify_tmp)}
     if http is not None:
         env["EVAL_HTTP_URL"] = http.url
         env["EVAL_HTTP_TOKEN"] = http.token
-    proc = run_process(["bash", str(case.verify_path)], cwd=workdir, env=env, timeout_s=timeout_s)
+    try:
+        proc = run_process(
+            ["bash", str(case.verify_path)], cwd=workdir, env=env, timeout_s=timeout_s
+        )
+    finally:
+        remove_tree(verify_tmp)
     output = (proc.stdout + proc.stderr).decode("utf-8", errors="replace").strip()
     return proc.exit_code, output[-OUTPUT_TAIL_CHARS:]
 
