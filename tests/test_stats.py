@@ -40,6 +40,28 @@ def test_difference_interval_contains_the_difference_and_stays_in_range() -> Non
     assert -1 <= low < 2 / 3 < high <= 1
 
 
+@pytest.mark.parametrize(
+    ("base", "cand", "low", "high"),
+    [
+        # Newcombe (1998), "Interval estimation for the difference between
+        # independent proportions", Table II, method 10 (hybrid score), 95%.
+        ((48, 80), (56, 70), 0.0524, 0.3339),
+        ((3, 10), (9, 10), 0.1705, 0.8090),
+        ((2, 7), (6, 7), 0.0582, 0.8062),
+        ((0, 29), (5, 56), -0.0381, 0.1926),
+        ((0, 20), (0, 10), -0.1611, 0.2775),
+        ((0, 10), (0, 10), -0.2775, 0.2775),
+        ((0, 20), (10, 10), 0.6791, 1.0),
+        ((0, 10), (10, 10), 0.6075, 1.0),
+    ],
+)
+def test_difference_interval_is_newcombes_published_hybrid_score_interval(
+    base: tuple[int, int], cand: tuple[int, int], low: float, high: float
+) -> None:
+    got = stats.difference_interval(base, cand)
+    assert got == (pytest.approx(low, abs=1e-4), pytest.approx(high, abs=1e-4))
+
+
 def test_exact_test_switches_to_fisher_for_large_cells() -> None:
     small = stats.exact_test((1, 5), (5, 5))
     assert small["test"] == "barnard" and 0 < small["pValue"] < 0.05
