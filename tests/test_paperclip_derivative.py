@@ -40,6 +40,7 @@ def test_checked_in_derivative_loads() -> None:
     rows = load_derivative(DERIVATIVE)
     assert len(rows) == 106
     assert {r.group for r in rows} == set(GROUPS)
+    assert load_derivative(str(DERIVATIVE)) == rows  # a notebook's plain string
 
 
 def test_derivative_carries_the_corpus_facts(doc: dict[str, Any], shared_dir: Path) -> None:

@@ -226,7 +226,7 @@ def test_control_plane_that_does_not_open_the_run_fails(
 
 def test_report_contract_and_byte_identical_reruns(rows: list[Row], tmp_path: Path) -> None:
     first = write_report(run_suite(rows), tmp_path / "a")
-    second = write_report(run_suite(rows), tmp_path / "b")
+    second = write_report(run_suite(rows), str(tmp_path / "b"))  # a notebook's plain string
     for p, q in zip(first, second, strict=True):
         assert p.read_bytes() == q.read_bytes(), p.name
     report = json.loads((tmp_path / "a" / REPORT_JSON).read_text(encoding="utf-8"))
@@ -295,6 +295,7 @@ def test_cli_run_and_report(tmp_path: Path) -> None:
         "authorizationDecision",
         "passed",
         "stateDiff",
+        "stateDiffSize",
     } <= set(lines[0])
     again = subprocess.run(
         [*cmd, "run", "--jsonl", str(jsonl)], capture_output=True, text=True, cwd=REPO

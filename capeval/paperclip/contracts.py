@@ -10,6 +10,7 @@ does, and how the control plane must open a run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,6 +163,9 @@ def write_expectations(
         tool = (before or {}).get("gatewayTools", {}).get(args["tool"]) or {}
         if tool.get("approverRoles"):
             out.append(FieldIs("actionRequests", entity_id, "status", "pending"))
+        elif before is not None:
+            # no approver: nothing anyone could decide, so never pending
+            out.append(FieldIs("actionRequests", entity_id, "status", "no_approval_path"))
     elif op == "sync_agent_skills":
         pass  # appends to a list; the revision and audit record still prove the write
     elif op in _ADMIN_COLLECTION:
@@ -231,7 +235,9 @@ def read_problems(op: str, args: dict[str, Any], data: Any, state: dict[str, Any
     relies on: the task context names each blocker with its status and owner
     (bl-read-owners-01), an approval read shows its decision (ap-approval-deny-01 "reads
     the rejection") and its linked tasks (ap-approval-wake-01), and an operation lookup
-    returns the write's recorded result (the "verify" hop of a multi-hop row)."""
+    returns the write's recorded result (the "verify" hop of a multi-hop row). The task's
+    history, documents and revisions, the agent list and a search answer what the state
+    holds: a read that answered nothing would otherwise pass every case that reads."""
     got = data if isinstance(data, dict) else {}
     if op == "get_task_context":
         tasks = state["tasks"]
@@ -255,6 +261,26 @@ def read_problems(op: str, args: dict[str, Any], data: Any, state: dict[str, Any
             read = {f: got.get(f) for f in wrong}
             held = {f: approval.get(f) for f in wrong}
             return [f"approval {args.get('approvalId')} read as {read!r}, expected {held!r}"]
+    elif op in _TASK_READS:
+        want_data = _TASK_READS[op](state, args)
+        if got != want_data:
+            return [f"{op} of {args.get('task')} answered {got!r}, expected {want_data!r}"]
+    elif op == "list_agents":
+        want_ids = sorted(state["actors"])
+        if got.get("ids") != want_ids:
+            return [f"list_agents answered {got.get('ids')!r}, expected {want_ids!r}"]
+    elif op == "search_tasks":
+        query, status = str(args.get("query") or "").lower(), args.get("status")
+        want_ids = [
+            t
+            for t, v in sorted(state["tasks"].items())
+            if query in v["title"].lower() and status in (None, v["status"])
+        ]
+        if got.get("taskIds") != want_ids:
+            return [
+                f"search_tasks for {args.get('query')!r} (status {status!r}) answered "
+                f"{got.get('taskIds')!r}, expected {want_ids!r}"
+            ]
     elif op == "inspect_operation_result":
         record = state["idempotency"].get(args.get("key")) or {}
         if got != record.get("result"):
@@ -262,6 +288,45 @@ def read_problems(op: str, args: dict[str, Any], data: Any, state: dict[str, Any
                 f"operation {args.get('key')!r} read as {got!r}, expected {record.get('result')!r}"
             ]
     return []
+
+
+def _history(state: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
+    task = args.get("task")
+    return {
+        "comments": sorted(c for c, v in state["comments"].items() if v["taskId"] == task),
+        "interactions": sorted(i for i, v in state["interactions"].items() if v["taskId"] == task),
+    }
+
+
+def _documents(state: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
+    return {
+        d: v["latestRevisionId"]
+        for d, v in sorted(state["documents"].items())
+        if v["taskId"] == args.get("task")
+    }
+
+
+def _document(state: dict[str, Any], args: dict[str, Any]) -> dict[str, Any] | None:
+    doc = state["documents"].get(f"{args.get('task')}/{args.get('key')}")
+    if doc is None:
+        return None
+    latest = doc["latestRevisionId"]
+    return {"revisionId": latest, "content": state["documentRevisions"][latest]["content"]}
+
+
+def _revisions(state: dict[str, Any], args: dict[str, Any]) -> dict[str, Any] | None:
+    doc = state["documents"].get(f"{args.get('task')}/{args.get('key')}")
+    return None if doc is None else {"revisionIds": list(doc["revisionIds"])}
+
+
+# The task-scoped always-tool reads and what each must answer: the tool contract of a read
+# is its answer (hb-wake-comment-01 reads the comment it answers, dp-plan-* the plan).
+_TASK_READS: dict[str, Callable[[dict[str, Any], dict[str, Any]], Any]] = {
+    "get_task_history": _history,
+    "list_documents": _documents,
+    "read_document": _document,
+    "list_document_revisions": _revisions,
+}
 
 
 WAKING_CONTINUATIONS = ("wake_assignee", "wake_assignee_on_accept")

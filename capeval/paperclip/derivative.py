@@ -412,10 +412,11 @@ def parse_rows(obj: Mapping[str, Any], *, file: str = str(DERIVATIVE_PATH)) -> l
     ]
 
 
-def load_derivative(path: Path, *, label: str | None = None) -> list[Row]:
+def load_derivative(path: str | Path, *, label: str | None = None) -> list[Row]:
     """Read and validate the derivative; raises ProblemsError listing every reason."""
     import yaml
 
+    path = Path(path)  # a notebook passes a string, as load_frame and connect allow
     shown = label or str(path)
     try:
         text = path.read_text(encoding="utf-8")

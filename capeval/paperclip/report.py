@@ -268,10 +268,11 @@ def _failures_md(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def write_report(result: SuiteResult, out_dir: Path) -> tuple[Path, Path, Path]:
+def write_report(result: SuiteResult, out_dir: str | Path) -> tuple[Path, Path, Path]:
     """Write the row stream, then the JSON and Markdown reports computed from it."""
     from capeval.analysis.paperclip_counts import group_counts
 
+    out_dir = Path(out_dir)  # a notebook passes a string, as load_frame and connect allow
     rows_path = out_dir / ROWS_JSONL
     write_rows(result, rows_path)
     report = build_report(result, group_counts(rows_path))

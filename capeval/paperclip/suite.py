@@ -257,7 +257,9 @@ def run_configuration(
         if len(calls) > looked:
             # resolve_args made real calls (the look before a document write): they are
             # reads like any other and get the same checks, else a look could write.
-            _check_looks(row, grants, calls[looked:], state_diff(before, cp.state), catalog, fail)
+            _check_looks(
+                row, grants, calls[looked:], state_diff(before, cp.state), catalog, fail, cp.state
+            )
             before = copy.deepcopy(cp.state)
         res = cp.call(step.operation, args)
         calls.append((step, res))
@@ -380,9 +382,11 @@ def _check_looks(
     diff: list[Change],
     catalog: Catalog,
     fail: Callable[..., None],
+    cp_state: dict[str, Any],
 ) -> None:
     """The reads the fake agent made on its own to fill a step's arguments: typed output,
-    and no state change (`diff` is what they changed together)."""
+    a true answer (the write that follows relies on it), and no state change (`diff` is
+    what they changed together)."""
     from jsonschema import Draft202012Validator
 
     for step, res in looks:
@@ -393,6 +397,10 @@ def _check_looks(
             errors = list(Draft202012Validator(op.output_schema()).iter_errors(res.output))
             if errors:
                 fail(cls, step.operation, decision, f"untyped output: {errors[0].message}", diff)
+            elif res.ok:
+                data = res.output.get("data")
+                for problem in read_problems(step.operation, step.args, data, cp_state):
+                    fail(cls, step.operation, decision, problem, diff)
         if diff:
             fail(cls, step.operation, decision, "a read or a replay changed state", diff)
 
