@@ -73,6 +73,15 @@ def test_pass_counts_and_rate() -> None:
     assert agg["passRate"] == pytest.approx(2 / 3)
 
 
+def test_a_repeat_that_does_not_say_it_passed_is_a_failure() -> None:
+    # Fail closed: a row whose `passed` is missing or null must not count as a pass.
+    rows = [make_row(repeat=0), make_row(repeat=1, passed=None), make_row(repeat=2)]
+    del rows[2]["passed"]
+    (agg,) = aggregate(rows)
+    assert (agg["passCount"], agg["repeats"]) == (1, 3)
+    assert (totals(rows)["passed"], totals(rows)["failed"]) == (1, 2)
+
+
 def test_sorted_by_result_key_with_fallback_key() -> None:
     rows = [
         make_row("zeta"),
@@ -124,6 +133,11 @@ def test_totals_sum_every_repeat_and_treat_missing_as_zero() -> None:
         "toolCallCount": 3,
         "tokenUsage": {"input": 5, "output": 0, "cacheRead": 0, "cacheWrite": 0, "thinking": 0},
     }
+    rows.append(make_row(repeat=2, durationMs=7, turnsUsed=4, toolCallCount=1))
+    rows[2]["tokenUsage"] = {"input": 6, "output": 2}
+    summed = totals(rows)
+    assert (summed["durationMs"], summed["turnsUsed"], summed["toolCallCount"]) == (17, 6, 4)
+    assert (summed["tokenUsage"]["input"], summed["tokenUsage"]["output"]) == (11, 2)
 
 
 def test_aggregate_module_is_pure_and_light() -> None:

@@ -102,6 +102,7 @@ def test_new_and_missing_cells() -> None:
     assert by_case["gone"].status == "missing" and by_case["gone"].to_json()["candidate"] is None
     assert by_case["gone"].behaviors == [] and by_case["fresh"].behaviors == []
     assert result.summary["new"] == 1 and result.summary["missing"] == 1
+    assert (result.summary["unchanged"], result.summary["improved"]) == (1, 0)
     # Neither makes the comparison unclean.
     assert result.exit_code == 0
     assert any("missing from the candidate" in w for w in result.warnings)
@@ -323,7 +324,9 @@ def test_bait_override_parses() -> None:
         (15000.0, "15000"),
         (1 / 3, "0.3333333333333333"),
         (1.5e-5, "0.000015"),
+        (1e-6, "0.000001"),  # the smallest positional one, as in JavaScript
         (1e-7, "1e-7"),
+        (1.5e20, "150000000000000000000"),
         (1e21, "1e+21"),
         (-0.5, "-0.5"),
     ],
@@ -754,8 +757,9 @@ def test_rows_that_disagree_on_the_bait_use_the_newest_run_in_any_order(tmp_path
     # declaration counts must not depend on the order the files are given.
     def run(started: str, threshold: int) -> list[dict[str, Any]]:
         bait = {"metric": "networkCommandCount", "threshold": threshold}
+        # On the row itself: gate_row's keywords are behavior metrics.
         return [
-            row("a", repeat=r, bait=bait, networkCommandCount=1, runStartedAt=started)
+            {**row("a", repeat=r, bait=bait, networkCommandCount=1), "runStartedAt": started}
             for r in range(3)
         ]
 

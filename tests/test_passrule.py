@@ -40,6 +40,8 @@ def test_max_turns_flag_overrides_the_case() -> None:
         ({"verify_exit_code": 1}, False, "grader exited 1"),
         ({"verify_exit_code": 124}, False, "grader timed out (exit 124)"),
         ({"verify_exit_code": None}, False, "grader did not run"),
+        # A grader killed by a signal reports a negative code: not a pass.
+        ({"verify_exit_code": -9}, False, "grader exited -9"),
         (
             {"over_budget": True, "budget": 3, "turns_used": 4},
             False,
@@ -134,6 +136,7 @@ def test_family_aliases_match_their_family_only(requested: str, resolved: str, o
         (("scripted", "oracle"), True),
         (("Anthropic", "claude-sonnet-4-5-20250929"), True),  # alias -> dated snapshot
         (("anthropic", "anthropic/claude-sonnet-4-5"), True),
+        (("anthropic", "Claude-Sonnet-4-5"), True),  # case is no fallback
         (("anthropic", "claude-haiku-4-5"), False),
         (("zen", "claude-sonnet-4-5"), False),
         (("anthropic", "claude-sonnet-4-5-mini"), False),
