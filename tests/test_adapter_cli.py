@@ -14,6 +14,7 @@ import os
 import sys
 import textwrap
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from capeval.agents.codex import CodexAdapter
 from capeval.agents.gemini import GeminiAdapter
 from capeval.agents.opencode import OpencodeAdapter
 from capeval.agents.registry import make_adapter
+from capeval.turns import TokenUsage
 
 DATA = Path(__file__).parent / "data" / "streams"
 
@@ -125,11 +127,15 @@ def test_claude_flags_env_and_result(tmp_path: Path, fake_cli: Path, agent_strea
     assert result.model == "claude-sonnet-4-5" and result.agentVersion == "2.1.332"
     assert result.turnsUsed == 2 and result.toolCallCount == 1
     assert result.durationMs == 363  # Claude's own duration_ms
+    assert result.tokenUsage == TokenUsage(input=20, output=10)  # the result line's
+    assert result.costUsd == 0.00021 and result.textPreview == "I'll create the file.done"
     assert result.summary is not None and result.summary.status == "done"
-    assert result.summary.startedAt and result.summary.finishedAt
+    started = datetime.fromisoformat(result.summary.startedAt or "")
+    assert datetime.fromisoformat(result.summary.finishedAt or "") > started
     # The raw stream is kept outside the workdir.
     kept = (req.capture_dir / "claude-code-stream.jsonl").read_text()
     assert kept == (agent_streams / "claude-stream.jsonl").read_text()
+    assert (req.capture_dir / "claude-code-stderr.log").read_text() == "fake stderr line\n"
 
 
 def test_claude_ask_permissions_and_config_env_wins(
@@ -174,6 +180,7 @@ def test_claude_verdict_needs_exit_and_result(
     assert result.status == status and result.exitCode == exit_code
     assert error_part in (result.error or "")
     assert result.summary is not None and result.turnsUsed == 2  # what was seen is kept
+    assert result.summary.status == status and result.summary.error == result.error
 
 
 def test_codex_flags_and_isolated_home(tmp_path: Path, fake_cli: Path, agent_streams: Path) -> None:
@@ -301,6 +308,23 @@ def test_no_stream_means_no_summary(tmp_path: Path, fake_cli: Path) -> None:
     result = ClaudeCodeAdapter(cfg).run(request(tmp_path, None, env={"FAKE_EXIT": "1"}))
     assert result.status == "failed"
     assert result.summary is None and result.turnsUsed is None  # behaviors null, not zeros
+
+
+def test_a_captured_stream_without_turns_is_a_summary_of_no_turns(
+    tmp_path: Path, fake_cli: Path
+) -> None:
+    # Claude printed its session and a failed result but no response: the
+    # stream was captured, so the run really had 0 turns (not unknown ones).
+    stream = tmp_path / "s.jsonl"
+    stream.write_text(
+        '{"type":"system","subtype":"init","session_id":"s1","model":"m"}\n'
+        '{"type":"result","subtype":"error_during_execution","is_error":true,"session_id":"s1"}\n'
+    )
+    cfg = AgentConfig(name="cc", type="claude-code", command=str(fake_cli))
+    result = ClaudeCodeAdapter(cfg).run(request(tmp_path, stream))
+    assert result.status == "failed" and result.sessionId == "s1"
+    assert result.summary is not None and result.summary.turns == ()
+    assert (result.turnsUsed, result.toolCallCount) == (0, 0)
 
 
 def test_missing_binary_names_the_config_fix(tmp_path: Path) -> None:

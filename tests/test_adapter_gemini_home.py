@@ -88,6 +88,9 @@ def test_a_run_gets_a_scratch_home_with_only_the_users_auth_choice(
     settings = json.loads((scratch / ".gemini" / "settings.json").read_text())
     assert settings["security"] == {"auth": {"selectedType": "vertex-ai"}}
     assert "mcpServers" not in settings  # nothing else of the user's settings
+    # Runs report no usage or telemetry from a user's machine.
+    assert settings["telemetry"] == {"enabled": False}
+    assert settings["privacy"] == {"usageStatisticsEnabled": False}
     assert sorted(tree(scratch)) == [".gemini/settings.json"]  # no history, no projects
     assert tree(home) == before
 

@@ -510,6 +510,8 @@ def test_opencode_stream() -> None:
         (1, "edit", EDIT, None),
     ]
     assert p.summary.turns[1].toolCalls[1].result == "oldString not found in content"
+    # The call's own id (`callID`), not the id of the event's part.
+    assert [c.id for t in p.summary.turns for c in t.toolCalls] == ["call_a1", "call_b1", "call_b2"]
     assert texts(p) == [("Creating the file.",), (), ("Done.",)]
     # Summed over the three step_finish events.
     assert p.summary.tokenUsage == TokenUsage(
