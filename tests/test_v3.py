@@ -87,7 +87,8 @@ json_values = st.recursive(
     )
 )
 def test_round_trip_property(tmp_path: Path, extras: list[dict[str, Any]]) -> None:
-    rows = [make_row(f"c{i}", 0, **extra) for i, extra in enumerate(extras)]
+    # Added to each row, not passed to `make_row`, whose `case` would clash.
+    rows = [{**make_row(f"c{i}", 0), **extra} for i, extra in enumerate(extras)]
     path = tmp_path / "prop.json"
     write(path, rows)
     assert read_v3(path)[1] == rows

@@ -27,13 +27,33 @@ from capeval.results.v3head import read_v3_head
 _RUN_ID = re.compile(rb'"runId"\s*:\s*"((?:[^"\\]|\\.)*)"')
 
 
+_HEAD = 1 << 16
+
+
+def first_rows_search(path: str | Path, pattern: re.Pattern[bytes]) -> re.Match[bytes] | None:
+    """`pattern` in the first 64 KiB of a file's rows: its start, or its `cases` array.
+
+    A v3 file capeval writes holds its aggregates before `cases`, one per
+    cell: past a hundred or so cells they fill the first 64 KiB, and a look
+    there alone would find no row at all.
+    """
+    with open(path, "rb") as handle:
+        found = pattern.search(handle.read(_HEAD))
+        if found is not None or not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return found
+        head = read_v3_head(handle)
+        if head is None:
+            return None  # no v3 document: its start was its first rows
+        handle.seek(head.cases_offset)
+        return pattern.search(handle.read(_HEAD))
+
+
 def head_run_id(path: str | Path) -> str | None:
-    """The first run id a result file names, from its first 64 KiB (None: none there).
+    """The first run id a result file names, from its first rows (None: none there).
 
     A cheap look for the gate's fast path, which reads no runId column.
     """
-    with open(path, "rb") as handle:
-        found = _RUN_ID.search(handle.read(1 << 16))
+    found = first_rows_search(path, _RUN_ID)
     return found.group(1).decode("utf-8", "replace") if found else None
 
 

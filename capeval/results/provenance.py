@@ -10,22 +10,23 @@ higher. Such a comparison is allowed, but its behavior verdicts (and a bait's
 baseline median) may partly be that difference, and the user should hear it.
 
 Every row capeval writes carries `capevalVersion`; the original harness's rows
-do not. Only each file's first 64 KiB is read: cheap enough for every gate.
+do not. Only each file's first 64 KiB of rows is read: cheap enough for every gate.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
-_MARK = b'"capevalVersion"'
-_HEAD = 1 << 16
+from capeval.results.overlap import first_rows_search
+
+_MARK = re.compile(re.escape(b'"capevalVersion"'))
 
 
 def written_by_capeval(path: str | Path) -> bool:
     """True when the file's first rows were written by capeval."""
-    with open(path, "rb") as handle:
-        return _MARK in handle.read(_HEAD)
+    return first_rows_search(path, _MARK) is not None
 
 
 def mixed_writer_warnings(

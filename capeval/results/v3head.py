@@ -66,11 +66,16 @@ class _Walker:
         while True:
             try:
                 _, end = self.decoder.raw_decode(self.buf, pos)
-                break
             except json.JSONDecodeError:
                 if self.eof:
                     raise
                 self._more()
+                continue
+            # A number cut by the end of the buffer decodes as its first digits
+            # (`12` of `12345`): a value that ends at the buffer's end may go on.
+            if end < len(self.buf) or self.eof:
+                break
+            self._more()
         return json.loads(self.buf[pos:end].encode("latin-1").decode("utf-8")), end
 
     def head(self) -> V3Head | None:
