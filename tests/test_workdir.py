@@ -140,3 +140,77 @@ def test_cached_template_still_refuses_unsafe_symlinks(tmp_path: Path) -> None:
     os.symlink("/etc/passwd", fx / "bad")
     with WorkdirCache(tmp_path) as cache, pytest.raises(WorkdirError, match="absolute"):
         prepare_workdir(tmp_path, FakeCase("demo", "evals/capability/fixtures/demo"), cache=cache)
+
+
+def test_a_users_global_ignore_file_leaves_no_fixture_file_out_of_the_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # git reads $XDG_CONFIG_HOME/git/ignore even with no global config: a user
+    # who ignores *.log would get a commit without the fixture's log files
+    # (another commit id, and a grader's `git diff` would not see them change).
+    fx = _fixture(tmp_path)
+    (fx / "run.log").write_text("fixture data\n")
+    xdg = tmp_path / "xdg"
+    (xdg / "git").mkdir(parents=True)
+    (xdg / "git/ignore").write_text("*.log\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg))
+    wd = prepare_workdir(
+        tmp_path, FakeCase("demo", "evals/capability/fixtures/demo"), dest=tmp_path / "w"
+    )
+    assert "run.log" in _git(wd, "ls-files").split()
+
+
+def test_a_users_global_config_does_not_change_the_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fixture(tmp_path)
+    case = FakeCase("demo", "evals/capability/fixtures/demo")
+    plain = prepare_workdir(tmp_path, case, dest=tmp_path / "plain")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[i18n]\n\tcommitEncoding = ISO-8859-1\n")
+    monkeypatch.setenv("HOME", str(home))
+    configured = prepare_workdir(tmp_path, case, dest=tmp_path / "configured")
+    assert _git(configured, "rev-parse", "HEAD") == _git(plain, "rev-parse", "HEAD")
+
+
+def test_a_fixture_holding_a_git_folder_still_gives_one_commit(tmp_path: Path) -> None:
+    fx = _fixture(tmp_path)
+    subprocess.run(["git", "init", "-q"], cwd=fx, check=True)
+    subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.name=x",
+            "-c",
+            "user.email=x@x",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "fixture history",
+        ],
+        cwd=fx,
+        check=True,
+    )
+    wd = prepare_workdir(
+        tmp_path, FakeCase("demo", "evals/capability/fixtures/demo"), dest=tmp_path / "w"
+    )
+    assert _git(wd, "log", "--format=%s").split("\n")[:-1] == ["capeval fixture"]
+
+
+def test_a_failed_commit_leaves_no_half_made_workdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import capeval.runner.workdir as workdir
+
+    def failing(dest: Path, case: object) -> None:
+        raise WorkdirError("git commit failed")
+
+    monkeypatch.setattr(workdir, "_commit", failing)
+    _fixture(tmp_path)
+    with pytest.raises(WorkdirError):
+        prepare_workdir(
+            tmp_path, FakeCase("demo", "evals/capability/fixtures/demo"), dest=tmp_path / "w"
+        )
+    assert not (tmp_path / "w").exists()

@@ -41,6 +41,10 @@ GIT_FLAGS = (
     "init.defaultBranch=main",
     "-c",
     "core.autocrlf=false",
+    # git reads $XDG_CONFIG_HOME/git/ignore even without a global config: a
+    # user's ignore rules would leave fixture files out of the commit.
+    "-c",
+    f"core.excludesFile={os.devnull}",
 )
 INITIAL_COMMIT_MESSAGE = "capeval fixture"
 
