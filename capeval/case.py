@@ -422,6 +422,14 @@ def schema_problems(
                     f"must not be empty; expected {desc} with at least one entry, or drop the field",
                 )
             )
+        elif kw == "uniqueItems" and isinstance(inst, list):
+            # jsonschema's "has non-unique elements" leaves the reader to find which.
+            twice: list[Any] = []
+            for i, value in enumerate(inst):
+                if value in inst[:i] and value not in twice:
+                    twice.append(value)
+            listed = ", ".join(show(v) for v in twice)
+            out.append(Problem(file, here, f"lists {listed} more than once; keep each once"))
         elif kw == "anyOf" and path and path[0] == "requireBehaviors":
             out.append(
                 Problem(
