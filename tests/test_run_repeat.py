@@ -213,3 +213,28 @@ def test_agent_and_grader_get_private_temp_dirs_deleted_with_the_repeat(tmp_path
         assert not agent_file.exists() and not grader_file.exists()
     assert agent_files[0].parent != agent_files[1].parent  # repeats never share one
     assert list(parent.iterdir()) == []
+
+
+def test_an_adapter_ignoring_its_timeout_is_stopped_and_the_grader_still_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The watchdog is the runner's guard against an adapter that does not
+    # honour its own timeout: past timeout + margin it cancels the repeat's
+    # processes, the row says "timeout", and the scope is reopened so the
+    # grader still judges the workdir (a timed-out repeat must not pass).
+    from capeval.runner import repeat
+    from capeval.runner.process import run_process
+
+    class IgnoresTimeout(FakeAdapter):
+        def run(self, request: AgentRequest) -> AgentResult:
+            (request.workdir / "done.txt").write_text("ok")
+            proc = run_process(["sleep", "30"], cwd=request.workdir)  # no timeout passed on
+            return AgentResult(exitCode=proc.exit_code, status="done", turnsUsed=1)
+
+    monkeypatch.setattr(repeat, "WATCHDOG_MARGIN_S", 0.3)
+    settings = RepeatSettings(root=tmp_path, agent_timeout_s=0.2)
+    row = run_repeat(_job(tmp_path), IgnoresTimeout(), settings)
+    assert row["status"] == "timeout" and row["passed"] is False
+    assert "timed out" in row["error"] or "agent timeout" in row["error"]
+    assert row["verifyExitCode"] == 0  # the grader ran after the cancel
+    assert row["durationMs"] < 10_000
