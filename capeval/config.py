@@ -409,20 +409,21 @@ def matrix_problems(config: Config, root: Path) -> list[Problem]:
     A cell missing its provider or model is not reported: `--provider` or
     `--model` on the command line may fill it.
     """
-    from capeval.runner.matrix import parse_cell
+    from capeval.runner.matrix import IncompleteCell, duplicate_ids, parse_cell
 
     if not config.matrix:
         return []
     file = _rel(config.source, root) if config.source is not None else CONFIG_FILE
     key = "tool.capeval.matrix" if config.source and config.source.name == PYPROJECT else "matrix"
     out: list[Problem] = []
-    seen: dict[str, str] = {}
+    cells, variants = [], []
     for cell in config.matrix:
         try:
             variant = parse_cell(cell, provider=config.provider, model=config.model)
+        except IncompleteCell:
+            continue
         except ValueError as exc:
-            if " has no provider" not in str(exc) and " has no model" not in str(exc):
-                out.append(Problem(file, key, str(exc)))
+            out.append(Problem(file, key, str(exc)))
             continue
         if variant.agent is not None and variant.agent not in config.agents:
             out.append(
@@ -433,16 +434,9 @@ def matrix_problems(config: Config, root: Path) -> list[Problem]:
                     f"or built-in defines; expected one of: {', '.join(sorted(config.agents))}",
                 )
             )
-        if variant.id in seen:
-            out.append(
-                Problem(
-                    file,
-                    key,
-                    f"cells {seen[variant.id]!r} and {cell!r} both have variant id "
-                    f"{variant.id!r}; give one a label (label=provider:model)",
-                )
-            )
-        seen.setdefault(variant.id, cell)
+        cells.append(cell)
+        variants.append(variant)
+    out += [Problem(file, key, message) for message in duplicate_ids(cells, variants)]
     return out
 
 

@@ -605,7 +605,7 @@ def configured_trajectory_problems(
     to play"); validate said ok. Cells that `--provider`/`--model` must
     complete, or that name an unknown agent, are left to `matrix_problems`.
     """
-    from capeval.runner.matrix import parse_cell
+    from capeval.runner.matrix import parse_cell, played_trajectory
 
     default = config.agent or "scripted"
     cells: list[str] = list(config.matrix)
@@ -614,12 +614,14 @@ def configured_trajectory_problems(
     wanted: dict[str, str] = {}  # trajectory name -> the cell that plays it
     for cell in cells:
         try:
-            variant = parse_cell(cell, provider=config.provider, model=config.model)
+            variant = parse_cell(
+                cell, provider=config.provider, model=config.model, default_agent=default
+            )
         except ValueError:
             continue
-        agent = config.agents.get(variant.agent or default)
-        if agent is not None and agent.type == "scripted":
-            wanted.setdefault(agent.trajectory or variant.model, cell)
+        name = played_trajectory(variant, config.agents)
+        if name is not None:
+            wanted.setdefault(name, cell)
     out: list[Problem] = []
     for name, cell in wanted.items():
         if name == ORACLE_TRAJECTORY:

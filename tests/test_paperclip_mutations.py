@@ -220,20 +220,25 @@ def test_a_human_accept_that_wakes_nobody_fails_the_multi_turn_case(
     assert "no new wakes entry" in failure.message and "'taskId': 'i-0102'" in failure.message
 
 
+def gateway_files_as(monkeypatch: pytest.MonkeyPatch, status: str) -> None:
+    """Make the gateway file every action request with `status`, whatever its tool."""
+    gateway = controlplane._HANDLERS["call_gateway_tool"]
+
+    def filed(cp: Any, s: dict[str, Any], a: dict[str, Any]) -> Any:
+        rid, out = gateway(cp, s, a)
+        s["actionRequests"][rid]["status"] = status
+        return rid, out
+
+    monkeypatch.setitem(controlplane._HANDLERS, "call_gateway_tool", filed)
+
+
 def test_a_gateway_that_opens_no_pending_request_fails_the_gate_cases(
     rows: list[Row], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # ap-mcp-gate-01: "the gateway call opens a pending action request"; ap-mcp-expiry-01
     # requests the expired action again. A gateway that files it as anything but pending
     # (here: as if no approval path existed) leaves nothing for the approver to decide.
-    gateway = controlplane._HANDLERS["call_gateway_tool"]
-
-    def undecidable(cp: Any, s: dict[str, Any], a: dict[str, Any]) -> Any:
-        rid, out = gateway(cp, s, a)
-        s["actionRequests"][rid]["status"] = "no_approval_path"
-        return rid, out
-
-    monkeypatch.setitem(controlplane._HANDLERS, "call_gateway_tool", undecidable)
+    gateway_files_as(monkeypatch, "no_approval_path")
     result = run_suite(rows)
     both = {"authorization_policy", "combined_multi_hop"}
     assert failing(result) == {"ap-mcp-expiry-01": both, "ap-mcp-gate-01": both}

@@ -24,6 +24,7 @@ from capeval.paperclip.fixtures import build_fixture
 from capeval.paperclip.policy import CONTROL_PLANE
 from capeval.paperclip.report import DEFAULT_OUT, REPORT_JSON, REPORT_MD, ROWS_JSONL
 from capeval.paperclip.suite import CONTROL_PLANE_NAMES, SuiteResult, run_suite
+from tests.test_paperclip_mutations import gateway_files_as
 
 # Section 4 of the conformance spec, verbatim: these names are contracts.
 REPO = Path(__file__).resolve().parents[1]
@@ -185,14 +186,7 @@ def test_a_gateway_that_opens_a_pending_request_with_no_approver_fails(
 ) -> None:
     # ap-mcp-pathmissing-01: the gated tool has no approver, so its action request
     # "cannot be decided by the usual path"; filing it as pending says it can.
-    gateway = controlplane._HANDLERS["call_gateway_tool"]
-
-    def always_pending(cp: Any, s: dict[str, Any], a: dict[str, Any]) -> Any:
-        rid, out = gateway(cp, s, a)
-        s["actionRequests"][rid]["status"] = "pending"
-        return rid, out
-
-    monkeypatch.setitem(controlplane._HANDLERS, "call_gateway_tool", always_pending)
+    gateway_files_as(monkeypatch, "pending")
     result = run_suite([r for r in rows if r.group == "ap"])
     both = {"authorization_policy", "combined_multi_hop"}
     assert failing(result) == {"ap-mcp-pathmissing-01": both}

@@ -11,8 +11,12 @@ keyed by them).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from capeval.agents.base import AgentConfig
 
 _AGENT_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -35,6 +39,32 @@ def split_cells(spec: str | Sequence[str]) -> list[str]:
     """Comma-separated cells from one string or several (config lists, repeated flags)."""
     parts = [spec] if isinstance(spec, str) else list(spec)
     return [cell.strip() for part in parts for cell in part.split(",") if cell.strip()]
+
+
+class IncompleteCell(ValueError):
+    """A cell without its provider or model: `--provider`/`--model` may still fill it."""
+
+
+def duplicate_ids(cells: Sequence[str], variants: Sequence[Variant]) -> list[str]:
+    """One message per cell whose variant id an earlier cell already has."""
+    seen: dict[str, str] = {}
+    out: list[str] = []
+    for cell, variant in zip(cells, variants, strict=True):
+        if variant.id in seen:
+            out.append(
+                f"cells {seen[variant.id]!r} and {cell!r} both have variant id "
+                f"{variant.id!r}; give one a label (label=provider:model)"
+            )
+        seen.setdefault(variant.id, cell)
+    return out
+
+
+def played_trajectory(variant: Variant, agents: Mapping[str, AgentConfig]) -> str | None:
+    """The trajectory a cell plays when its agent is scripted (None: a real agent)."""
+    agent = agents.get(variant.agent or "")
+    if agent is None or agent.type != "scripted":
+        return None
+    return agent.trajectory or variant.model
 
 
 def parse_cell(
@@ -80,7 +110,7 @@ def parse_cell(
     if not prov or not mod:
         missing = "provider" if not prov else "model"
         flag = f"--{missing}"
-        raise ValueError(
+        raise IncompleteCell(
             f"matrix cell {cell!r} has no {missing}: write provider:model "
             f"(e.g. anthropic:claude-sonnet-4-5) or pass {flag} to fill it"
         )
@@ -108,12 +138,7 @@ def parse_matrix(
     variants = [
         parse_cell(c, provider=provider, model=model, default_agent=default_agent) for c in cells
     ]
-    seen: dict[str, str] = {}
-    for cell, variant in zip(cells, variants, strict=True):
-        if variant.id in seen:
-            raise ValueError(
-                f"matrix cells {seen[variant.id]!r} and {cell!r} both have variant id "
-                f"{variant.id!r}; give one a label (label=provider:model)"
-            )
-        seen[variant.id] = cell
+    duplicates = duplicate_ids(cells, variants)
+    if duplicates:
+        raise ValueError(f"matrix {duplicates[0]}")
     return variants

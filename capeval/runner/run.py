@@ -37,7 +37,7 @@ from capeval.row import Row, triple
 from capeval.runner import process, reaper
 from capeval.runner.artifacts import default_artifacts_dir
 from capeval.runner.httpfixture import HttpFixture
-from capeval.runner.matrix import Variant, parse_matrix
+from capeval.runner.matrix import Variant, parse_matrix, played_trajectory
 from capeval.runner.repeat import RepeatCancelled, RepeatJob, RepeatSettings, now_iso, run_repeat
 from capeval.runner.workdir import WorkdirCache
 
@@ -465,10 +465,9 @@ def _refuse_missing_trajectories(
     missing: list[str] = []
     broken: dict[Path, str] = {}
     for v in variants:
-        agent = agents.get(v.agent or "")
-        if agent is None or agent.type != "scripted":
+        name = played_trajectory(v, agents)
+        if name is None:
             continue
-        name = agent.trajectory or v.model
         for case in cases:
             path = case.trajectory_path(name)
             shown = os.path.relpath(path, root) if path.is_relative_to(root) else str(path)
