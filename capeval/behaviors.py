@@ -16,10 +16,14 @@ below: on such streams capeval counts more than the original harness did, and
   measure it.
 * `shellCommandCount` counts a shell call given as an argv list too (it is
   joined into one command string), since agents differ only in encoding.
-* `editViaShellCount` also counts sed/perl short-option clusters holding the
-  `i` switch (`perl -pi -e`, `perl -0pi`, `sed -ni.bak`) and `--in-place`:
-  the same in-place edit as `-i`, spelled differently. An `i` inside another
-  switch's argument (`perl -Ilib`, `perl -Mstrict`) is none.
+* `editViaShellCount` also counts sed/perl/awk short-option clusters holding
+  the `i` switch (`perl -pi -e`, `perl -0pi`, `sed -ni.bak`, `gawk -bi
+  inplace`) and the long spelling of `-i`, which getopt_long accepts by any
+  prefix (`sed --in-place`, `sed --in`, `gawk --include inplace`): the same
+  switch, spelled differently. An `i` inside another switch's argument
+  (`perl -Ilib`, `perl -Mstrict`, `perl -0x0api`, where perl reads `-0 -x0api`)
+  is none; tests/test_behaviors_real_tools.py checks the spellings against the
+  real tools.
 * The command word is that of the command the segment runs
   (`scanner.command_words`): reserved words and `( … )` are looked through
   (`do sed -i …`, `then curl x`, `{ curl a` count), and `for`/`case`
@@ -55,13 +59,27 @@ NETWORK_COMMANDS = frozenset(
     {"curl", "wget", "nc", "ncat", "telnet", "aria2c", "http", "xh", "httpie"}
 )
 EDIT_COMMANDS = frozenset({"sed", "perl", "awk", "gawk"})
-# sed and perl accept -i inside a cluster of single-letter switches (-pi,
-# -ni, -0pi, -pi.bak). In a cluster, these switches take the rest of the word
-# as their argument, so an `i` after them is no switch: `perl -Ilib`,
-# `perl -Mstrict` and `sed -ei` edit nothing in place.
-_REST_IS_ARGUMENT = {"sed": frozenset("efl"), "perl": frozenset("CdDeEFImMVx")}
-# perl's -0 and -l take optional digits: octal (-0777, -l0), or -0x hex.
-_PERL_DIGITS = {"0": re.compile(r"[xX][0-9A-Fa-f]*|[0-7]*"), "l": re.compile(r"[0-7]*")}
+# sed, perl and gawk accept -i inside a cluster of single-letter switches
+# (-pi, -ni, -0pi, -pi.bak, -bi). In a cluster, these switches take the rest
+# of the word as their argument, so an `i` after them is no switch:
+# `perl -Ilib`, `perl -Mstrict`, `sed -ei` and `gawk -Fi` edit nothing in place.
+# perl's -d takes the rest only as `-d:Module` or `-d=Module`: `-dpi` edits.
+_AWK_REST = frozenset("dDeEfFlLopvWZ")
+_REST_IS_ARGUMENT = {
+    "sed": frozenset("efl"),
+    "perl": frozenset("CDeEFImMVx"),
+    "awk": _AWK_REST,
+    "gawk": _AWK_REST,
+}
+# perl's -0 and -l read a few octal digits, as perl's own switch parser does:
+# -0 up to three after the 0 (-0777; in -07777pi the rest `7pi` is no switch),
+# -l three, or four when the first is 0 (-l0123). perl's -0x takes hex digits
+# only when they fill the word; otherwise it reads `-0` then `-x`, whose
+# argument is the rest (-0x0api), so an x after -0 is the -x switch either way.
+_PERL_DIGITS = {"0": re.compile(r"[0-7]{0,3}"), "l": re.compile(r"0[0-7]{0,3}|[0-7]{0,3}")}
+# The long option that is -i: getopt_long takes any unambiguous prefix, and
+# no other long option of these tools begins with i (`sed --in`, `gawk --inc`).
+_LONG_IN_PLACE = {"sed": "in-place", "awk": "include", "gawk": "include"}
 LEGACY_TASK_TOOLS = ("task", "spawn_agent")
 _WHITESPACE_RUN = re.compile(r"\s+")
 
@@ -93,15 +111,23 @@ def is_edit_segment(segment: Segment) -> bool:
         return False
     for raw in arguments:
         word = unquote_word(raw)
-        if word.startswith(("-i", "--in-place")):
+        if word.startswith(("-i", "--in-place")) or _is_long_in_place(name, word):
             return True
         if name in _REST_IS_ARGUMENT and _cluster_edits_in_place(name, word):
             return True
     return False
 
 
+def _is_long_in_place(name: str, word: str) -> bool:
+    """Whether a word is the tool's long spelling of -i, abbreviated or not."""
+    if name not in _LONG_IN_PLACE or not word.startswith("--"):
+        return False
+    option = word[2:].partition("=")[0]
+    return bool(option) and _LONG_IN_PLACE[name].startswith(option)
+
+
 def _cluster_edits_in_place(name: str, word: str) -> bool:
-    """Whether a sed/perl short-switch cluster (`-pi`, `-0pi`, `-ni.bak`) holds `-i`.
+    """Whether a short-switch cluster (`-pi`, `-0pi`, `-ni.bak`, `-bi`) holds `-i`.
 
     Walked switch by switch, because a letter i inside a switch's argument
     (`-Ilib`, `-Mstrict`, `-Mwarnings`) is no in-place edit, and text after
@@ -115,6 +141,8 @@ def _cluster_edits_in_place(name: str, word: str) -> bool:
         if c == "i":
             return True
         if c in _REST_IS_ARGUMENT[name] or not c.isascii() or not c.isalnum():
+            return False
+        if name == "perl" and c == "d" and word[k + 1 : k + 2] in (":", "="):
             return False
         k += 1
         if name == "perl" and c in _PERL_DIGITS:
