@@ -463,6 +463,9 @@ def test_other_json_in_a_results_folder_is_skipped_not_fatal(tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stderr
     assert "skipped" in proc.stderr and "eval-parity-report.json" in proc.stderr
     assert "r1" in proc.stdout
+    # Under the working directory, the skipped file is named as the user would type it.
+    proc = capeval("history", ".", cwd=tmp_path)
+    assert "skipped eval-parity-report.json: " in proc.stderr, proc.stderr
 
 
 def test_a_row_stream_with_a_damaged_first_line_is_an_error_not_skipped(tmp_path: Path) -> None:

@@ -223,7 +223,8 @@ def test_plot_command_errors_exit_2(tmp_path: Path) -> None:
     gif = capeval("plot", "heatmap", str(SAMPLES), "-o", str(tmp_path / "h.gif"))
     assert gif.returncode == 2 and "unsupported image type" in gif.stderr
     run = capeval("plot", "heatmap", str(SAMPLES), "--run", "nope", "-o", str(tmp_path / "h.png"))
-    assert run.returncode == 2 and "no run 'nope'" in run.stderr
+    assert run.returncode == 2 and "capeval plot: no run 'nope'" in run.stderr
+    assert "Usage:" not in run.stderr
     metric = capeval(
         "plot", "behaviors", str(SAMPLES), "--metric", "x", "-o", str(tmp_path / "b.png")
     )
@@ -309,7 +310,8 @@ def test_plot_commands_name_skipped_files_and_unknown_filters(tmp_path: Path) ->
     assert "skipped" in empty.stderr and "report.json" in empty.stderr  # was only "no rows"
     out = str(tmp_path / "v.png")
     variant = capeval("plot", "history", str(SAMPLES), "--variant", "nope", "-o", out)
-    assert variant.returncode == 2 and "no variant 'nope'; variants: dev" in variant.stderr
+    assert variant.returncode == 2
+    assert variant.stderr.startswith("capeval plot: no variant 'nope'; variants: dev")
     case = capeval("plot", "behaviors", str(SAMPLES), "--case", "nope", "-o", out)
     assert case.returncode == 2 and "no case 'nope'; cases: env-release-build" in case.stderr
 

@@ -54,6 +54,43 @@ def test_out_may_not_overwrite_the_row_stream_or_its_plan(tmp_path: Path, target
     assert str(info.value).startswith("--out ") and "row stream" in str(info.value)
 
 
+@pytest.mark.parametrize("kind", ["rows", "plan beside it", "torn first row"])
+def test_out_may_not_replace_another_runs_row_stream(tmp_path: Path, kind: str) -> None:
+    # `run --out runs/sloppy.jsonl` (another run's stream) silently replaced
+    # those rows with this run's v3 export; its plan and artifacts then
+    # pointed at nothing.
+    write_case(tmp_path, "alpha")
+    other = tmp_path / "sloppy.jsonl"
+    row = '{"resultKey": "v::alpha", "id": "alpha", "passed": false, "repeat": 0}'
+    if kind == "plan beside it":
+        other.write_text("")
+        (tmp_path / "sloppy.jsonl.plan.json").write_text("{}")
+    else:
+        other.write_text(row[:30] if kind == "torn first row" else row + "\n")
+    options = RunOptions(root=tmp_path, jsonl=tmp_path / "r.jsonl", out=other)
+    if kind == "torn first row":
+        # No plan and no readable row: nothing says it is a stream, so --out may write.
+        plan_run(options)
+        return
+    with pytest.raises(RunError) as info:
+        plan_run(options)
+    assert str(info.value).startswith(f"--out {other}: holds another run's row stream")
+    assert other.read_text() == ("" if kind == "plan beside it" else row + "\n")
+
+
+@pytest.mark.parametrize(
+    "content",
+    ['{\n  "version": 3,\n  "cases": []\n}\n', '{"version": 3, "cases": []}', "", "notes\n"],
+)
+def test_out_may_replace_an_earlier_export_or_a_file_that_holds_no_rows(
+    tmp_path: Path, content: str
+) -> None:
+    # The README's loop re-runs with one --out (cand.json) every time.
+    write_case(tmp_path, "alpha")
+    (tmp_path / "cand.json").write_text(content)
+    plan_run(RunOptions(root=tmp_path, jsonl=tmp_path / "r.jsonl", out=tmp_path / "cand.json"))
+
+
 def test_out_may_not_replace_the_configured_frozen_baseline(tmp_path: Path) -> None:
     # Without --baseline, `--out` at the baseline capeval.toml names replaced
     # it with a one-case run, unchecked by what `baseline freeze` guards.
@@ -92,7 +129,8 @@ def test_an_interrupted_run_says_how_to_finish_it_with_its_out_and_baseline(
     )
     err = interrupt_when(proc, lambda: stream.is_file() and stream.stat().st_size > 0)
     assert proc.returncode == 130, err
-    assert f"capeval run --resume {stream.name} --out {out} --baseline {baseline}" in err
+    # Paths under the working directory as the user would type them (relative).
+    assert f"capeval run --resume {stream.name} --out {out.name} --baseline {baseline.name}" in err
 
 
 def test_a_resume_counts_rows_another_run_appended_after_it_planned(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from capeval.commands.common import fail, problems_text, root_option
+from capeval.commands.common import fail, problems_text, root_option, shown_path
 
 # Columns of the human table, from the `runs` view.
 TABLE_COLUMNS: tuple[str, ...] = (
@@ -99,7 +99,7 @@ def history(paths: tuple[Path, ...], db: Path | None, root: Path | None, as_json
     for warning in report.warnings:
         click.echo(f"warning: {warning}", err=True)
     for path, reason in report.skipped:
-        click.echo(f"skipped {path}: {reason}", err=True)
+        click.echo(f"skipped {shown_path(Path(path))}: {reason}", err=True)
     if db is not None:
         click.echo(
             f"{db}: {report.rows_added} rows added ({report.files_new} new, "

@@ -22,6 +22,7 @@ from capeval.commands.common import (
     history_connection,
     problems_text,
     root_option,
+    shown_path,
 )
 
 FORMATS = (".png", ".svg", ".pdf")
@@ -79,7 +80,7 @@ def _repeats(
     for warning in report.warnings if report is not None else ():
         click.echo(f"warning: {warning}", err=True)
     for path, reason in report.skipped if report is not None else ():
-        click.echo(f"skipped {path}: {reason}", err=True)
+        click.echo(f"skipped {shown_path(Path(path))}: {reason}", err=True)
     chosen = run
     if chosen is None and latest:
         found = con.execute(
@@ -91,7 +92,7 @@ def _repeats(
     data = frame(con, "SELECT * FROM repeats WHERE runId = ?", [chosen])
     if data.height == 0:
         known = [r[0] for r in con.execute("SELECT runId FROM runs ORDER BY startedAt").fetchall()]
-        raise click.UsageError(f"no run {chosen!r}; runs: {', '.join(known) or 'none'}")
+        fail("plot", f"no run {chosen!r}; runs: {', '.join(known) or 'none'}")
     return data, chosen
 
 
@@ -99,15 +100,17 @@ def _only(repeats: Any, column: str, wanted: tuple[str, ...], what: str) -> Any:
     """Rows whose `column` is one of `wanted`; an unknown value is a usage error.
 
     The error names the values there are; otherwise a mistyped `--variant` or
-    `--case` would end as "no rows to plot".
+    `--case` would end as "no rows to plot". Said as every other bad input
+    is (`capeval plot: ...`, exit 2), not as click's usage block.
     """
     if not wanted:
         return repeats
     known = sorted({v for v in repeats[column].to_list() if v is not None})
     unknown = [w for w in wanted if w not in known]
     if unknown:
-        raise click.UsageError(
-            f"no {what} {', '.join(map(repr, unknown))}; {what}s: {', '.join(known) or 'none'}"
+        fail(
+            "plot",
+            f"no {what} {', '.join(map(repr, unknown))}; {what}s: {', '.join(known) or 'none'}",
         )
     return repeats.filter(repeats[column].is_in(list(wanted)))
 

@@ -42,9 +42,9 @@ def resume_command(stream: Path, out: Path | None, baseline: Path | None) -> str
     """
     words = ["capeval", "run", "--resume", str(shown_path(stream))]
     if out is not None:
-        words += ["--out", str(out)]
+        words += ["--out", str(shown_path(out))]
     if baseline is not None:
-        words += ["--baseline", str(baseline)]
+        words += ["--baseline", str(shown_path(baseline))]
     return shlex.join(words)
 
 

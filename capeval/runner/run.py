@@ -406,11 +406,44 @@ def _refuse_unwritable_outputs(
                 f"--out {out}: is the run's row stream (or its plan); the v3 file would "
                 "replace it; pass --out with another path, e.g. one ending in .json"
             )
+        if out.resolve() != jsonl.resolve() and _holds_row_stream(out):
+            # Re-running with one --out replaces the last export, as intended;
+            # replacing another run's row stream lost its rows for good (its
+            # plan and artifacts were left pointing at nothing).
+            raise RunError(
+                f"--out {out}: holds another run's row stream (JSON Lines rows); the v3 "
+                "export would replace it and lose those rows; pass --out another path, "
+                "e.g. one ending in .json"
+            )
         if why is not None:
             raise RunError(
                 f"--out {out}: cannot write the results file there: {why}; pass --out with "
                 "a writable file path"
             )
+
+
+def _holds_row_stream(path: Path) -> bool:
+    """Whether `path` is a run's row stream: a plan beside it, or a result row first.
+
+    A v3 export (one JSON document, pretty-printed or not) is neither, so it
+    may be replaced; so may an empty file or one that is not a result file.
+    """
+    if plan_path(path).is_file():
+        return True
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(1 << 20)
+    except OSError:
+        return False
+    try:
+        row = json.loads(first)
+    except ValueError:
+        return False
+    return (
+        isinstance(row, dict)
+        and isinstance(row.get("passed"), bool)
+        and any(isinstance(row.get(k), str) for k in ("resultKey", "variantId"))
+    )
 
 
 def _refuse_replacing_the_baseline(options: RunOptions, baseline: Path | None, key: str) -> None:
