@@ -78,6 +78,8 @@ FAKE_PRODUCT = textwrap.dedent(
         del summary["turnsUsed"], summary["toolCallCount"]
     if a.mode == "empty":
         summary["turns"] = []
+    if a.mode == "reportfail":  # the product says it failed, yet exits 0
+        summary["status"], summary["error"] = "failed", "gave up after 3 turns"
     if a.mode == "sleep":
         time.sleep(30)
     if a.mode != "nohook":
@@ -237,6 +239,8 @@ def test_nonzero_exit_fails_with_the_summary_kept(tmp_path: Path, product: Path)
     assert result.status == "failed" and result.exitCode == 3
     assert "exit code 3" in (result.error or "")
     assert result.summary is not None and result.turnsUsed == 4
+    # The summary behaviors are derived from carries the run's verdict, not the product's.
+    assert result.summary.status == "failed"
 
 
 def test_timeout_kills_the_product(tmp_path: Path, product: Path) -> None:
@@ -513,3 +517,45 @@ def test_ask_permissions_through_capeval_run_drops_the_flags_and_says_so(
     assert row["skipPermissions"] is False and row["passed"] is True
     argv = json.loads((tmp_path / "argv.json").read_text())
     assert not set(SKIPS) & set(argv)
+
+
+def test_a_run_the_product_reports_failed_fails_though_it_exits_0(
+    tmp_path: Path, product: Path
+) -> None:
+    # The product's own verdict counts, as a CLI's `result` line does: exit 0
+    # alone must not make a run it says it gave up on "done".
+    result = adapter(product, "reportfail").run(make_request(tmp_path))
+    assert result.exitCode == 0
+    assert result.status == "failed"
+    assert result.error == "gave up after 3 turns"
+    assert result.summary is not None and result.summary.status == "failed"
+
+
+def test_a_summary_left_from_an_earlier_run_is_never_read_as_this_runs(
+    tmp_path: Path, product: Path
+) -> None:
+    # A capture directory used before (a rerun by hand, a retry) holds the
+    # last run's summary; a run whose hook never fires must not report it.
+    request = make_request(tmp_path, max_turns=10)
+    assert adapter(product).run(request).turnsUsed == 4
+    silent = adapter(product, "nohook").run(request)
+    assert silent.summary is None and silent.turnsUsed is None
+    assert "hook was never called" in (silent.error or "")
+
+
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        # A flag before a word that merely contains the unset placeholder stays.
+        ("x --verbose --n={max_turns} {prompt}", ["x", "--verbose", "p"]),
+        # Only a flag takes the value: a subcommand before it stays.
+        ("x run {max_turns} {prompt}", ["x", "run", "p"]),
+        # The word before was itself substituted: it is not the flag that took the value.
+        ("x --cwd={workdir} {max_turns} {prompt}", ["x", "--cwd=/w", "p"]),
+        # One unset placeholder drops the whole word: no literal "None" reaches the agent.
+        ("x --budget={model}:{max_turns} {prompt}", ["x", "p"]),
+    ],
+)
+def test_an_unset_placeholder_drops_only_its_own_words(template: str, expected: list[str]) -> None:
+    values = {"workdir": "/w", "prompt": "p", "provider": "acme", "model": "m", "max_turns": None}
+    assert render_command(template, values) == expected
