@@ -168,7 +168,7 @@ def test_agents_check_sends_claude_no_token_of_the_users(tmp_path: Path) -> None
 
     config = AgentConfig(name="c", type="claude-code", env={"ANTHROPIC_AUTH_TOKEN": "sk-mine"})
     aimed = ENDPOINTS["claude-code"].configure(config, "http://127.0.0.1:9", tmp_path)
-    assert "ANTHROPIC_AUTH_TOKEN" not in aimed.env
+    assert aimed.env["ANTHROPIC_AUTH_TOKEN"] == ""  # over the shell's, too
     assert aimed.env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9"
     assert aimed.env["ANTHROPIC_API_KEY"] == "capeval-check"
 
@@ -180,3 +180,17 @@ def test_url_placeholder_skips_the_model_servers_own_address() -> None:
 
     texts = ["base http://127.0.0.1:5000/v1/messages then http://127.0.0.1:6000/page."]
     assert _find_url(iter(texts), "http://127.0.0.1:5000") == "http://127.0.0.1:6000/page"
+
+
+def test_agents_check_turns_off_the_users_claude_provider_switches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # CLAUDE_CODE_USE_BEDROCK=1 in the user's shell sent the offline check to
+    # Bedrock (the real CLI: "Could not load AWS credentials", or a paid call).
+    from capeval.agents.check import ENDPOINTS
+
+    monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
+    config = AgentConfig(name="c", type="claude-code", env={"CLAUDE_CODE_USE_FOUNDRY": "1"})
+    aimed = ENDPOINTS["claude-code"].configure(config, "http://127.0.0.1:9", tmp_path)
+    assert aimed.env["CLAUDE_CODE_USE_BEDROCK"] == ""
+    assert aimed.env["CLAUDE_CODE_USE_FOUNDRY"] == ""

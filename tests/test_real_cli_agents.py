@@ -345,6 +345,34 @@ def test_capeval_run_with_the_real_cli(name: str, tmp_path: Path) -> None:
     assert_behaviors(row["behaviors"], name)
 
 
+def test_agents_check_stays_offline_whatever_provider_the_shell_picks(tmp_path: Path) -> None:
+    # With CLAUDE_CODE_USE_BEDROCK=1 in the shell, the real Claude Code went to
+    # Bedrock ("Could not load AWS credentials"): the check failed, and with
+    # credentials it would have been a paid call. Empty values turn them off.
+    binary = cli_path("claude-code")
+    root = tmp_path / "ws"
+    (root / "evals" / "capability" / "cases").mkdir(parents=True)
+    (root / "capeval.toml").write_text(
+        f'[agents.mine]\ntype = "claude-code"\ncommand = {json.dumps(str(binary))}\n'
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "capeval", "agents", "check", "mine", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={
+            **os.environ,
+            "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+            "CLAUDE_CODE_USE_BEDROCK": "1",
+            "CLAUDE_CODE_USE_VERTEX": "1",
+            "AWS_REGION": "us-east-1",
+            "ANTHROPIC_AUTH_TOKEN": "sk-users-own-token",
+        },
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "headless run: exit 0, status done, 2 model request(s)" in proc.stdout
+
+
 @pytest.mark.parametrize("name", CLIS)
 def test_agents_check_against_the_real_cli(name: str, tmp_path: Path) -> None:
     binary = cli_path(name)

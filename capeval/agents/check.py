@@ -12,6 +12,7 @@ agents) get the first two steps and say so instead of pretending.
 from __future__ import annotations
 
 import dataclasses
+import os
 import shlex
 import tempfile
 from collections.abc import Mapping
@@ -86,9 +87,21 @@ class Endpoint:
 
 class _ClaudeEndpoint(Endpoint):
     def configure(self, config: AgentConfig, url: str, scratch: Path) -> AgentConfig:
-        # Into config.env, which wins over everything else the adapter sets.
-        env = {**config.env, "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "capeval-check"}
-        env.pop("ANTHROPIC_AUTH_TOKEN", None)
+        # Into config.env, which wins over everything else the adapter sets,
+        # the user's shell included. A shell (or agent table) that sends
+        # Claude Code to Bedrock, Vertex, Foundry or a gateway
+        # (CLAUDE_CODE_USE_*) made the "offline" check call that provider, and
+        # a token of theirs (ANTHROPIC_AUTH_TOKEN, preferred to the key) was
+        # its credential. An empty value is unset for the CLI: the environment
+        # is merged, so a variable cannot be removed from it here.
+        switches = {k for k in (*os.environ, *config.env) if k.startswith("CLAUDE_CODE_USE_")}
+        env = {
+            **config.env,
+            **dict.fromkeys(sorted(switches), ""),
+            "ANTHROPIC_AUTH_TOKEN": "",
+            "ANTHROPIC_BASE_URL": url,
+            "ANTHROPIC_API_KEY": "capeval-check",
+        }
         return dataclasses.replace(config, env=env)
 
 
