@@ -7,7 +7,8 @@ and so the per-cell summary (pure) can be reused by other front ends.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -15,20 +16,60 @@ from capeval.aggregate import median
 
 
 class ProgressPrinter:
-    """`on_row` callback: one line per repeat as it lands; silent when disabled."""
+    """`on_row` callback: one line per repeat as it lands; silent when disabled.
 
-    def __init__(self, enabled: bool, stream: TextIO | None = None) -> None:
+    Each line also says about how long the rest will take: with real agents a
+    matrix runs for an hour or more, and "[12/240]" alone does not say
+    whether to wait or come back tomorrow.
+    """
+
+    def __init__(
+        self,
+        enabled: bool,
+        stream: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.enabled = enabled
         self.stream = stream or sys.stderr
+        self.clock = clock
+        self.started = clock()
+        self.done_before: int | None = None  # rows a resumed run had already
 
     def __call__(self, row: Mapping[str, Any], done: int, total: int) -> None:
         if not self.enabled:
             return
-        self.stream.write(progress_line(row, done, total) + "\n")
+        if self.done_before is None:
+            self.done_before = done - 1
+        left = time_left(self.clock() - self.started, done - self.done_before, total - done)
+        self.stream.write(progress_line(row, done, total, left) + "\n")
         self.stream.flush()
 
 
-def progress_line(row: Mapping[str, Any], done: int, total: int) -> str:
+def time_left(elapsed_s: float, finished: int, remaining: int) -> float | None:
+    """Seconds until the run ends at this process's pace so far; None when unknown.
+
+    The pace is finished repeats per second of wall time, so concurrency is
+    in it; repeats a resumed run found written are not (they took no time).
+    """
+    if remaining <= 0 or finished <= 0 or elapsed_s <= 0:
+        return None
+    return elapsed_s / finished * remaining
+
+
+def short_duration(seconds: float) -> str:
+    """`45s`, `12m`, `2h05m`: coarse, as an estimate should be."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"{minutes}m"
+    return f"{minutes // 60}h{minutes % 60:02d}m"
+
+
+def progress_line(
+    row: Mapping[str, Any], done: int, total: int, left_s: float | None = None
+) -> str:
     width = len(str(total))
     mark = "PASS" if row.get("passed") else "FAIL"
     secs = (row.get("durationMs") or 0) / 1000
@@ -37,6 +78,8 @@ def progress_line(row: Mapping[str, Any], done: int, total: int) -> str:
         f"[{done:>{width}}/{total}] {mark} {row.get('variantId')} {row.get('id')} "
         f"#{row.get('repeat')}  {secs:.1f}s  {'?' if turns is None else turns} turns"
     )
+    if left_s is not None:
+        line += f"  ~{short_duration(left_s)} left"
     if not row.get("passed") and row.get("error"):
         line += f"  ({_short(str(row['error']))})"
     return line
