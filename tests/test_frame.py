@@ -575,3 +575,41 @@ def test_shared_repeats_are_found_among_files_read_together(tmp_path: Path) -> N
         f"{b} holds 1 repeat(s) that {a} holds too (same run, cell and repeat); both are "
         "counted: pass one file per run (its .jsonl or its v3 export)"
     ]
+
+
+def test_a_pattern_over_a_results_folder_skips_what_the_runner_writes_beside_rows(
+    tmp_path: Path,
+) -> None:
+    # A real run leaves `<stream>.plan.json` and `<stem>.artifacts/.../summary.json`
+    # beside its rows. `results/*.json` (every v3 export) and `results/**/*.json`
+    # matched them and failed ("no 'version' field"); the folder itself loaded.
+    from tests.test_run_helpers import capeval as capeval_run
+    from tests.test_run_helpers import write_case
+
+    write_case(tmp_path, "alpha")
+    results = tmp_path / "evals/capability/results"
+    done = capeval_run(
+        tmp_path, "-q", "--repeats", "2", "--jsonl", str(results / "r1.jsonl"),
+        "--out", str(results / "r1.json"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (results / "r1.jsonl.plan.json").is_file()
+    assert list((results / "r1.artifacts").rglob("summary.json"))
+    (results / "notes.json").write_text('{"summary": {}}')  # no result file: skipped, named
+    for pattern, sources in (
+        ("*.json", ["r1.json"]),
+        ("**/*.json", ["r1.json"]),
+        ("*", ["r1.json", "r1.jsonl"]),
+        ("**/*.jsonl", ["r1.jsonl"]),
+    ):
+        warned: list[str] = []
+        frame = load_frame(str(results / pattern), on_warning=warned.append, fast=False)
+        assert sorted(set(frame["source"].to_list())) == [str(results / s) for s in sources]
+        assert [w for w in warned if "not a result file" in w] == (
+            []
+            if pattern.endswith("jsonl")
+            else [f"skipped {results / 'notes.json'}: not a result file"]
+        )
+    # Only files the runner wrote beside rows match: nothing to load is an error.
+    with pytest.raises(ResultFileError, match="no result file matches"):
+        load_frame(str(results / "*.plan.json"))

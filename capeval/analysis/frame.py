@@ -327,7 +327,8 @@ def expand_paths(
     run artifacts and sidecar files left out), and a file in it that is no
     result file (a report, a plan) is skipped with a warning. A pattern
     (`results/*.jsonl`, `results/**/*.json`) is expanded only when no file
-    has that very name; one that matches nothing is an error.
+    has that very name, and its matches are searched as a folder's files
+    are; one that matches no result file is an error.
     """
     import glob
 
@@ -352,10 +353,43 @@ def expand_paths(
             matches = sorted(glob.glob(text, recursive=True))
             if not matches:
                 raise ResultFileError(path, "no file matches this pattern")
-            out += expand_paths(matches, on_warning=on_warning)
+            found_any = False
+            for match in matches:
+                if _left_out_of_search(match, text):
+                    continue
+                if not os.path.isdir(match) and sniff(Path(match)) == "other":
+                    (on_warning or _default_warn)(f"skipped {match}: not a result file")
+                    continue
+                found_any = True
+                out += expand_paths([match], on_warning=on_warning)
+            if not found_any:
+                raise ResultFileError(path, "no result file matches this pattern")
         else:
             out.append(path)
     return out
+
+
+def _left_out_of_search(match: str, pattern: str) -> bool:
+    """Whether a folder search passes this match by: what the runner writes beside rows.
+
+    `results/*.json` matches every run's `<stream>.plan.json`, and
+    `results/**/*.json` every repeat's evidence under `<stem>.artifacts/`;
+    neither is a result file, and both made loading a results folder by
+    pattern fail. Folders the pattern names literally are the user's choice.
+    """
+    import glob
+
+    from capeval.analysis.history import SIDECAR_SUFFIXES, SKIP_DIR_SUFFIXES, SKIP_DIRS
+
+    fixed = 0
+    for part in Path(pattern).parts:
+        if glob.has_magic(part):
+            break
+        fixed += 1
+    parts = Path(match).parts
+    if parts[-1].endswith(SIDECAR_SUFFIXES):
+        return True
+    return any(p in SKIP_DIRS or p.endswith(SKIP_DIR_SUFFIXES) for p in parts[fixed:])
 
 
 def _header_started(path: str | Path) -> str | None:
