@@ -26,8 +26,9 @@ below: on such streams capeval counts more than the original harness did, and
   real tools.
 * The command word is that of the command the segment runs
   (`scanner.command_words`): reserved words and `( … )` are looked through
-  (`do sed -i …`, `then curl x`, `{ curl a` count), and `for`/`case`
-  headers run none. Shell grammar must not hide a command from a metric.
+  (`do sed -i …`, `then curl x`, `{ curl a` count), so are function
+  definition headers (`get() { curl u; }` counts, as it does written over
+  several lines), and `for`/`case` headers run none. Shell grammar must not hide a command from a metric.
 * The command word is not looked up through `env`, `sudo`, `timeout` and the
   like (`env FOO=1 curl x` is neither an env assignment nor a network
   command): the spec defines both literally and old baselines used that.

@@ -549,6 +549,10 @@ _TIME_OPTIONS = frozenset({"-p", "--"})
 _LOOP_HEADERS = frozenset({"for", "select"})
 # Closers of compound commands: only redirections can follow them.
 _CLOSERS = frozenset({"fi", "done", "esac", "}"})
+# A function's name in a definition header (`f() { … }`, `function f { … }`):
+# bash takes more than a variable name, but never quotes, `$` or `=` (`a=()`
+# assigns an empty array).
+_FUNCTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]*")
 # A word that redirects (`>`, `2>&1`, `&>f`, `{fd}<f`): after a `( … )` it
 # keeps that a subshell; any other word makes it a case pattern `(a) cmd`.
 _REDIRECT = re.compile(r"(?:[0-9]+|\{[A-Za-z_][A-Za-z0-9_]*\})?[<>]|&>")
@@ -609,6 +613,9 @@ def command_words(segment: str | Segment) -> list[str]:
       closers `fi`, `done`, `esac`, `}` run no command;
     * `case WORD in` runs none; a case pattern (`a)`, `*)`, `(a)` before a
       command) is skipped, so `case $x in a) curl u` runs `curl`;
+    * a function definition header (`f()`, `f ()`, `function f`) is
+      skipped: `f() { curl x; }` runs `curl` when called, and written on
+      several lines its body is a segment of its own anyway;
     * a `( … )` subshell is entered: `( curl x ) > log` runs `curl`, its
       first command. Each step rescans a shorter text, never recursing.
     """
@@ -634,6 +641,14 @@ def command_words(segment: str | Segment) -> list[str]:
                 while i < len(words) and not _ends_case_pattern(words[i]):
                     i += 1
                 i += 1
+        elif word == "function":
+            i += 2  # function NAME
+            if i < len(words) and words[i] == "()":
+                i += 1
+        elif word.endswith("()") and _FUNCTION_NAME.fullmatch(word[:-2]):
+            i += 1  # NAME() { …: the body is the command
+        elif i + 1 < len(words) and words[i + 1] == "()" and _FUNCTION_NAME.fullmatch(word):
+            i += 2  # NAME () { …
         elif _ends_case_pattern(word):
             i += 1
         elif word.startswith("("):

@@ -61,6 +61,7 @@ def test_text_only_from_text_blocks_and_plain_string_content() -> None:
                             {"type": "text", "text": "a"},
                             {"type": "tool_use", "text": "not said"},
                             {"type": "thinking", "thinking": "hidden"},
+                            {"type": "reasoning", "text": "not said either"},
                             {"type": "text"},
                             {"type": "text", "text": "b", "citations": []},
                         ]
@@ -109,6 +110,7 @@ MALFORMED: list[tuple[Any, str, str]] = [
     ({"turns": [{"toolCalls": "Bash"}]}, "turns[0].toolCalls", "expected a JSON array"),
     ({"turns": [{"toolCalls": [{"arguments": {}}]}]}, "turns[0].toolCalls[0].name", "missing"),
     ({"turns": [{}, {"toolCalls": [{"name": 3}]}]}, "turns[1].toolCalls[0].name", "missing"),
+    ({"turns": [{"toolCalls": [{"name": ""}]}]}, "turns[0].toolCalls[0].name", "missing"),
     ({"turns": [{"toolCalls": ["Bash"]}]}, "turns[0].toolCalls[0]", "expected a JSON object"),
     ({"turns": [{"durationMs": "12s"}]}, "turns[0].durationMs", "expected a number or null"),
     ({"turns": [{"durationMs": True}]}, "turns[0].durationMs", "got a boolean"),
@@ -128,6 +130,7 @@ MALFORMED: list[tuple[Any, str, str]] = [
     ({"turns": [], "turnsUsed": "3"}, "turnsUsed", "expected a number"),
     # A negative count would pass any turn budget.
     ({"turns": [], "turnsUsed": -7}, "turnsUsed", "expected a count (0 or more), got -7"),
+    ({"turns": [], "toolCallCount": -1}, "toolCallCount", "expected a count (0 or more), got -1"),
 ]
 
 
@@ -165,3 +168,42 @@ def test_missing_and_undecodable_files(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe{}")
     with pytest.raises(RunSummaryError, match="not UTF-8"):
         read_summary(binary)
+
+
+def test_given_turn_indexes_and_default_call_ids_are_distinct() -> None:
+    """A stream's own turn numbering is kept; calls without an id still get
+    one of their own, so that results join to the right call."""
+    summary = summary_from_json(
+        {"turns": [{"turnIndex": 4, "toolCalls": [{"name": "ls"}, {"name": "ls"}]}]}
+    )
+    [turn] = summary.turns
+    assert turn.turnIndex == 4
+    assert [c.id for c in turn.toolCalls] == ["turn0-call0", "turn0-call1"]
+
+
+def test_every_text_block_and_token_count_survives_a_round_trip() -> None:
+    summary = summary_from_json(
+        {
+            "turns": [{"assistantTurn": {"content": [{"type": "text", "text": t} for t in "ab"]}}],
+            "tokenUsage": {"input": 1, "output": 2, "cacheRead": 3, "cacheWrite": 4, "thinking": 5},
+        }
+    )
+    out = summary.to_json()
+    assert out["tokenUsage"] == {
+        "input": 1,
+        "output": 2,
+        "cacheRead": 3,
+        "cacheWrite": 4,
+        "thinking": 5,
+    }
+    assert summary_from_json(out) == summary
+    assert summary.turns[0].texts == ("a", "b")
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_non_json_number_constants_are_refused(constant: str, tmp_path: Path) -> None:
+    """Python's json reads them; no result row could store them."""
+    path = tmp_path / "summary.json"
+    path.write_text(f'{{"turns": [{{"durationMs": {constant}}}]}}')
+    with pytest.raises(RunSummaryError, match=f"contains {constant}"):
+        read_summary(path)

@@ -32,7 +32,10 @@ KINDS = {
     "Bash": turns.SHELL,
     "Read": turns.READ,
     "Edit": turns.EDIT,
+    "MultiEdit": turns.EDIT,
+    "NotebookEdit": turns.EDIT,
     "Write": turns.WRITE,
+    "LS": turns.LIST,
     "Glob": turns.SEARCH,
     "Grep": turns.SEARCH,
     "WebFetch": turns.WEB_FETCH,
@@ -44,6 +47,8 @@ KINDS = {
     "mcp__fs__bash": turns.OTHER,
     # Codex items
     "command_execution": turns.SHELL,
+    "exec_command": turns.SHELL,  # the wire name of the same tool (agent-streams.md)
+    "shell": turns.SHELL,
     "file_change": turns.EDIT,
     "mcp_tool_call": turns.OTHER,
     "web_search": turns.SEARCH,
@@ -51,6 +56,8 @@ KINDS = {
     # Gemini CLI
     "run_shell_command": turns.SHELL,
     "replace": turns.EDIT,
+    "read_many_files": turns.READ,
+    "search_file_content": turns.SEARCH,
     "grep_search": turns.SEARCH,
     "glob": turns.SEARCH,
     "list_directory": turns.LIST,
@@ -62,6 +69,7 @@ KINDS = {
     "edit": turns.EDIT,
     "write": turns.WRITE,
     "patch": turns.EDIT,
+    "multiedit": turns.EDIT,
     "list": turns.LIST,
     "webfetch": turns.WEB_FETCH,
     "websearch": turns.SEARCH,
@@ -98,6 +106,8 @@ UNWRAP = [
     ("bash -lc 'it'\\''s'", "it's"),
     ("bash -lc $'line1\\nline2'", "line1\nline2"),
     ("bash -o pipefail -c 'a | b'", "a | b"),
+    ("bash -O extglob -c 'a | b'", "a | b"),
+    ("ksh -c 'a | b'", "a | b"),
     ("bash --noprofile --norc -c 'x'", "x"),
     ("  bash -lc 'x'  ", "x"),
     ("bash -lc 'cat <<EOF\na && b\nEOF'", "cat <<EOF\na && b\nEOF"),
@@ -111,6 +121,7 @@ UNWRAP = [
 NOT_WRAPPERS = [
     "bash script.sh",
     "bash -l script.sh",  # no -c: a script file, not a command string
+    "bash --norc script.sh",  # the c of a long option is no -c
     "bash -c",
     "bash -lc 'a' && b",  # a chain around the wrapper: the model's own shell
     "bash -c 'x' > out",
@@ -212,6 +223,7 @@ def test_codex_stream_commands_unwrap(agent_streams: Path) -> None:
         ({"command": None}, None),
         ({"command": []}, None),
         ({"path": "x"}, None),
+        ('{"path": "x"}', None),  # JSON-encoded arguments without a command
         (None, None),
         (7, None),
     ],
