@@ -7,6 +7,7 @@ cannot run offline); the workdir, grader, HTTP fixture and row are real.
 
 from __future__ import annotations
 
+import json
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,6 +158,19 @@ def test_unsafe_fixture_gives_a_failed_row_not_a_crash(tmp_path: Path) -> None:
     row = run_repeat(job, adapter, RepeatSettings(root=tmp_path))
     assert row["passed"] is False and "symlink target '/etc/passwd' is absolute" in row["error"]
     assert adapter.seen == []
+
+
+def test_a_workdir_failure_row_is_redacted_like_any_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The setup-failure row skipped redaction: its error quotes the fixture's
+    # symlink target, here a secret's value.
+    monkeypatch.setenv("DEPLOY_TOKEN", "tok-9f8e7d6c5b4a")
+    job = _job(tmp_path)
+    (tmp_path / "evals/capability/fixtures/alpha/bad").symlink_to("/srv/tok-9f8e7d6c5b4a")
+    row = run_repeat(job, FakeAdapter(), RepeatSettings(root=tmp_path))
+    assert "workdir not prepared" in row["error"]
+    assert "tok-9f8e7d6c5b4a" not in json.dumps(row) and "[REDACTED]" in row["error"]
 
 
 def test_a_workdir_that_failed_under_a_budget_reports_over_budget(tmp_path: Path) -> None:

@@ -11,10 +11,10 @@ Three promises shape this module:
 
 * Bounded: each file is cut at `MAX_FILE_BYTES` with a visible marker, so a
   runaway log cannot fill the disk.
-* No secrets: every file goes through the same redaction as rows. Only the
-  capture directory's top-level regular files are copied: its subdirectories
-  are the agents' isolated config homes (`claude-config`, `codex-home`),
-  which may hold a login, and symlinks could point anywhere.
+* No secrets: every file, and its name, goes through the same redaction as
+  rows. Only the capture directory's top-level regular files are copied: its
+  subdirectories are the agents' isolated config homes (`claude-config`,
+  `codex-home`), which may hold a login, and symlinks could point anywhere.
 * Complete or absent: a repeat's folder is written under a hidden staging
   name and renamed into place, so an interrupted copy never looks finished;
   a re-run repeat (`--resume`) replaces the folder whole.
@@ -22,6 +22,7 @@ Three promises shape this module:
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import secrets as random
@@ -31,7 +32,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from capeval.redact import redact, redact_text
+from capeval.redact import (
+    redact,
+    redact_data,
+    redact_text,
+    replace_spans,
+    secret_needles,
+    secret_spans,
+)
 
 ARTIFACTS_SUFFIX = ".artifacts"
 MAX_FILE_BYTES = 20 * 1024 * 1024
@@ -70,11 +78,8 @@ def truncation_marker(kept: int, size: int) -> bytes:
 
 
 def redact_bytes(data: bytes, secrets: Sequence[str]) -> bytes:
-    """Row redaction on raw bytes; undecodable bytes pass through unchanged."""
-    if not secrets:
-        return data
-    text = data.decode("utf-8", errors="surrogateescape")
-    return redact_text(text, secrets).encode("utf-8", errors="surrogateescape")
+    """Row redaction on raw bytes; bytes that are not UTF-8 pass through unchanged."""
+    return redact_data(data, secret_needles(secrets))
 
 
 def safe_cut(data: bytes, limit: int, secrets: Sequence[str]) -> int:
@@ -83,37 +88,40 @@ def safe_cut(data: bytes, limit: int, secrets: Sequence[str]) -> int:
     `data` must extend at least the longest secret past `limit` (when it is
     longer than `limit`) for every straddling secret to be seen.
     """
-    cut = min(limit, len(data))
-    needles = [s.encode("utf-8") for s in secrets]
-    moved = True
-    while moved:
-        moved = False
-        for needle in needles:
-            start = data.find(needle, max(0, cut - len(needle) + 1), cut + len(needle) - 1)
-            if 0 <= start < cut:
-                cut, moved = start, True
-    return cut
+    return _cut(min(limit, len(data)), secret_spans(data, secret_needles(secrets)))
+
+
+def _cut(limit: int, spans: Sequence[tuple[int, int]]) -> int:
+    # Spans are merged: at most one holds the cut, and moving to its start clears all.
+    for start, end in spans:
+        if start < limit < end:
+            return start
+    return limit
 
 
 def capped(data: bytes, size: int, secrets: Sequence[str], max_bytes: int) -> bytes:
     """`data` (the head of a `size`-byte file) redacted and cut at `max_bytes` with a marker."""
+    spans = secret_spans(data, secret_needles(secrets))
     if size <= max_bytes and len(data) >= size:
-        return redact_bytes(data, secrets)
-    cut = safe_cut(data, max_bytes, secrets)
-    return redact_bytes(data[:cut], secrets) + truncation_marker(cut, size)
+        return replace_spans(data, spans)
+    cut = _cut(min(max_bytes, len(data)), spans)
+    kept = replace_spans(data[:cut], [s for s in spans if s[1] <= cut])
+    return kept + truncation_marker(cut, size)
 
 
 def _lookahead(secrets: Sequence[str]) -> int:
-    return max((len(s.encode("utf-8")) for s in secrets), default=0)
+    """The longest form of a secret, in bytes: how far past a cut one can reach."""
+    return max((len(n) for n in secret_needles(secrets)), default=0)
 
 
 def copy_capped(src: Path, dst: Path, secrets: Sequence[str], max_bytes: int) -> bool:
     """Copy one file redacted and capped; True when it was truncated.
 
     Reads at most `max_bytes` plus the longest secret, never the whole of a
-    runaway file.
+    runaway file. A symlink put in place after the listing is not followed.
     """
-    with open(src, "rb") as handle:
+    fd = os.open(src, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with open(fd, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         head = handle.read(max_bytes + _lookahead(secrets))
         size = max(size, len(head))  # a file still growing
@@ -159,8 +167,13 @@ def save_repeat_artifacts(
     try:
         ours = {VERIFY_LOG, SUMMARY_FILE}
         for src in capture_files(capture_dir):
-            name = CAPTURE_PREFIX + src.name if src.name in ours else src.name
-            copy_capped(src, staging / name, secrets, max_bytes)
+            name = redact_text(src.name, secrets)  # a name is free text too
+            name = CAPTURE_PREFIX + name if name in ours else name
+            try:
+                copy_capped(src, staging / name, secrets, max_bytes)
+            except OSError as exc:  # turned into a symlink or removed since the listing
+                if exc.errno not in (errno.ELOOP, errno.ENOENT):
+                    raise
         if verify is not None:
             size = len(verify)
             (staging / VERIFY_LOG).write_bytes(capped(verify, size, secrets, max_bytes))

@@ -339,8 +339,10 @@ def _row(
 def _setup_failed_row(
     job: RepeatJob, settings: RepeatSettings, started_at: str, t0: float, error: str
 ) -> Row:
+    """A repeat whose workdir could not be made: failed, and redacted like any row
+    (the error quotes paths and git's words, which a secret can be part of)."""
     budget = effective_budget(job.case.maxTurns, settings.max_turns)
-    return _assemble(
+    row = _assemble(
         job,
         settings,
         started_at=started_at,
@@ -366,6 +368,7 @@ def _setup_failed_row(
         textPreview="",
         agentVersion=job.agent_version,
     )
+    return redact(row, secret_values(os.environ, job.agent.env), keep=IDENTITY_FIELDS)
 
 
 def _assemble(
