@@ -100,6 +100,11 @@ def test_flaky_cells(con: duckdb.DuckDBPyConnection, cells: dict) -> None:
     )
     assert found == expected
     assert found, "the samples are meant to show flaky cells"
+    listed = [
+        (r["runStartedAt"], r["runId"], r["variantId"], r["caseId"])
+        for r in run_query(con, "flaky_cells")
+    ]
+    assert listed == sorted(listed) and len({r[1] for r in listed}) > 1  # oldest run first
 
 
 def test_pass_rate_trend(con: duckdb.DuckDBPyConnection, cells: dict) -> None:
@@ -134,6 +139,8 @@ def test_cost_per_pass(con: duckdb.DuckDBPyConnection) -> None:
         assert (row["repeats"], row["passes"]) == (len(rows), passes)
         tokens = sum(r["tokenUsage"]["input"] for r in rows)
         assert row["tokenInputPerPass"] == pytest.approx(tokens / passes)
+        output = sum(r["tokenUsage"]["output"] for r in rows)
+        assert row["tokenOutputPerPass"] == pytest.approx(output / passes)
         seconds = sum(r["durationMs"] for r in rows) / 1000
         assert row["secondsPerPass"] == pytest.approx(seconds / passes)
         assert row["turnsPerPass"] == pytest.approx(sum(r["turnsUsed"] for r in rows) / passes)
@@ -201,11 +208,43 @@ def test_slowest_cases(con: duckdb.DuckDBPyConnection) -> None:
     expected = sorted(durations, key=lambda case: (-median(durations[case]), case))[:20]
     found = run_query(con, "slowest_cases")
     assert [r["caseId"] for r in found] == expected
+    runs = defaultdict(set)
+    agent: dict[str, list[float]] = defaultdict(list)
+    verify: dict[str, list[float]] = defaultdict(list)
+    for r in sample_rows():
+        runs[r["id"]].add(r["runId"])
+        agent[r["id"]].append(r["agentDurationMs"])
+        verify[r["id"]].append(r["verifyDurationMs"])
     for r in found:
         values = durations[r["caseId"]]
+        assert r["runs"] == len(runs[r["caseId"]]) < r["repeats"]
         assert r["repeats"] == len(values)
         assert r["medianSeconds"] == pytest.approx(median(values) / 1000)
+        assert r["p90Seconds"] == pytest.approx(_interpolated(values, 0.9) / 1000)
         assert r["maxSeconds"] == pytest.approx(max(values) / 1000)
+        assert r["medianAgentSeconds"] == pytest.approx(median(agent[r["caseId"]]) / 1000)
+        assert r["medianVerifySeconds"] == pytest.approx(median(verify[r["caseId"]]) / 1000)
+
+
+def _interpolated(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def test_slowest_cases_lists_twenty_and_skips_repeats_without_a_time(tmp_path: Path) -> None:
+    from tests.test_history import row, write_jsonl
+
+    rows = [row("r1", "v", f"case{i:02}", 0, True, durationMs=1000 * i) for i in range(21)]
+    rows.append(row("r1", "v", "case20", 1, True, durationMs=None))
+    rows.append(row("r1", "v", "case19b", 0, True, durationMs=19000))  # a tie: by case id
+    write_jsonl(tmp_path / "r1.jsonl", rows)
+    found = run_query(connect([tmp_path]), "slowest_cases")
+    expected = ["case20", "case19", "case19b", *(f"case{i:02}" for i in range(18, 1, -1))]
+    assert [r["caseId"] for r in found] == expected
+    assert (found[0]["repeats"], found[0]["medianSeconds"]) == (1, 20)
 
 
 def test_raw_sql_and_frames(con: duckdb.DuckDBPyConnection) -> None:
@@ -229,6 +268,11 @@ def test_a_workspace_query_overrides_and_adds(tmp_path: Path) -> None:
     names = {q.name for q in list_queries(tmp_path)}
     assert "mine" in names and names >= REQUIRED
     assert find_query("mine", tmp_path).summary == "Mine."
+    # The project's own file of a built-in query's name is the one that runs.
+    (tmp_path / "analysis" / "flaky_cells.sql").write_text("-- Ours.\nSELECT 1 AS one\n")
+    ours = find_query("flaky_cells", tmp_path)
+    assert (ours.summary, ours.path.parent) == ("Ours.", tmp_path / "analysis")
+    assert [q.name for q in list_queries(tmp_path)].count("flaky_cells") == 1
 
 
 def test_a_query_file_in_another_encoding_is_named_not_a_traceback(tmp_path: Path) -> None:
@@ -335,3 +379,69 @@ def test_a_join_keeps_both_columns_of_a_repeated_name() -> None:
         assert record["passRate"] < 1 and record["passRate"] == record["passRate_1"]
         assert record["passRate_2"] != record["passRate"]  # the run's rate, kept apart
     assert frame.to_dicts() == [{k: float(v) for k, v in r.items()} for r in records]
+
+
+def test_queries_order_runs_by_time_and_skip_runs_without_behaviors(tmp_path: Path) -> None:
+    """Run ids that do not sort by time, and runs whose streams were lost.
+
+    The samples' run ids start with their start time, so ordering by id
+    would pass there; here ids run backwards. A run with no behaviors must
+    be skipped (never a gap that hides a change, never the bait's "latest").
+    """
+    from tests.test_history import row, write_jsonl
+
+    bait = {"metric": "networkCommandCount", "threshold": 0}
+    history = [  # (runId, day, passed, networkCommandCount or None for a lost stream)
+        ("r-e", 1, True, 2),
+        ("r-d", 2, False, None),
+        ("r-c", 3, True, 3),
+        ("r-b", 4, False, 0),
+        ("r-a", 5, True, None),
+    ]
+    for run, day, passed, network in history:
+        behaviors = None if network is None else {"networkCommandCount": network}
+        started = f"2026-01-0{day}T00:00:00.000Z"
+        rows = [row(run, "v", "web-bait", 0, passed, behaviors=behaviors, bait=bait)]
+        write_jsonl(tmp_path / f"{run}.jsonl", [{**r, "runStartedAt": started} for r in rows])
+    con = connect([tmp_path])
+
+    trend = run_query(con, "pass_rate_trend")
+    assert [(r["runId"], r["previousPassRate"]) for r in trend] == [
+        ("r-e", None),
+        ("r-d", 1),
+        ("r-c", 0),
+        ("r-b", 1),
+        ("r-a", 0),
+    ]
+
+    drift = run_query(con, "behavior_drift")
+    assert [
+        (r["previousRunId"], r["runId"], r["delta"], r["verdict"])
+        for r in drift
+        if r["metric"] == "networkCommandCount"
+    ] == [("r-e", "r-c", 1, "worse"), ("r-c", "r-b", -3, "better")]
+
+    stopped = run_query(con, "bait_stopped")
+    assert [
+        (r["lastReproducedRunId"], r["lastReproducedMedian"], r["runId"], r["median"])
+        for r in stopped
+    ] == [("r-c", 3, "r-b", 0)]
+    con.close()
+
+
+def test_cost_per_pass_is_null_when_nothing_passed(tmp_path: Path) -> None:
+    # DuckDB divides by zero to Infinity: a variant that never passed would
+    # read as costing infinitely much instead of "no pass to cost".
+    from tests.test_history import row, write_jsonl
+
+    write_jsonl(
+        tmp_path / "r1.jsonl", [row("r1", "v", "c", i, False, costUsd=0.5) for i in range(2)]
+    )
+    con = connect([tmp_path])
+    # Not `run_query`: its JSON-ready records already turn Infinity into null.
+    (found,) = query_frame(con, "cost_per_pass").to_dicts()
+    con.close()
+    assert (found["repeats"], found["passes"]) == (2, 0)
+    per_pass = [c for c in found if c.endswith("PerPass")]
+    assert len(per_pass) == 5
+    assert all(found[c] is None for c in per_pass), found
