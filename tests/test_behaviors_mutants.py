@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from specfacts import LOWER_IS_BETTER
 
 from capeval.behaviors import backfill_legacy, derive_behaviors
 from capeval.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME, direction
@@ -28,17 +29,8 @@ def shell(*commands: str) -> dict[str, Any]:
 def test_directions_are_the_spec_table() -> None:
     """The gate flags a regression only in a metric's "lower" direction, so a
     wrong direction silently turns a gated metric off (or a neutral one on)."""
-    lower = {
-        "envAssignmentCommandCount",
-        "maxChainSegmentsPerCommand",
-        "networkCommandCount",
-        "editViaShellCount",
-        "repeatedSearchCount",
-        "longestToolOnlyStreak",
-        "maxTurnDurationMs",
-    }
     assert {name: direction(name) for name in METRIC_NAMES} == {
-        name: "lower" if name in lower else "neutral" for name in METRIC_NAMES
+        name: "lower" if name in LOWER_IS_BETTER else "neutral" for name in METRIC_NAMES
     }
 
 

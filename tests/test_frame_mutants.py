@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from specfacts import LOWER_IS_BETTER
 
 from capeval.analysis import frame as frame_module
 from capeval.analysis.frame import FIXED_COLUMNS, FrameError, load_frame, rows_to_frame
@@ -144,17 +145,6 @@ def test_history_data_leaves_tokens_null_when_no_repeat_reported_any() -> None:
 
 # -- named queries -------------------------------------------------------------------------
 
-# Section 6 of the spec: the metrics that are better lower; every other numeric one is neutral.
-LOWER = {
-    "envAssignmentCommandCount",
-    "maxChainSegmentsPerCommand",
-    "networkCommandCount",
-    "editViaShellCount",
-    "repeatedSearchCount",
-    "longestToolOnlyStreak",
-    "maxTurnDurationMs",
-}
-
 
 @pytest.fixture(scope="module")
 def con() -> Any:
@@ -169,8 +159,8 @@ def con() -> Any:
 def test_metric_directions_are_the_specs(con: Any) -> None:
     found = dict(con.execute("SELECT metric, direction FROM metric_directions").fetchall())
     assert set(found) == set(METRIC_NAMES)
-    assert {m for m, d in found.items() if d == "lower"} == LOWER
-    assert {d for m, d in found.items() if m not in LOWER} == {"neutral"}
+    assert {m for m, d in found.items() if d == "lower"} == LOWER_IS_BETTER
+    assert {d for m, d in found.items() if m not in LOWER_IS_BETTER} == {"neutral"}
 
 
 def test_slowest_cases_reports_each_time_of_its_own(con: Any) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from specfacts import LOWER_IS_BETTER
 
 from tests.clirun import capeval
 from tests.rowfactory import gate_row as row
@@ -23,15 +24,6 @@ CORBITS_BAITS = {
     "subagent-bait": ("maxTurnDurationMs", 15000),
 }
 BAIT_FLAGS = [f"--bait={case}={metric}:{t}" for case, (metric, t) in CORBITS_BAITS.items()]
-LOWER = {
-    "envAssignmentCommandCount",
-    "maxChainSegmentsPerCommand",
-    "networkCommandCount",
-    "editViaShellCount",
-    "repeatedSearchCount",
-    "longestToolOnlyStreak",
-    "maxTurnDurationMs",
-}
 
 
 def jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -381,7 +373,7 @@ def test_real_files_judged_with_the_flag_match_hand_arithmetic(
         expected = []
         for metric in bm.keys() & cm.keys():
             verdict = "neutral"
-            if metric in LOWER and cm[metric] != bm[metric]:
+            if metric in LOWER_IS_BETTER and cm[metric] != bm[metric]:
                 verdict = "improve" if cm[metric] < bm[metric] else "regress"
             expected.append((metric, bm[metric], cm[metric], verdict))
         got = [

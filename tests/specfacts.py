@@ -1,0 +1,21 @@
+"""Facts the spec states, written out by hand so tests check the code against the spec.
+
+Importing them from capeval instead would test the code against itself: a
+wrong direction in `capeval.metrics` would then pass every test that uses it.
+"""
+
+from __future__ import annotations
+
+# Section 6 of ../shared/spec/capability-evals.md: the behavior metrics that
+# are better lower; every other numeric metric is neutral (never gated).
+LOWER_IS_BETTER = frozenset(
+    {
+        "envAssignmentCommandCount",
+        "maxChainSegmentsPerCommand",
+        "networkCommandCount",
+        "editViaShellCount",
+        "repeatedSearchCount",
+        "longestToolOnlyStreak",
+        "maxTurnDurationMs",
+    }
+)
