@@ -16,7 +16,6 @@ import json
 import mmap
 import os
 import re
-import stat
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from capeval.analysis.duckdb_paths import reads_as_pattern
 from capeval.analysis.history import run_identity_exprs, run_stem
 from capeval.behaviors import backfill_legacy
 from capeval.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME
+from capeval.results.jsonl import first_line_is_row
 from capeval.results.load import read_rows
 from capeval.results.overlap import distinct_files, v3_header
 
@@ -379,7 +379,7 @@ def _left_out_of_search(match: str, pattern: str) -> bool:
     """
     import glob
 
-    from capeval.analysis.history import SIDECAR_SUFFIXES, SKIP_DIR_SUFFIXES, SKIP_DIRS
+    from capeval.analysis.history import SIDECAR_SUFFIXES, passed_over_dir
 
     fixed = 0
     for part in Path(pattern).parts:
@@ -389,12 +389,12 @@ def _left_out_of_search(match: str, pattern: str) -> bool:
     parts = Path(match).parts
     if parts[-1].endswith(SIDECAR_SUFFIXES):
         return True
-    return any(p in SKIP_DIRS or p.endswith(SKIP_DIR_SUFFIXES) for p in parts[fixed:])
+    return any(passed_over_dir(p) for p in parts[fixed:])
 
 
 def _header_started(path: str | Path) -> str | None:
     """A v3 file's header `startedAt` (None for JSON Lines), as the history views read it."""
-    if _first_line_is_row(path):
+    if first_line_is_row(path):
         return None  # the v3 head walk costs more than reading a small stream
     header = v3_header(path)
     if header is None:
@@ -409,18 +409,6 @@ def _header_started(path: str | Path) -> str | None:
         header = doc if isinstance(doc, dict) else {}
     value = header.get("startedAt")
     return value if isinstance(value, str) else None
-
-
-def _first_line_is_row(path: str | Path) -> bool:
-    """Whether a file starts with a whole JSON object without `cases`: a row stream."""
-    try:
-        with open(path, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return False
-            first = json.loads(handle.readline())
-    except (OSError, ValueError, RecursionError):
-        return False
-    return isinstance(first, dict) and "cases" not in first
 
 
 def _run_start(header: pl.Expr) -> pl.Expr:

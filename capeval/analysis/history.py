@@ -59,6 +59,13 @@ SIDECAR_SUFFIXES = (".plan.json",)
 SKIP_DIRS = frozenset({".git", ".ipynb_checkpoints", "__pycache__", ".venv"})
 # Per-repeat evidence the runner keeps beside a stream (agent streams, run summaries).
 SKIP_DIR_SUFFIXES = (".artifacts",)
+
+
+def passed_over_dir(name: str) -> bool:
+    """A folder a results search does not enter: tooling, or a run's evidence."""
+    return name in SKIP_DIRS or name.endswith(SKIP_DIR_SUFFIXES)
+
+
 _HEAD = 1 << 16
 _HASH_CHUNK = 1 << 20
 # A time string that states its UTC offset (`Z`, `+09:00`, `-0800`, `+09`);
@@ -474,9 +481,7 @@ def discover(paths: str | Path | Iterable[str | Path]) -> list[Path]:
             found.add(path.resolve())
         elif path.is_dir():
             for dirpath, dirnames, filenames in os.walk(path):
-                dirnames[:] = [
-                    d for d in dirnames if d not in SKIP_DIRS and not d.endswith(SKIP_DIR_SUFFIXES)
-                ]
+                dirnames[:] = [d for d in dirnames if not passed_over_dir(d)]
                 for name in filenames:
                     if name.endswith(RESULT_SUFFIXES) and not name.endswith(SIDECAR_SUFFIXES):
                         found.add((Path(dirpath) / name).resolve())

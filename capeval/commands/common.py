@@ -159,6 +159,20 @@ def history_connection(
     return con, report
 
 
+def say_passed_over(report: IngestReport | None) -> None:
+    """On stderr, the ingest's warnings and the files it skipped, as `capeval history` says them.
+
+    Every command over the history views says them: an empty answer or "no
+    rows to plot" must not hide that a file given was no result file at all.
+    """
+    if report is None:
+        return
+    for warning in report.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    for path, reason in report.skipped:
+        click.echo(f"skipped {shown_path(Path(path))}: {reason}", err=True)
+
+
 def baselines_or_configured(
     baselines: Sequence[Path], root: Path | None, *, as_json: bool = False
 ) -> list[Path]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from capeval.commands.common import fail, problems_text, root_option, shown_path
+from capeval.commands.common import fail, problems_text, root_option, say_passed_over
 
 # Columns of the human table, from the `runs` view.
 TABLE_COLUMNS: tuple[str, ...] = (
@@ -96,10 +96,7 @@ def history(paths: tuple[Path, ...], db: Path | None, root: Path | None, as_json
         return
     from capeval.analysis.queries import format_table
 
-    for warning in report.warnings:
-        click.echo(f"warning: {warning}", err=True)
-    for path, reason in report.skipped:
-        click.echo(f"skipped {shown_path(Path(path))}: {reason}", err=True)
+    say_passed_over(report)
     if db is not None:
         click.echo(
             f"{db}: {report.rows_added} rows added ({report.files_new} new, "

@@ -22,7 +22,7 @@ from capeval.commands.common import (
     history_connection,
     problems_text,
     root_option,
-    shown_path,
+    say_passed_over,
 )
 
 FORMATS = (".png", ".svg", ".pdf")
@@ -75,12 +75,7 @@ def _repeats(
     from capeval.analysis.history import frame
 
     con, report = history_connection(paths, db, root)
-    # Named on stderr as `capeval history` names them, so "no rows to plot"
-    # from a folder of non-result files says which files were passed over.
-    for warning in report.warnings if report is not None else ():
-        click.echo(f"warning: {warning}", err=True)
-    for path, reason in report.skipped if report is not None else ():
-        click.echo(f"skipped {shown_path(Path(path))}: {reason}", err=True)
+    say_passed_over(report)
     chosen = run
     if chosen is None and latest:
         found = con.execute(

@@ -19,6 +19,7 @@ from capeval.commands.common import (
     history_connection,
     problems_text,
     root_option,
+    say_passed_over,
     shown_path,
 )
 
@@ -104,12 +105,7 @@ def query(
         )
     try:
         con, report = history_connection(sources, db, root)
-        for warning in report.warnings if report is not None else ():
-            click.echo(f"warning: {warning}", err=True)
-        # Named as `capeval history` names them: an empty answer must not hide
-        # that a file given was no result file at all.
-        for path, reason in report.skipped if report is not None else ():
-            click.echo(f"skipped {path}: {reason}", err=True)
+        say_passed_over(report)
         rows = records(con, sql)
     except ProblemsError as exc:
         fail("query", problems_text(exc.problems) + "\n(pass --from PATH or --db FILE)")

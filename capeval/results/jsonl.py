@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import stat
 import threading
 import warnings
 from pathlib import Path
@@ -182,6 +183,22 @@ class JsonlWriter:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def first_line_is_row(path: str | Path) -> bool:
+    """Whether a file starts with a whole JSON object without `cases`: a row stream.
+
+    A look at one line only (a v3 document, pretty-printed or not, is none);
+    a FIFO or device is no row stream and is never read from.
+    """
+    try:
+        with open(path, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return False
+            first = json.loads(handle.readline())
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(first, dict) and "cases" not in first
 
 
 def read_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:

@@ -423,27 +423,14 @@ def _refuse_unwritable_outputs(
 
 
 def _holds_row_stream(path: Path) -> bool:
-    """Whether `path` is a run's row stream: a plan beside it, or a result row first.
+    """Whether `path` is a run's row stream: a plan beside it, or a row first.
 
     A v3 export (one JSON document, pretty-printed or not) is neither, so it
     may be replaced; so may an empty file or one that is not a result file.
     """
-    if plan_path(path).is_file():
-        return True
-    try:
-        with open(path, "rb") as handle:
-            first = handle.readline(1 << 20)
-    except OSError:
-        return False
-    try:
-        row = json.loads(first)
-    except ValueError:
-        return False
-    return (
-        isinstance(row, dict)
-        and isinstance(row.get("passed"), bool)
-        and any(isinstance(row.get(k), str) for k in ("resultKey", "variantId"))
-    )
+    from capeval.results.jsonl import first_line_is_row
+
+    return plan_path(path).is_file() or first_line_is_row(path)
 
 
 def _refuse_replacing_the_baseline(options: RunOptions, baseline: Path | None, key: str) -> None:
