@@ -37,7 +37,51 @@ COMMANDS: dict[str, str] = {
 }
 
 
-class LazyGroup(click.Group):
+class InterruptibleGroup(click.Group):
+    """A click group where Ctrl-C exits 130 and names the subcommand it stopped.
+
+    Groups nested under `capeval` (`paperclip`, `baseline`, `agents`, `plot`)
+    use it too, so `capeval paperclip live` stopped by Ctrl-C says so rather
+    than naming only `capeval paperclip`.
+    """
+
+    # Ctrl-C anywhere click would catch it (parsing, importing a command, a
+    # command without its own SIGINT handler) exits 130, the code a shell
+    # gives an interrupted program. Click's own "Aborted!" exits 1, which
+    # `capeval gate` and `capeval run` document as "regressed"/"some repeat
+    # failed": an interrupted gate must never read as a verdict.
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except KeyboardInterrupt:
+            interrupted(None if parent is None else _subcommand_words(parent))
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            interrupted(_subcommand_words(ctx))
+
+
+def _subcommand_words(ctx: click.Context) -> str | None:
+    """The words after `capeval` of the command Ctrl-C stopped (None: none chosen yet)."""
+    if ctx.invoked_subcommand is None:
+        return None
+    names: list[str] = []
+    outer: click.Context | None = ctx
+    while outer is not None and outer.parent is not None:
+        names.append(outer.info_name or "")
+        outer = outer.parent
+    return " ".join([*reversed(names), ctx.invoked_subcommand])
+
+
+class LazyGroup(InterruptibleGroup):
     """A click group whose subcommands are imported on first use."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -57,29 +101,6 @@ class LazyGroup(click.Group):
                 return None  # command not built yet
             raise
         return getattr(module, attr)
-
-    # Ctrl-C anywhere click would catch it (parsing, importing a command, a
-    # command without its own SIGINT handler) exits 130, the code a shell
-    # gives an interrupted program. Click's own "Aborted!" exits 1, which
-    # `capeval gate` and `capeval run` document as "regressed"/"some repeat
-    # failed": an interrupted gate must never read as a verdict.
-    def make_context(
-        self,
-        info_name: str | None,
-        args: list[str],
-        parent: click.Context | None = None,
-        **extra: Any,
-    ) -> click.Context:
-        try:
-            return super().make_context(info_name, args, parent, **extra)
-        except KeyboardInterrupt:
-            interrupted(None)
-
-    def invoke(self, ctx: click.Context) -> object:
-        try:
-            return super().invoke(ctx)
-        except KeyboardInterrupt:
-            interrupted(ctx.invoked_subcommand)
 
 
 def interrupted(command: str | None) -> NoReturn:

@@ -68,6 +68,43 @@ def test_ctrl_c_while_click_parses_exits_130(monkeypatch: pytest.MonkeyPatch) ->
     assert "Aborted!" not in result.output
 
 
+@pytest.mark.parametrize(
+    ("group", "sub"),
+    [("paperclip", "live"), ("baseline", "freeze"), ("agents", "check"), ("plot", "heatmap")],
+)
+def test_ctrl_c_in_a_nested_command_names_it(
+    group: str, sub: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C in `capeval paperclip live` said only "capeval paperclip".
+    import importlib
+
+    def interrupted(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    module_name, _, attr = COMMANDS[group].partition(":")
+    command = getattr(importlib.import_module(module_name), attr).commands[sub]
+    monkeypatch.setattr(command, "callback", interrupted)
+    monkeypatch.setattr(command, "params", [])
+    result = CliRunner().invoke(main, [group, sub])
+    assert result.exit_code == 130, result.output
+    assert f"capeval {group} {sub}: interrupted by SIGINT" in result.output
+    assert "Aborted!" not in result.output
+
+
+def test_ctrl_c_while_a_nested_command_parses_names_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from capeval.commands.paperclip import paperclip
+
+    def interrupted(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(paperclip.commands["live"], "parse_args", interrupted)
+    result = CliRunner().invoke(main, ["paperclip", "live"])
+    assert result.exit_code == 130, result.output
+    assert "capeval paperclip live: interrupted by SIGINT" in result.output
+
+
 def test_sigint_to_a_real_gate_exits_130(tmp_path: Path) -> None:
     # A real process and a real signal: the gate blocks reading a FIFO
     # candidate, so the signal lands inside the command, deterministically.

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from capeval.cli import InterruptibleGroup
 from capeval.commands.common import EXIT_BAD_INPUT, SECONDS, config_option, fail, root_option
 from capeval.problems import ProblemsError
 
@@ -58,7 +59,7 @@ def _fail(exc: ProblemsError, *, as_json: bool = False) -> None:
     click.get_current_context().exit(EXIT_BAD_INPUT)
 
 
-@click.group()
+@click.group(cls=InterruptibleGroup)
 def agents() -> None:
     """List the configured agents and check their wiring offline."""
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from capeval.cli import InterruptibleGroup
 from capeval.commands.common import config_option, root_option
 
 if TYPE_CHECKING:
@@ -208,7 +209,7 @@ def _dropped_cells(target: Path, new_cells: Mapping[str, object]) -> list[str]:
     return sorted(set(old_cells) - set(new_cells))
 
 
-@click.group("baseline")
+@click.group("baseline", cls=InterruptibleGroup)
 def baseline() -> None:
     """The frozen gate baseline."""
 

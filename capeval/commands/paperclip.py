@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from capeval.cli import InterruptibleGroup
 from capeval.commands.common import SECONDS, cannot_write, fail, shown_path
 
 if TYPE_CHECKING:
@@ -145,7 +146,7 @@ def _suite_line(result: SuiteResult) -> str:
     return verdict_line(summary(result))
 
 
-@click.group()
+@click.group(cls=InterruptibleGroup)
 def paperclip() -> None:
     """Offline Paperclip capability conformance: derivative, suite and parity report."""
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from capeval.cli import InterruptibleGroup
 from capeval.commands.common import (
     cannot_write,
     fail,
@@ -142,7 +143,7 @@ def _guard(action: Callable[[], None]) -> None:
         fail("plot", problems_text(exc.problems) + "\n(pass result files or folders)")
 
 
-@click.group()
+@click.group(cls=InterruptibleGroup)
 def plot() -> None:
     """Draw result plots (headless; PNG, SVG or PDF)."""
 
