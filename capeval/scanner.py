@@ -424,6 +424,12 @@ class _Scan:
             self._take(2)
         elif c == "}":
             self._close()
+        elif c == "'":
+            # Bash matches the braces past a quoted `}` (`${x:-'}'}`), inside
+            # double quotes too, where the quotes themselves stay literal.
+            self._single_quote(self.i + 1)
+        elif c == "$" and self._peek() == "'":
+            self._ansi_quote()
         elif c == '"':
             self._open(_DQ, 1)
         elif self._dollar():

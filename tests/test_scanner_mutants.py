@@ -55,6 +55,11 @@ SCRIPTS = [
     ("echo `echo \\`echo a\\`` && curl u", 2, 1, 0),
     # "…" inside ${ … } may hold a "}".
     ('echo ${x:-"}"} && curl u', 2, 1, 0),
+    # So may '…', outside double quotes and inside them.
+    ("echo ${x:-'}'} && curl u", 2, 1, 0),
+    ("echo \"${x:-'}'}\" && curl u", 2, 1, 0),
+    ("x=; echo ${x:-'a}b'} && curl u", 3, 1, 0),
+    ("echo ${x:-$'\\''} && curl u", 2, 1, 0),
     # `time --` ends time's options: the command is the next word.
     ("time -- curl u", 1, 1, 0),
     # A subshell followed by a redirection still runs its command.
