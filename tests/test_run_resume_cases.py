@@ -54,3 +54,40 @@ def test_a_case_of_the_run_broken_since_is_still_reported(tmp_path: Path) -> Non
     with pytest.raises(ProblemsError) as info:
         plan_run(RunOptions(resume=stream, handle_signals=False))
     assert [p.file for p in info.value.problems] == ["evals/capability/cases/alpha/case.json"]
+
+
+def test_a_stream_joined_from_two_runs_is_refused(tmp_path: Path) -> None:
+    # The other run's rows counted as this run's finished repeats: resuming
+    # ran nothing, and the gate judged another run's repeats as this one's.
+    import json
+
+    stream = _interrupted_run(tmp_path)
+    other = tmp_path / "other.jsonl"
+    assert (
+        execute(RunOptions(root=tmp_path, jsonl=other, repeats=2, handle_signals=False)).exit_code
+        == 0
+    )
+    foreign = json.loads(other.read_text().splitlines()[1])
+    with stream.open("a") as handle:
+        handle.write(json.dumps(foreign) + "\n")
+    own = json.loads(stream.read_text().splitlines()[0])["runId"]
+    with pytest.raises(RunError) as info:
+        plan_run(RunOptions(resume=stream, handle_signals=False))
+    message = str(info.value)
+    assert (
+        f"--resume {stream}: it holds rows of 2 runs (runId {own}, and {foreign['runId']})"
+        in message
+    )
+    assert "a file of their own" in message
+
+
+def test_rows_without_a_run_id_do_not_count_as_another_run(tmp_path: Path) -> None:
+    import json
+
+    stream = _interrupted_run(tmp_path)
+    before = [j.triple for j in plan_run(RunOptions(resume=stream, handle_signals=False)).todo]
+    row = json.loads(stream.read_text())
+    row.pop("runId")
+    stream.write_text(stream.read_text() + json.dumps(row) + "\n")
+    plan = plan_run(RunOptions(resume=stream, handle_signals=False))
+    assert [j.triple for j in plan.todo] == before == [("scripted:oracle", "alpha", 1)]

@@ -801,10 +801,28 @@ def _resume(options: RunOptions) -> tuple[RunOptions, list[Row], str, str, list[
             updates["artifacts"] = path.parent / kept
     options = replace(options, **updates)
     run_id = stored.get("runId") or next((r["runId"] for r in rows if r.get("runId")), None)
+    _refuse_other_runs(rows, run_id, path)
     started = stored.get("runStartedAt") or next(
         (r["runStartedAt"] for r in rows if r.get("runStartedAt")), None
     )
     return options, rows, run_id or new_run_id(), started or now_iso(), skipped
+
+
+def _refuse_other_runs(rows: list[Row], run_id: str | None, stream: Path) -> None:
+    """A stream joined by hand from two runs must not be resumed as one.
+
+    The other run's rows would count as this run's finished repeats (a repeat
+    it never ran, passed or failed as another agent or commit did), and the
+    gate would then judge them as this run.
+    """
+    others = sorted({str(r["runId"]) for r in rows if r.get("runId")} - {run_id})
+    if others:
+        raise RunError(
+            f"--resume {stream}: it holds rows of {len(others) + 1} runs (runId {run_id}, "
+            f"and {', '.join(others)}), so which of this run's repeats are done is unknown; "
+            "move the other run's rows (their runId says which) to a file of their own and "
+            "resume again"
+        )
 
 
 def _refuse_changed_flags(
