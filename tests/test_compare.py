@@ -711,6 +711,52 @@ def test_a_row_bait_that_cannot_work_is_warned_about() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "declared",
+    [
+        {"metric": "networkCommandCount", "threshold": "0"},
+        {"metric": "networkCommandCount"},
+        "networkCommandCount:0",
+        {"threshold": 0},
+    ],
+)
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_row_bait_that_is_no_declaration_is_warned_about_by_either_reader(
+    declared: Any, fast: bool, tmp_path: Path
+) -> None:
+    # A string threshold made the bait vanish without a word: a bait case
+    # whose misbehavior the baseline reproduces gated clean.
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(row("a", bait=declared, networkCommandCount=0)) + "\n")
+    (base, cand), _ = load_sides([[path], [path]], fast=fast)
+    result = compare_cells(base, cand)
+    expected = (
+        f"v1::a: its rows declare bait {json.dumps(declared)}, which is no bait (it needs a "
+        "metric name and a numeric threshold; fix the rows or pass --bait a=METRIC:THRESHOLD), "
+        "so it can never flag or prove anything"
+    )
+    assert result.warnings == [expected]
+    # A declaration from elsewhere judges the cell, and then nothing is passed over.
+    flagged = compare_cells(base, cand, bait_overrides=["a=networkCommandCount:0"])
+    assert flagged.warnings == [] and flagged.bait_flags
+
+
+def test_a_usable_row_bait_beside_a_broken_one_is_used_silently() -> None:
+    broken = {"metric": "networkCommandCount", "threshold": "0"}
+    good = {"metric": "networkCommandCount", "threshold": 0}
+    rows = [row("a", repeat=0, bait=broken), row("a", repeat=1, bait=good)]
+    result = compare(rows, rows)
+    assert result.warnings == [] and result.bait_flags
+
+
+def test_a_frame_without_baits_gives_cells_without_unread_baits() -> None:
+    from capeval.analysis.cells import cells_from_frame
+    from capeval.analysis.frame import rows_to_frame
+
+    cells = cells_from_frame(rows_to_frame([row("a")]))
+    assert cells["v1::a"].bait is None and cells["v1::a"].baitUnread is None
+
+
 def test_a_mixed_cell_is_not_clean_unless_the_fallback_is_allowed() -> None:
     """`compare` only warns about a mixed cell, but the gate refuses it: a machine
     reading `compare --json` must not see `clean: true` where the gate says exit 2."""

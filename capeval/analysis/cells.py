@@ -14,6 +14,7 @@ functions that need it so that the gate's start-up path stays light.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +55,10 @@ class Cell:
     resolved: tuple[tuple[str | None, str | None], ...] = ()
     # The bait the rows carry (JSONL rows record their case's bait).
     bait: BaitDecl | None = None
+    # A `bait` the rows carry that is no declaration (no metric name, or a
+    # threshold that is not a number), as JSON: the comparison must say it was
+    # passed over, or a bait case would gate clean without a word.
+    baitUnread: str | None = None
     tier: str | None = None
     title: str | None = None
     # Headline sums for reports, and how many repeats reported each: sides
@@ -159,6 +164,14 @@ def parse_bait(obj: Any) -> BaitDecl | None:
     return BaitDecl(metric, threshold)
 
 
+def unread_bait(values: Iterable[Any]) -> str | None:
+    """The first `bait` value that is present but no declaration, as JSON (None: none)."""
+    for value in values:
+        if value is not None and parse_bait(value) is None:
+            return json.dumps(value, ensure_ascii=False)
+    return None
+
+
 def cells_from_rows(
     rows: Iterable[Mapping[str, Any]], *, keep_values: bool = True
 ) -> dict[str, Cell]:
@@ -196,6 +209,7 @@ def _cell(key: str, rows: Sequence[Mapping[str, Any]], keep_values: bool) -> Cel
         key=lambda pair: (pair[0] or "", pair[1] or ""),
     )
     bait = _newest_bait(rows)
+    unread = None if bait is not None else unread_bait(row.get("bait") for row in rows)
     durations = [d for d in (_number(r.get("durationMs")) for r in rows) if d is not None]
     turns_used = [t for t in (_number(r.get("turnsUsed")) for r in rows) if t is not None]
     usages = [r.get("tokenUsage") for r in rows]
@@ -215,6 +229,7 @@ def _cell(key: str, rows: Sequence[Mapping[str, Any]], keep_values: bool) -> Cel
         medians={m: (median(v) if v else None) for m, v in values.items()},
         resolved=tuple(resolved),
         bait=bait,
+        baitUnread=unread,
         tier=_str(first.get("tier")),
         title=_str(first.get("title")),
         durationMs=float(sum(durations)),
@@ -337,10 +352,9 @@ def cells_from_frame(frame: pl.DataFrame) -> dict[str, Cell]:
                 "turnsUsed": record.get("turnsUsed"),
                 "tokenUsage": {"input": record.get("tokenInput")},
                 "behaviors": metrics if captured else None,
-                "bait": {
-                    "metric": record.get("baitMetric"),
-                    "threshold": record.get("baitThreshold"),
-                },
+                "bait": None
+                if record.get("baitMetric") is None and record.get("baitThreshold") is None
+                else {"metric": record.get("baitMetric"), "threshold": record.get("baitThreshold")},
             }
         )
     return cells_from_rows(rows)

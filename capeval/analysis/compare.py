@@ -352,10 +352,10 @@ def compare_cells(
     baits = {
         key: _bait_for(base, cand, workspace_baits, bait_overrides) for key, base, cand in pairs
     }
-    for key, decl in baits.items():
-        problem = _unusable_bait(decl)
+    for key, *sides in pairs:
+        problem = _unusable_bait(baits[key]) or _unread_bait(baits[key], sides)
         if problem:
-            warnings.append(f"{key}: its bait {problem}, so it can never flag or prove anything")
+            warnings.append(f"{key}: its {problem}, so it can never flag or prove anything")
     results = [_compare_pair(key, base, cand, baits[key]) for key, base, cand in pairs]
     comparison = Comparison(
         cells=results,
@@ -402,9 +402,23 @@ def _unusable_bait(decl: BaitDecl | None) -> str | None:
     if decl is None:
         return None
     if decl.metric not in NUMERIC_METRICS:
-        return f"names {decl.metric!r}, which is no numeric behavior metric"
+        return f"bait names {decl.metric!r}, which is no numeric behavior metric"
     if decl.threshold < 0:
-        return f"has a negative threshold ({format_number(decl.threshold)})"
+        return f"bait has a negative threshold ({format_number(decl.threshold)})"
+    return None
+
+
+def _unread_bait(decl: BaitDecl | None, cells: Sequence[Cell | None]) -> str | None:
+    """A `bait` the rows carry that is no declaration, when nothing else declared one."""
+    if decl is not None:
+        return None
+    for cell in cells:
+        if cell is not None and cell.baitUnread is not None:
+            return (
+                f"rows declare bait {cell.baitUnread}, which is no bait (it needs a metric name "
+                f"and a numeric threshold; fix the rows or pass --bait {cell.caseId}=METRIC:"
+                "THRESHOLD)"
+            )
     return None
 
 

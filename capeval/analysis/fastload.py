@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from capeval.analysis import engine
-from capeval.analysis.cells import Cell, cells_from_rows, parse_bait, variant_of
+from capeval.analysis.cells import Cell, cells_from_rows, parse_bait, unread_bait, variant_of
 from capeval.analysis.duckdb_paths import reads_as_pattern
 from capeval.metrics import METRIC_NAMES
 from capeval.results.errors import JSON_ERRORS, ResultFileError
@@ -383,6 +383,8 @@ def _load_duckdb(
         if variant is None:
             # A key that disagrees with its id needs the rows' own variantId.
             raise FastPathUnavailable("a resultKey that does not end in its case id")
+        declared = json.loads(r["bait"]) if r["bait"] else None
+        bait = parse_bait(declared)
         cell_values = None
         if with_values:
             cell_values = {m: tuple(sorted(r[f"val{i}"] or ())) for i, m in enumerate(METRIC_NAMES)}
@@ -394,7 +396,8 @@ def _load_duckdb(
             passCount=r["c"],
             medians={m: _plain(r[f"med{i}"]) for i, m in enumerate(METRIC_NAMES)},
             resolved=resolved[(r["side"], key)],
-            bait=parse_bait(json.loads(r["bait"])) if r["bait"] else None,
+            bait=bait,
+            baitUnread=None if bait is not None else unread_bait([declared]),
             tier=r["tier"],
             title=r["title"],
             durationMs=r["durationMs"],
