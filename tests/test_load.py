@@ -103,6 +103,18 @@ def test_broken_json_is_an_error_naming_the_file(tmp_path: Path) -> None:
         read_rows(path)
 
 
+def test_a_truncated_v3_file_says_where_in_plain_words(tmp_path: Path) -> None:
+    # The message read "Unterminated string starting at at line 3 column 12".
+    path = tmp_path / "cut.json"
+    path.write_text('{\n  "version": 3,\n  "cases": [{"id": "a')
+    with pytest.raises(ResultFileError) as info:
+        read_rows(path)
+    assert str(info.value).startswith(
+        f"{path}: not valid JSON at line 3 column 20: Unterminated string starting at; "
+    )
+    assert " at at " not in str(info.value)
+
+
 def test_directory_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ResultFileError, match="is a directory"):
         read_rows(tmp_path)

@@ -251,7 +251,9 @@ def test_a_concatenation_of_one_line_v3_files_is_refused(tmp_path: Path) -> None
     both = tmp_path / "both.json"
     compact = [json.dumps(json.loads(p.read_bytes())) for p in (one, two)]
     both.write_text("\n".join(compact) + "\n")
-    with pytest.raises(ResultFileError, match=r"both\.json: not valid JSON \(Extra data"):
+    with pytest.raises(
+        ResultFileError, match=r"both\.json: not valid JSON at line 2 column 1: Extra data"
+    ):
         read_rows(both)
 
 

@@ -105,7 +105,7 @@ def read_rows(
             except json.JSONDecodeError as exc:
                 raise ResultFileError(
                     path,
-                    f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
+                    f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; "
                     "expected a v3 results object or a JSON Lines row stream",
                 ) from exc
             except UnicodeDecodeError as exc:

@@ -177,7 +177,7 @@ def read_v3(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResultFileError(
-            path, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+            path, f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
         ) from exc
     except UnicodeDecodeError as exc:
         raise ResultFileError(path, "not UTF-8 text; is this a result file?") from exc
