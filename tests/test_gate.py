@@ -202,6 +202,35 @@ def test_torn_last_line_warns_and_keeps_every_complete_row(
     assert obj["summary"]["improved"] == 1
 
 
+def test_a_refused_gate_still_says_what_reading_passed_over(tmp_path: Path) -> None:
+    # The refusal printed only its `refused:` lines; the torn line went unmentioned.
+    base = tmp_path / "b.jsonl"
+    base.write_text(
+        json.dumps(row("a", provider="zen", model="north")) + "\n" + '{"id": "a", "passed": fa'
+    )
+    cand = jsonl(tmp_path / "c.jsonl", [row("a", provider="xai", model="grok")])
+    done = capeval("gate", "--baseline", base, "--candidate", cand, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "refused:" in done.stderr
+    assert "warning: " in done.stderr and "torn last line" in done.stderr
+    done = capeval("gate", "--baseline", base, "--candidate", cand, "--json", cwd=tmp_path)
+    obj = json.loads(done.stdout)
+    assert obj["exitCode"] == 2 and obj["errors"]
+    assert any("b.jsonl" in w and "torn last line" in w for w in obj["warnings"])
+
+
+def test_a_side_whose_only_row_is_torn_says_so_not_check_the_path(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text('{"id": "a", "passed": fa')
+    done = capeval("gate", "--baseline", files["base"], "--candidate", torn, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "the candidate holds no result rows" in done.stderr
+    assert "reading it passed over: " in done.stderr and "torn last line" in done.stderr
+    assert "check the path" not in done.stderr
+
+
 def test_gate_uses_the_configured_baseline(files: dict[str, Path], tmp_path: Path) -> None:
     (tmp_path / "evals" / "capability" / "cases").mkdir(parents=True)
     (tmp_path / "capeval.toml").write_text(f'baseline = "{files["base"].name}"\n')

@@ -34,6 +34,17 @@ class GateResult:
     json: dict[str, Any] | None
     comparison: Comparison | None = None
     errors: list[str] = field(default_factory=list)
+    # What reading passed over (a torn line, a skipped row), kept for a refusal:
+    # the verdict's own text shows them, a refusal's used to drop them.
+    warnings: list[str] = field(default_factory=list)
+
+    def refusal_json(self) -> dict[str, Any]:
+        """What `--json` prints instead of the section 8 object when there is none."""
+        out: dict[str, Any] = {"errors": self.errors}
+        if self.warnings:
+            out["warnings"] = self.warnings
+        out["exitCode"] = self.exit_code
+        return out
 
 
 def workspace_baits(
@@ -95,10 +106,15 @@ def load_and_compare(
         if not cells:
             # Every cell would be `missing` or `new`: nothing regressed, so an
             # empty run (a crash before the first row, a wrong path) would gate clean.
+            skipped = [w for w in read_warnings if any(str(p) in w for p in paths)]
             raise ResultFileError(
                 ", ".join(str(p) for p in paths),
                 f"the {role} holds no result rows, and a comparison with an empty run proves "
-                "nothing; check the path (capeval run prints where its rows go)",
+                + (
+                    f"nothing; reading it passed over: {'; '.join(skipped)}"
+                    if skipped
+                    else "nothing; check the path (capeval run prints where its rows go)"
+                ),
             )
     from capeval.results.provenance import mixed_writer_warnings
 
@@ -164,7 +180,7 @@ def gate_files(
     try:
         overrides = normalize_baits(bait_overrides)
         # Statistics wait until the refusal checks pass: they cost seconds.
-        comparison, _ = load_and_compare(
+        comparison, read_warnings = load_and_compare(
             base_paths,
             cand_paths,
             root=root,
@@ -180,8 +196,10 @@ def gate_files(
         return GateResult(EXIT_BAD_INPUT, f"error: {message}", None, None, [message])
     refusals = comparison.refusals(gate=gate)
     if refusals:
-        text = "\n".join(f"refused: {r}" for r in refusals)
-        return GateResult(EXIT_BAD_INPUT, text, None, comparison, refusals)
+        text = "\n".join(
+            [*(f"refused: {r}" for r in refusals), *(f"warning: {w}" for w in read_warnings)]
+        )
+        return GateResult(EXIT_BAD_INPUT, text, None, comparison, refusals, read_warnings)
     if advisory:
         from capeval.analysis import stats
 

@@ -123,9 +123,7 @@ def emit(result: GateResult, *, as_json: bool) -> None:
     """Print a GateResult: JSON or text on stdout, refusals and errors on stderr."""
     if result.json is None:
         if as_json:
-            click.echo(
-                json.dumps({"errors": result.errors, "exitCode": result.exit_code}, indent=2)
-            )
+            click.echo(json.dumps(result.refusal_json(), indent=2))
         click.echo(result.text, err=True)
         return
     if as_json:

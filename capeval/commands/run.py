@@ -346,11 +346,7 @@ def run(
         if gate is not None:
             # A refused gate has no section 8 object; its reasons, in the shape
             # `capeval gate --json` prints them, rather than a bare null.
-            doc["gate"] = (
-                gate.json
-                if gate.json is not None
-                else {"errors": gate.errors, "exitCode": gate.exit_code}
-            )
+            doc["gate"] = gate.json if gate.json is not None else gate.refusal_json()
         click.echo(json.dumps(doc, indent=2))
     else:
         click.echo(format_table(cells))
