@@ -157,8 +157,8 @@ class CaseFacts:
 
     fixture: FixtureState | None = None
     grader: GraderState | None = None
-    # A symlink inside the fixture that the workdir copy would refuse, as
-    # "<path in fixture>: <why and the fix>"; None when every link is fine.
+    # A symlink or special file inside the fixture that the workdir copy would
+    # refuse, as "<path in fixture>: <why and the fix>"; None when all are fine.
     fixture_link: str | None = None
 
 
@@ -316,15 +316,28 @@ def json_type(value: Any) -> str:
     return type(value).__name__
 
 
-def show(value: Any, limit: int = 40) -> str:
-    """A short JSON-ish rendering of a bad value for an error message."""
+def show(value: Any, limit: int | None = 80) -> str:
+    """A JSON-ish rendering of a bad value for an error message.
+
+    Paths and names are passed `limit=None` and shown whole: a fixture path
+    cut mid-way ("evals/.../p...") named no file the author could look for.
+    Other long text is cut inside its quotes, so the closing quote stays.
+    """
     import json
 
     try:
         text = json.dumps(value, ensure_ascii=False)
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: print its escape, not the character
+        text = json.dumps(value)
     except (TypeError, ValueError):
         text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    if limit is None or len(text) <= limit:
+        return text
+    if isinstance(value, str):
+        keep = max(limit - 5, 1)
+        return show(value[:keep] + "...", None)
+    return text[: limit - 3] + "..."
 
 
 def slugify(text: str) -> str:
@@ -392,11 +405,11 @@ def schema_problems(
                 msg = f"must not be empty or blank; expected {desc}"
             elif path and path[-1] == "id":
                 msg = (
-                    f"{show(inst)} is not a valid id; use lower-case letters, digits and '-' "
+                    f"{show(inst, None)} is not a valid id; use lower-case letters, digits and '-' "
                     f'only, e.g. "{slugify(str(inst))}" (and rename the directory to match)'
                 )
             else:
-                msg = f"{show(inst)} is not allowed; expected {desc or 'a string matching ' + err.validator_value}"
+                msg = f"{show(inst, None)} is not allowed; expected {desc or 'a string matching ' + err.validator_value}"
             out.append(Problem(file, here, msg))
         elif kw in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
             op = {
@@ -529,11 +542,13 @@ def _semantic_problems(
             )
         )
 
+    out += _unpassable_problems(obj, file=file)
+
     fixture = obj.get("fixture")
     if isinstance(fixture, str) and fixture:
         out += _fixture_problems(fixture, file=file, state=facts.fixture)
         if facts.fixture_link:
-            out.append(Problem(file, "fixture", f"{show(fixture)}: {facts.fixture_link}"))
+            out.append(Problem(file, "fixture", f"{show(fixture, None)}: {facts.fixture_link}"))
 
     verify = obj.get("verify", DEFAULT_VERIFY)
     if isinstance(verify, str) and re.fullmatch(PLAIN_FILE_PATTERN, verify):
@@ -616,13 +631,56 @@ def _placeholder_problems(prompt: str, *, file: str) -> list[Problem]:
     return out
 
 
+def unpassable_text(text: str, *, nul: bool = True) -> str | None:
+    """What in `text` no process or UTF-8 file can take, or None.
+
+    A NUL cannot be in a command-line argument, an environment variable or a
+    path; a lone surrogate (a `\\ud800` escape without its pair) is no
+    character and cannot be encoded. Such a prompt passed validation and then
+    failed every repeat in the adapter ("embedded null byte").
+    """
+    if nul and "\0" in text:
+        return f"contains a NUL character (\\u0000) at character {text.index(chr(0)) + 1}"
+    for i, char in enumerate(text):
+        if "\ud800" <= char <= "\udfff":
+            return (
+                f"contains a lone surrogate \\u{ord(char):04x} at character {i + 1} "
+                "(half of a UTF-16 pair, not a character)"
+            )
+    return None
+
+
+# Where each checked string ends up, and whether a NUL breaks it there (JSON
+# rows escape a NUL; a command line, an environment or a path cannot hold one).
+_PASSED_ON: dict[str, tuple[str, bool]] = {
+    "fixture": ("the fixture is a path the runner opens", True),
+    "prompt": (
+        "the prompt reaches the agent as a command-line argument, in its environment "
+        "or in a UTF-8 file",
+        True,
+    ),
+    "verify": ("the grader's file name is a path run with bash", True),
+    "title": ("the title is written to every result row as UTF-8", False),
+}
+
+
+def _unpassable_problems(obj: Mapping[str, Any], *, file: str) -> list[Problem]:
+    out: list[Problem] = []
+    for name, (where, nul) in _PASSED_ON.items():
+        value = obj.get(name)
+        why = unpassable_text(value, nul=nul) if isinstance(value, str) else None
+        if why:
+            out.append(Problem(file, name, f"{why}; {where}, which cannot hold it: remove it"))
+    return out
+
+
 def _fixture_problems(fixture: str, *, file: str, state: FixtureState | None) -> list[Problem]:
     if PurePosixPath(fixture).is_absolute() or PureWindowsPath(fixture).is_absolute():
         return [
             Problem(
                 file,
                 "fixture",
-                f"{show(fixture)} is absolute; write it relative to the workspace root, "
+                f"{show(fixture, None)} is absolute; write it relative to the workspace root, "
                 "e.g. evals/capability/fixtures/<name>",
             )
         ]
@@ -636,7 +694,7 @@ def _fixture_problems(fixture: str, *, file: str, state: FixtureState | None) ->
         "such as evals/capability/fixtures/<name>",
     }
     if state in messages:
-        return [Problem(file, "fixture", f"{show(fixture)} {messages[state]}")]
+        return [Problem(file, "fixture", f"{show(fixture, None)} {messages[state]}")]
     return []
 
 

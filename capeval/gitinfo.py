@@ -2,13 +2,19 @@
 
 Recorded in every row so a result can be traced to the agent build and cases
 that made it. Never fatal: outside a repository, or without git, both are None.
+Git's location variables (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE, ...) are not
+passed on: a git hook or CI job running capeval exports them, and every row
+then carried that other repository's commit, not the workspace's.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from capeval.runner.process import GIT_LOCATION_VARS
 
 
 @dataclass(frozen=True)
@@ -18,11 +24,14 @@ class GitInfo:
 
 
 def git_info(path: Path) -> GitInfo:
+    env = {k: v for k, v in os.environ.items() if k not in GIT_LOCATION_VARS}
+
     def git(*args: str) -> str | None:
         try:
             proc = subprocess.run(
                 ["git", *args],
                 cwd=path,
+                env=env,
                 capture_output=True,
                 text=True,
                 stdin=subprocess.DEVNULL,

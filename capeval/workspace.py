@@ -12,6 +12,7 @@ import json
 import math
 import os
 import re
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ from capeval.case import (
     case_from_dict,
     field_path,
     in_field_order,
+    unpassable_text,
     validate_case_dict,
 )
 from capeval.problems import Problem, ProblemsError, bom_message
@@ -440,44 +442,83 @@ def gather_facts(root: Path, case_dir: Path, obj: Any) -> CaseFacts:
     fixture_state: FixtureState | None = None
     link_problem: str | None = None
     fixture = obj.get("fixture")
-    if isinstance(fixture, str) and fixture and not Path(fixture).is_absolute():
+    # A path no system call can take (a NUL, a lone surrogate) is reported by
+    # the case rules; looking it up ended `capeval validate` in a traceback.
+    if (
+        isinstance(fixture, str)
+        and fixture
+        and not unpassable_text(fixture)
+        and not Path(fixture).is_absolute()
+    ):
         fixture_state = fixture_fact(root, fixture)
         if fixture_state == "ok":
-            link_problem = fixture_link_problem(root / fixture)
+            link_problem = fixture_entry_problem(root / fixture)
     grader_state: GraderState | None = None
     verify = obj.get("verify", DEFAULT_VERIFY)
-    if isinstance(verify, str) and re.fullmatch(PLAIN_FILE_PATTERN, verify):
+    if (
+        isinstance(verify, str)
+        and re.fullmatch(PLAIN_FILE_PATTERN, verify)
+        and not unpassable_text(verify)
+    ):
         grader = case_dir / verify
         grader_state = "ok" if grader.is_file() else "not_file" if grader.exists() else "missing"
     return CaseFacts(fixture=fixture_state, grader=grader_state, fixture_link=link_problem)
 
 
-def fixture_link_problem(fixture: Path) -> str | None:
-    """The first symlink in `fixture` a workdir copy cannot keep, with the fix.
+def fixture_entry_problem(fixture: Path) -> str | None:
+    """The first entry in `fixture` a workdir copy cannot keep, with the fix:
+    a symlink to outside it, or a special file (FIFO, socket, device).
 
     Checked by `capeval validate` as well as when a repeat's workdir is made,
-    so a bad link is reported before any agent starts, not as a failed row
-    in every repeat (which the gate would read as a regression).
+    so a bad entry is reported before any agent starts, not as a failed row
+    in every repeat (which the gate would read as a regression). A special
+    file cannot be copied at all: every repeat failed with "workdir not
+    prepared" while validate said ok.
     """
     fixture = fixture.resolve()
     for dirpath, dirnames, filenames in os.walk(fixture):
         for name in sorted(dirnames + filenames):
-            link = Path(dirpath) / name
-            if not link.is_symlink():
+            entry = Path(dirpath) / name
+            rel = entry.relative_to(fixture)
+            if not entry.is_symlink():
+                # `.git` folders are left out of the copy, so what they hold is never copied.
+                kind = None if ".git" in rel.parts else _special_kind(entry)
+                if kind is not None:
+                    return (
+                        f"{rel}: is {kind}; a workdir copy can hold only files, "
+                        "folders and symlinks: remove it from the fixture (if the task needs "
+                        "it, have the task or the grader create it)"
+                    )
                 continue
-            target = os.readlink(link)
-            rel = link.relative_to(fixture)
+            target = os.readlink(entry)
             if os.path.isabs(target):
                 return (
                     f"{rel}: symlink target {target!r} is absolute; in the copy it would "
                     "point back at the original; make it relative to the fixture"
                 )
-            if not Path(os.path.realpath(link)).is_relative_to(fixture):
+            if not Path(os.path.realpath(entry)).is_relative_to(fixture):
                 return (
                     f"{rel}: symlink target {target!r} points outside the fixture; "
                     "copy the file into the fixture instead"
                 )
     return None
+
+
+_SPECIAL_KINDS = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _special_kind(path: Path) -> str | None:
+    """What special file `path` is, or None for a file or folder (or one gone meanwhile)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    return next((kind for test, kind in _SPECIAL_KINDS if test(mode)), None)
 
 
 def fixture_fact(root: Path, fixture: str) -> FixtureState:

@@ -213,9 +213,14 @@ def _grade(
 @contextmanager
 def _workdir(root: Path, case: Case) -> Iterator[Path]:
     from capeval.runner.reaper import remove_tree
-    from capeval.runner.workdir import prepare_workdir
+    from capeval.runner.workdir import WorkdirError, prepare_workdir
 
-    workdir = prepare_workdir(root, case)
+    try:
+        workdir = prepare_workdir(root, case)
+    except OSError as exc:
+        # A fixture file that cannot be copied (unreadable, or a full disk) is
+        # a problem to report, like every other one, not a traceback.
+        raise WorkdirError(f"case {case.id}: the workdir could not be made: {exc}") from None
     try:
         yield workdir
     finally:

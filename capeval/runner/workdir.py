@@ -6,6 +6,7 @@ commit must be identical on every machine and never run user hooks or ask
 for a signing key, hence the fixed identity, dates and config isolation.
 Symlinks are copied as links; one that points outside the fixture would let
 a repeat read or write files beyond its own copy, so it is refused.
+A special file (a FIFO, a socket, a device) cannot be copied and is refused too.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, Protocol
 
 from capeval.runner.process import GIT_LOCATION_VARS
 from capeval.runner.reaper import remove_tree
-from capeval.workspace import fixture_link_problem
+from capeval.workspace import fixture_entry_problem
 
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "capeval",
@@ -96,8 +97,9 @@ def fixture_path(root: Path, case: FixtureLike) -> Path:
 
 
 def check_symlinks(fixture: Path) -> None:
-    """Refuse absolute symlinks and links that resolve outside the fixture."""
-    problem = fixture_link_problem(fixture)
+    """Refuse absolute symlinks, links that resolve outside the fixture and
+    special files (FIFOs, sockets, devices), which cannot be copied."""
+    problem = fixture_entry_problem(fixture)
     if problem:
         raise WorkdirError(problem)
 
