@@ -271,16 +271,11 @@ FIELD_ORDER: tuple[str, ...] = tuple(_schema(DEFAULT_TIERS)["properties"])
 
 @functools.lru_cache(maxsize=8)
 def _validator(tiers: tuple[str, ...]) -> Validator:
-    # Imported here: only validation needs jsonschema, not every importer of Case.
-    import jsonschema
+    from capeval.jsonschemas import strict_validator
 
-    base = jsonschema.Draft202012Validator
-    # JSON Schema counts 3.0 as an integer; a turn budget written 3.0 is a typo.
-    strict_int = base.TYPE_CHECKER.redefine(
-        "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
-    )
-    cls = jsonschema.validators.extend(base, type_checker=strict_int)
-    return cls(_schema(tiers))
+    # A turn budget written 3.0 is a typo; NaN and Infinity have rules of their own here.
+    validator: Validator = strict_validator(_schema(tiers), finite_numbers=False)
+    return validator
 
 
 # --- translating schema errors ------------------------------------------------

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import math
 import re
 import shlex
 import tomllib
@@ -26,6 +25,7 @@ from typing import Any
 from capeval.agents.base import AgentConfig
 from capeval.agents.registry import builtin_agents
 from capeval.case import DEFAULT_TIERS, ID_PATTERN, schema_problems
+from capeval.jsonschemas import is_finite_number, strict_validator
 from capeval.problems import UTF8_BOM, Problem, ProblemsError, bom_message
 
 CONFIG_FILE = "capeval.toml"
@@ -162,20 +162,7 @@ CONFIG_SCHEMA: dict[str, Any] = {
 
 
 def _validator() -> Any:
-    import jsonschema
-
-    base = jsonschema.Draft202012Validator
-    checker = base.TYPE_CHECKER.redefine(
-        "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
-    ).redefine("number", lambda _checker, value: is_finite_number(value))
-    return jsonschema.validators.extend(base, type_checker=checker)(CONFIG_SCHEMA)
-
-
-def is_finite_number(value: Any) -> bool:
-    """A JSON number that is one: not a bool, not TOML's `nan` or `inf`."""
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+    return strict_validator(CONFIG_SCHEMA)
 
 
 def is_timeout(value: Any) -> bool:

@@ -38,6 +38,13 @@ from capeval.runner import process, reaper
 from capeval.runner.artifacts import default_artifacts_dir
 from capeval.runner.httpfixture import HttpFixture
 from capeval.runner.matrix import Variant, parse_matrix, played_trajectory
+from capeval.runner.planfile import (
+    PLAN_SUFFIX,
+    SHAPE_FIELDS,
+    SHAPE_FLAGS,
+    looks_like_plan,
+    plan_problem,
+)
 from capeval.runner.repeat import RepeatCancelled, RepeatJob, RepeatSettings, now_iso, run_repeat
 from capeval.runner.workdir import WorkdirCache
 
@@ -46,24 +53,6 @@ if TYPE_CHECKING:
 
 DEFAULT_AGENT = "scripted"
 DEFAULT_SCRIPTED_MODEL = "oracle"
-PLAN_SUFFIX = ".plan.json"
-# Flags that define which repeats a stream holds, stored for --resume, by the
-# option field behind each (the flag names them in messages).
-SHAPE_FLAGS: dict[str, str] = {
-    "cases": "--case",
-    "tiers": "--tier",
-    "provider": "--provider",
-    "model": "--model",
-    "matrix": "--matrix",
-    "agent": "--agent",
-    "repeats": "--repeats",
-    "max_turns": "--max-turns",
-    "agent_timeout_s": "--agent-timeout",
-    "verify_timeout_s": "--verify-timeout",
-    "ask_permissions": "--ask-permissions",
-    "allow_provider_fallback": "--allow-provider-fallback",
-}
-SHAPE_FIELDS: tuple[str, ...] = tuple(SHAPE_FLAGS)
 
 
 class RunError(ValueError):
@@ -181,6 +170,13 @@ def plan_run(options: RunOptions) -> RunPlan:
     from capeval.gitinfo import git_info
     from capeval.workspace import find_root, load_cases
 
+    done: list[Row] = []
+    skipped: list[str] = []
+    run_id, started_at = new_run_id(), now_iso()
+    if options.resume is not None:
+        # First: a stream or plan that cannot be resumed is the error to show,
+        # not the workspace lookup that a broken plan's `root` would misdirect.
+        options, done, run_id, started_at, skipped = _resume(options)
     explicit = options.root
     if explicit is None and options.resume is not None:
         explicit = _stored_root(Path(options.resume))  # resumable from anywhere
@@ -189,12 +185,6 @@ def plan_run(options: RunOptions) -> RunPlan:
     if config_file is None and options.resume is not None:
         config_file = _stored_config(Path(options.resume))  # the run's own --config
     config = load_config(root, config_file)
-
-    done: list[Row] = []
-    skipped: list[str] = []
-    run_id, started_at = new_run_id(), now_iso()
-    if options.resume is not None:
-        options, done, run_id, started_at, skipped = _resume(options)
     jsonl = options.resume or options.jsonl or config.results_dir / f"{run_id}.jsonl"
     if options.resume is None:
         _refuse_used_stream(Path(jsonl))
@@ -415,6 +405,14 @@ def _refuse_unwritable_outputs(
                 "export would replace it and lose those rows; pass --out another path, "
                 "e.g. one ending in .json"
             )
+        if _is_a_runs_plan(out):
+            # The export replaced that run's plan: its --resume then crashed
+            # (or ran today's defaults into its rows).
+            raise RunError(
+                f"--out {out}: is another run's plan (<stream>{PLAN_SUFFIX}, which "
+                "--resume reads); the v3 export would replace it; pass --out another path, "
+                "e.g. one ending in .json"
+            )
         if why is not None:
             raise RunError(
                 f"--out {out}: cannot write the results file there: {why}; pass --out with "
@@ -431,6 +429,29 @@ def _holds_row_stream(path: Path) -> bool:
     from capeval.results.jsonl import first_line_is_row
 
     return plan_path(path).is_file() or first_line_is_row(path)
+
+
+def _is_a_runs_plan(path: Path) -> bool:
+    """Whether `path` is (or would be) some run's stored plan.
+
+    By name beside an existing stream, or by content (a plan moved or copied
+    away from its stream is still one). A v3 export has a `version` and no
+    `runId`, so an earlier export may still be replaced.
+    """
+    stem = path.name[: -len(PLAN_SUFFIX)]
+    if path.name.endswith(PLAN_SUFFIX) and stem and path.with_name(stem).is_file():
+        return True
+    try:
+        if not path.is_file() or path.stat().st_size > _LARGEST_PLAN:
+            return False
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return looks_like_plan(doc)
+
+
+# A plan holds a run's flags and case ids: far below this; a bigger file is no plan.
+_LARGEST_PLAN = 4 * 1024 * 1024
 
 
 def _refuse_replacing_the_baseline(options: RunOptions, baseline: Path | None, key: str) -> None:
@@ -780,12 +801,7 @@ def _resume(options: RunOptions) -> tuple[RunOptions, list[Row], str, str, list[
             "again (--case, --tier, --matrix, --repeats, ...)"
         )
     if meta.is_file():
-        try:
-            stored = json.loads(meta.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise RunError(
-                f"{meta}: not valid JSON ({exc}); delete it and pass the run's flags again"
-            ) from None
+        stored = _read_plan(meta, path, holds_rows=bool(rows))
     _refuse_changed_flags(options, stored, path, meta)
     updates: dict[str, Any] = {}
     for name in SHAPE_FIELDS:
@@ -806,6 +822,23 @@ def _resume(options: RunOptions) -> tuple[RunOptions, list[Row], str, str, list[
         (r["runStartedAt"] for r in rows if r.get("runStartedAt")), None
     )
     return options, rows, run_id or new_run_id(), started or now_iso(), skipped
+
+
+def _read_plan(meta: Path, stream: Path, *, holds_rows: bool) -> dict[str, Any]:
+    """The stream's stored plan, refused unless it has the shape `write_plan` writes
+    (`capeval.runner.planfile` says which and why)."""
+    fix = f"delete {meta} and pass the run's flags again (--case, --tier, --matrix, --repeats, ...)"
+    try:
+        stored = json.loads(meta.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError) as exc:
+        problem: str | None = f"not valid JSON ({exc})"
+    except OSError as exc:
+        problem = f"cannot be read ({exc.strerror or exc})"
+    else:
+        problem = plan_problem(stored, holds_rows=holds_rows)
+    if problem is not None:
+        raise RunError(f"--resume {stream}: its plan {meta}: {problem}; {fix}")
+    return dict(stored)
 
 
 def _refuse_other_runs(rows: list[Row], run_id: str | None, stream: Path) -> None:
