@@ -240,7 +240,7 @@ def test_plot_compare_names_the_file_of_a_mistyped_field(tmp_path: Path) -> None
         "-o", str(tmp_path / "c.png"),
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr  # was a traceback, exit 1
-    assert "bad.jsonl: row 0: field 'turnsUsed': expected int" in proc.stderr
+    assert "bad.jsonl:1: field 'turnsUsed' must be an integer" in proc.stderr
 
 
 def _rows_file(tmp_path: Path, rows: list[dict]) -> Path:

@@ -126,7 +126,13 @@ def _fits_int64(value: int) -> bool:
     return INT64_MIN <= value <= INT64_MAX
 
 
+# What a value of each column kind must be, in a misfit's message.
+_RIGHT = {INT: "an integer", FLOAT: "a number", BOOL: "true or false"}
+
+
 def _convert(value: Any, kind: str, where: Callable[[], str]) -> Any:
+    """`value` as a `kind` column holds it; a misfit is a FrameError whose message
+    starts with `where()` (the file, line and field) and says what would be right."""
     if value is None:
         return None
     if kind == STR:
@@ -144,7 +150,8 @@ def _convert(value: Any, kind: str, where: Callable[[], str]) -> Any:
                 # The gate reads such a value as a number; a null here would
                 # silently move the medians a notebook computes.
                 raise FrameError(
-                    f"{where()}: {json.dumps(value)[:60]} does not fit a 64-bit integer column"
+                    f"{where()} must be an integer from -2**63 to 2**63 - 1, found "
+                    f"{json.dumps(value)[:60]}, which does not fit a 64-bit integer column"
                 )
             return value
     elif kind == FLOAT and isinstance(value, int | float):
@@ -152,7 +159,7 @@ def _convert(value: Any, kind: str, where: Callable[[], str]) -> Any:
             return float(value)
         except OverflowError:  # as the gate reads it (`cells._number`): no usable number
             return None
-    raise FrameError(f"{where()}: expected {kind}, found {json.dumps(value)[:60]}")
+    raise FrameError(f"{where()} must be {_RIGHT[kind]}, found {json.dumps(value)[:60]}")
 
 
 def _extra_kind(values: Sequence[Any]) -> str:
@@ -354,19 +361,36 @@ def expand_paths(
             if not matches:
                 raise ResultFileError(path, "no file matches this pattern")
             found_any = False
+            # `results/**` matches the folder, its subfolders and their files:
+            # what a matched folder's search reaches is that pattern's own
+            # overlap, not a file named twice (`distinct_files` warns about those).
+            folders = {
+                os.path.realpath(m)
+                for m in matches
+                if os.path.isdir(m) and not _left_out_of_search(m, text)
+            }
+            reached: set[str] = set()
             for match in matches:
-                if _left_out_of_search(match, text):
+                if _left_out_of_search(match, text) or _inside(match, folders):
                     continue
                 if not os.path.isdir(match) and sniff(Path(match)) == "other":
                     (on_warning or _default_warn)(f"skipped {match}: not a result file")
                     continue
                 found_any = True
-                out += expand_paths([match], on_warning=on_warning)
+                for file in expand_paths([match], on_warning=on_warning):
+                    if (real := os.path.realpath(file)) not in reached:
+                        reached.add(real)
+                        out.append(file)
             if not found_any:
                 raise ResultFileError(path, "no result file matches this pattern")
         else:
             out.append(path)
     return out
+
+
+def _inside(match: str, folders: set[str]) -> bool:
+    """Whether `match` lies within one of `folders` (real paths), below its top."""
+    return any(str(parent) in folders for parent in Path(os.path.realpath(match)).parents)
 
 
 def _left_out_of_search(match: str, pattern: str) -> bool:
@@ -602,9 +626,26 @@ class _Part:
 
         def where(name: str, i: int) -> str:
             file = bisect.bisect_right(starts, i) - 1
-            return f"{files[file][0]}: row {i - starts[file]}: field {name!r}"
+            return f"{row_place(files[file][0], i - starts[file])}: field {name!r}"
 
         return cls.from_flat(flat, where=where)
+
+
+def row_place(path: str | Path, index: int) -> str:
+    """Where the reference reader names row `index` (0-based) of a result file:
+    `path:line` in a stream (counted from 1, blank lines counted), `path: cases[i]`
+    in a v3 file. Only an error message needs it, so the file is read again."""
+    from capeval.results.load import detect_format
+
+    try:
+        if detect_format(path) == "v3":
+            return f"{path}: cases[{index}]"
+        with open(path, "rb") as handle:
+            rows = (n for n, line in enumerate(handle, 1) if line.strip())
+            line = next(itertools.islice(rows, index, None), None)
+    except (OSError, ValueError):
+        line = None
+    return f"{path}:{line}" if line is not None else f"{path}: row {index + 1}"
 
 
 def _assemble(parts: Sequence[_Part]) -> pl.DataFrame:
@@ -961,7 +1002,7 @@ def _fast_part(rows: pl.DataFrame, scan: _Scan, extras: Sequence[str]) -> _Part:
 
 
 def _has_duplicates(rows: pl.DataFrame) -> bool:
-    """Repeats recorded twice, keyed as `capeval.results.load._duplicates` keys them."""
+    """Repeats recorded twice, keyed as `capeval.results.load.duplicate_repeats` keys them."""
     import polars as pl
 
     key = _repeat_key()

@@ -5,9 +5,11 @@ sometimes the same run twice (the runner writes both, with the same `runId`
 in every row). `connect()` reads them into a DuckDB table and puts three views
 on top, so any question about history is one SQL query:
 
-- `repeats`: one row per repeat, each run counted once (de-duplicated on
-  `runId, variantId, id, repeat`, preferring the JSON Lines copy); behavior
-  metrics and token usage are flat columns, as in `capeval.analysis.frame`.
+- `repeats`: one row per repeat, each run counted once (a repeat that several
+  files hold, keyed `runId, variantId, id, repeat`, is taken from one of them,
+  the JSON Lines copy first; a repeat recorded twice in one file counts twice,
+  as the reference reader counts it); behavior metrics and token usage are
+  flat columns, as in `capeval.analysis.frame`.
 - `cells`: per run and cell, repeats, passCount, passRate, median turns and
   the median of every behavior metric.
 - `runs`: one row per run: start time, variants, cases, repeats, pass rate,
@@ -17,8 +19,11 @@ on top, so any question about history is one SQL query:
   are better lower (section 6 of the spec).
 
 JSON Lines files are read by DuckDB itself (fast: a million rows in a couple
-of seconds). v3 files are read by the reference reader (they are one JSON
-object, usually small), which also names the file and line of anything broken.
+of seconds), which checks the fields the reference reader checks, so a row
+it refuses is refused here, with its error; `ingest` also warns, in its
+words, of a repeat a stream holds twice. v3 files are read by the reference
+reader (they are one JSON object, usually small), which also names the file
+and line of anything broken.
 
 With a database file the ingest is incremental and idempotent: every file's
 size, mtime and ingested byte offset are recorded in `result_files`, so an
@@ -82,9 +87,12 @@ TOKEN_COLUMNS: dict[str, str] = {
 }
 
 # How DuckDB reads a result row (JSON Lines); fields not named here are ignored.
+# Fields the reference reader type-checks (`capeval.results.rowcheck`) are read
+# as JSON and checked in `_select_sql`: a typed column would read "1" and 1.5 as
+# repeats 1 and 2, 7 as the case id "7", and "3" or true as a metric's 3 and 1.
 _RAW_COLUMNS: dict[str, str] = {
     "resultKey": "VARCHAR",
-    "id": "VARCHAR",
+    "id": "JSON",
     "tier": "VARCHAR",
     "title": "VARCHAR",
     "variantId": "VARCHAR",
@@ -105,7 +113,7 @@ _RAW_COLUMNS: dict[str, str] = {
     "overBudget": "BOOLEAN",
     "skipPermissions": "BOOLEAN",
     "error": "VARCHAR",
-    "repeat": "BIGINT",
+    "repeat": "JSON",
     "textPreview": "VARCHAR",
     "runId": "VARCHAR",
     "runStartedAt": "VARCHAR",
@@ -121,7 +129,7 @@ _RAW_COLUMNS: dict[str, str] = {
     "finishedAt": "VARCHAR",
     "tokenUsage": "STRUCT(" + ", ".join(f'"{key}" DOUBLE' for key in TOKEN_COLUMNS.values()) + ")",
     "behaviors": "STRUCT("
-    + ", ".join(f'"{m}" DOUBLE' for m in METRIC_NAMES)
+    + ", ".join(f'"{m}" JSON' for m in METRIC_NAMES)
     + ', "toolCallsByName" JSON)',
     "bait": "STRUCT(metric VARCHAR, threshold DOUBLE)",
 }
@@ -130,14 +138,39 @@ _PLAIN = [c for c in _RAW_COLUMNS if c not in ("tokenUsage", "behaviors", "bait"
 _TIMESTAMPS = ("runStartedAt", "startedAt", "finishedAt")
 
 
-def _metric_sql(metric: str) -> str:
+def _metric_sql(metric: str, source: str) -> str:
+    value = f'r.behaviors."{metric}"'
+    text = f"CAST({value} AS VARCHAR)"
+    # A JSON number is the one value whose text starts with `-` or a digit
+    # (DuckDB also reads -Infinity, which `isfinite` refuses, as the reader
+    # refuses it and 1e400). Cheaper than `json_type`, which parses it again:
+    # that cost the ingest of a million rows a fifth more time.
+    checked = (
+        f"CASE WHEN {value} IS NULL THEN NULL "
+        f"WHEN ascii({text}) IN ({', '.join(str(ord(c)) for c in '-0123456789')}) "
+        f"AND isfinite(CAST({text} AS DOUBLE)) THEN CAST({text} AS DOUBLE) "
+        f"ELSE {_refuse(source, f'behaviors.{metric}', 'a finite number or null', value)} END"
+    )
     if metric == "taskToolCallCount":
         # Older rows predate the metric: count `task`/`spawn_agent` calls (section 6).
         return (
-            "CASE WHEN r.behaviors IS NULL THEN NULL ELSE coalesce(r.behaviors.taskToolCallCount, "
+            f"CASE WHEN r.behaviors IS NULL THEN NULL ELSE coalesce({checked}, "
             f"{_legacy_calls('task')} + {_legacy_calls('spawn_agent')}) END"
         )
-    return f'r.behaviors."{metric}"'
+    return checked
+
+
+def _refuse(source: str, name: str, right: str, value: str) -> str:
+    """SQL raising the reference reader's complaint about field `name` of a row.
+
+    `ingest` turns it into the reader's own error naming file and line
+    (`_diagnose`); a scan, which reads lazily, raises it when queried.
+    """
+    return (
+        f"error(concat({source}, ': field ''{name}'' must be {right}, found ', "
+        f"coalesce(CAST({value} AS VARCHAR), 'nothing'), ' (case ', "
+        "coalesce(CAST(r.id AS VARCHAR), '?'), ')'))"
+    )
 
 
 def _legacy_calls(tool: str) -> str:
@@ -248,19 +281,39 @@ def _select_sql(facts: dict[str, str] = _STAGED_FACTS) -> str:
             continue
         if column == "runId":
             plain.append(f"{run_id} AS runId")
+        elif column == "id":
+            plain.append(
+                "CASE WHEN json_type(r.id) = 'VARCHAR' AND CAST(r.id AS VARCHAR) <> '\"\"' "
+                "THEN r.id ->> '$' ELSE "
+                f"{_refuse(facts['source'], 'id', 'the case id (a non-empty string)', 'r.id')} "
+                "END AS id"
+            )
+        elif column == "repeat":
+            plain.append(
+                "CASE WHEN r.repeat IS NULL THEN NULL "
+                "WHEN json_type(r.repeat) IN ('BIGINT', 'UBIGINT') THEN CAST(r.repeat AS BIGINT) "
+                f"ELSE {_refuse(facts['source'], 'repeat', 'a 0-based integer', 'r.repeat')} "
+                'END AS "repeat"'
+            )
         elif column == "passed":
             # What every other reader refuses must not become a pass rate here.
             plain.append(
                 "CASE r.passed::VARCHAR WHEN 'true' THEN true WHEN 'false' THEN false ELSE "
                 f"error(concat({facts['source']}, ': field ''passed'' must be true or false, "
                 "found ', coalesce(r.passed::VARCHAR, 'nothing'), ' (case ', "
-                "coalesce(r.id, '?'), ')')) END AS passed"
+                "coalesce(CAST(r.id AS VARCHAR), '?'), ')')) END AS passed"
             )
         elif column == "resultKey":
-            plain.append("coalesce(r.resultKey, r.variantId || '::' || r.id) AS resultKey")
+            plain.append(
+                "coalesce(r.resultKey, r.variantId || '::' || (r.id ->> '$')) AS resultKey"
+            )
         elif column == "variantId":
             plain.append(
-                "coalesce(r.variantId, regexp_extract(r.resultKey, '^(.*)::', 1)) AS variantId"
+                "CASE WHEN r.variantId IS NULL AND r.resultKey IS NULL THEN error(concat("
+                f"{facts['source']}, ': row for case ', coalesce(CAST(r.id AS VARCHAR), '?'), "
+                "' needs ''resultKey'' or ''variantId'' (a string)')) "
+                "ELSE coalesce(r.variantId, regexp_extract(r.resultKey, '^(.*)::', 1)) END "
+                "AS variantId"
             )
         else:
             plain.append(f'r."{column}"')
@@ -274,7 +327,7 @@ def _select_sql(facts: dict[str, str] = _STAGED_FACTS) -> str:
         f"{_utc('r.finishedAt')} AS finishedAt",
         *(f'CAST(r.tokenUsage."{key}" AS BIGINT) AS {col}' for col, key in TOKEN_COLUMNS.items()),
         "r.behaviors IS NOT NULL AS behaviorsCaptured",
-        *(f'{_metric_sql(m)} AS "{m}"' for m in METRIC_NAMES),
+        *(f'{_metric_sql(m, facts["source"])} AS "{m}"' for m in METRIC_NAMES),
         "r.behaviors.toolCallsByName AS toolCallsByName",
         "r.bait.metric AS baitMetric",
         "r.bait.threshold AS baitThreshold",
@@ -342,16 +395,21 @@ GROUP BY runId, resultKey, variantId, id"""
 # What `connect` gives SQL to read, as the README lists it.
 VIEWS = ("repeats", "cells", "cell_metrics", "runs", "metric_directions")
 
-# A row without a `repeat` number (the field is optional) cannot be matched
-# with another copy of itself, so it is always kept: the reference reader
-# counts every such row, and folding them onto one key lost repeats.
+# A repeat that several files hold (a run's stream and its v3 export) is
+# taken from one file only, its JSON Lines copy first; within that file every
+# row is kept. A repeat recorded twice in one stream (a resume that re-ran a
+# finished repeat) is counted twice, as the reference reader, `capeval
+# aggregate` and the gate count it, and `ingest` warns as they do; keeping one
+# copy made the views' pass rates differ from theirs, by a copy picked at
+# random. A row without a `repeat` number (the field is optional) cannot be
+# matched with another copy of itself, so it is always kept.
 REPEATS_VIEW_SQL = """
 CREATE OR REPLACE VIEW repeats AS
 SELECT * FROM result_rows
-QUALIFY "repeat" IS NULL OR row_number() OVER (
+QUALIFY "repeat" IS NULL OR source = first_value(source) OVER (
   PARTITION BY runId, variantId, id, "repeat"
   ORDER BY CASE format WHEN 'jsonl' THEN 0 ELSE 1 END, source
-) = 1
+)
 """
 
 
@@ -672,6 +730,9 @@ def ingest(
             if replaced:
                 con.execute("DELETE FROM result_rows WHERE source IN ?", [replaced])
             report.rows_added = _insert(con, inputs)
+            report.warnings += _repeated_in_stream(
+                con, [i.source for i in inputs if i.format == "jsonl"]
+            )
             touched |= _runs_of(con, [i.source for i in inputs])
             _refresh_cells(con, sorted(touched))
             _record_files(con, file_rows)
@@ -685,6 +746,34 @@ def ingest(
         for name in temps:
             Path(name).unlink(missing_ok=True)
     return report
+
+
+def _repeated_in_stream(con: duckdb.DuckDBPyConnection, sources: Sequence[str]) -> list[str]:
+    """The reference reader's warnings about repeats recorded twice in one stream.
+
+    The views count both copies, as the reader does, so they warn as it does,
+    in its words. A cheap query finds the streams that may hold one (none,
+    usually); only those are read again, by the reader, for its exact rows.
+    """
+    if not sources:
+        return []
+    from capeval.results.jsonl import read_jsonl
+    from capeval.results.load import duplicate_repeats
+
+    flagged = con.execute(
+        """
+        SELECT DISTINCT source FROM (
+          SELECT source FROM result_rows
+          WHERE source IN (SELECT unnest(?)) AND "repeat" IS NOT NULL
+          GROUP BY source, resultKey, "repeat" HAVING count(*) > 1
+        ) ORDER BY source
+        """,
+        [list(dict.fromkeys(sources))],
+    ).fetchall()
+    found: list[str] = []
+    for (source,) in flagged:
+        found += duplicate_repeats(read_jsonl(source)[0], Path(source))
+    return found
 
 
 def _record_files(
@@ -780,7 +869,7 @@ def _plan_file(
         file_rows.append((key, "other", stat.st_size, stat.st_mtime_ns, 0, None))
         return
     if fmt == "v3":
-        rows, header = _read_v3(path)
+        rows, header = _read_v3(path, report.warnings.append)
         if known is not None:
             replaced.append(key)
             report.files_replaced += 1
@@ -831,11 +920,14 @@ def _plan_file(
     file_rows.append((key, "jsonl", stat.st_size, stat.st_mtime_ns, end, tail))
 
 
-def _read_v3(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _read_v3(
+    path: Path, on_warning: Callable[[str], None]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     from capeval.results.load import read_rows
     from capeval.results.v3 import parse_v3
 
-    rows = read_rows(path)
+    # Its warnings (a repeat held twice) are the ingest's, printed with the rest.
+    rows = read_rows(path, on_warning=on_warning)
     try:
         header = parse_v3(json.loads(path.read_bytes()), path)[0]
     except (ValueError, ResultFileError):

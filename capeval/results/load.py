@@ -115,7 +115,7 @@ def read_rows(
                     path, f"cannot be read as JSON: {json_error_detail(exc)}"
                 ) from exc
         rows = parse_v3(doc, path)[1]
-    for message in _duplicates(rows, path):
+    for message in duplicate_repeats(rows, path):
         (on_warning or _default_warn)(message)
     return [_up_to_date(row) for row in rows]
 
@@ -127,7 +127,7 @@ def _repeat_key(row: dict[str, Any]) -> tuple[Any, ...] | None:
     return (row.get("runId"), row_result_key(row), row["repeat"])
 
 
-def _duplicates(rows: list[dict[str, Any]], path: Path) -> list[str]:
+def duplicate_repeats(rows: list[dict[str, Any]], path: Path) -> list[str]:
     """Repeats recorded twice in one file.
 
     Both are kept (data is never dropped), but they inflate a cell's repeat
