@@ -310,9 +310,12 @@ def test_mcp_server_rejects_an_unknown_case(tmp_path: Path, paperclip_derivative
 # -- skipping -----------------------------------------------------------------------------
 
 
-def test_missing_codex_is_a_skip_that_says_how_to_install(tmp_path: Path) -> None:
-    with pytest.raises(LiveSkipped, match=r"not an executable.*--codex PATH"):
-        find_codex(str(tmp_path / "codex"))
+def test_missing_codex_is_a_skip_that_says_how_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(LiveSkipped, match=r"not on PATH.*npm install.*--codex PATH"):
+        find_codex()
 
 
 def test_a_relative_codex_path_is_made_absolute(

@@ -8,6 +8,7 @@ do the work and are what a notebook calls.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -140,6 +141,24 @@ def _default_out(out: Path | None, derivative: Path, leaf: str = "") -> Path:
     return folder / leaf if leaf else folder
 
 
+def _refuse_overwriting_input(target: Path, derivative: Path, flag: str) -> None:
+    """An output that is the derivative itself is refused, even with --force.
+
+    --force says "replace my old rows", never "replace the input": the file
+    (by identity, so a symlink, hard link or `./` spelling counts) would lose
+    the derivative the run was judged against.
+    """
+    try:
+        same = target.exists() and os.path.samefile(target, derivative)
+    except OSError:
+        same = False
+    if same:
+        raise click.UsageError(
+            f"{flag} {target} is the derivative being run ({shown_path(derivative)}); "
+            "choose another path for the rows (--force never overwrites the input)"
+        )
+
+
 def _suite_line(result: SuiteResult) -> str:
     from capeval.paperclip.report import summary, verdict_line
 
@@ -194,7 +213,9 @@ def run(file: Path | None, as_json: bool, jsonl: Path | None, force: bool) -> No
         raise click.UsageError(
             f"{jsonl} exists; pass --force to overwrite it or choose another path"
         )
-    _, rows = _load(file)
+    path, rows = _load(file)
+    if jsonl is not None:
+        _refuse_overwriting_input(jsonl, path, "--jsonl")
     result = run_suite(rows)
     if jsonl is not None:
         with _writing("run", jsonl, "--jsonl"):
@@ -281,6 +302,9 @@ def report(file: Path | None, out: Path | None, as_json: bool) -> None:
     help="Directory for live-rows.jsonl (default: .capeval/evidence/paperclip/live/ "
     "under the workspace root; outside one, as for report).",
 )
+@click.option(
+    "--force", is_flag=True, help="Overwrite the rows an earlier matrix left in live-rows.jsonl."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def live(
     file: Path | None,
@@ -291,16 +315,18 @@ def live(
     scripted: bool,
     timeout: float,
     out: Path | None,
+    force: bool,
     as_json: bool,
 ) -> None:
     """One real Codex turn per group against the mock control plane (opt-in).
 
     Skipped, with the reason, when Codex is not installed or not configured.
-    Exit 0 when every turn passes (or the matrix is skipped), 1 on a failure.
+    Exit 0 when every turn passes (or the matrix is skipped), 1 on a failure,
+    2 on bad input (a --codex that is not an executable, an existing
+    live-rows.jsonl without --force).
     """
-    import os
-
     from capeval.paperclip.live import (
+        CodexNotFound,
         LiveSettings,
         LiveSkipped,
         check_configured,
@@ -318,6 +344,8 @@ def live(
         binary = find_codex(codex)
         if not scripted:
             check_configured(os.environ, config)
+    except CodexNotFound as exc:
+        fail("paperclip live", str(exc), as_json=as_json)
     except LiveSkipped as exc:
         click.echo(json.dumps({"skipped": str(exc)}) if as_json else str(exc), err=not as_json)
         return
@@ -325,6 +353,16 @@ def live(
         binary, path.resolve(), model, config, scripted=scripted, timeout_s=timeout
     )
     rows_path = _default_out(out, path, "live") / "live-rows.jsonl"
+    _refuse_overwriting_input(rows_path, path, "--out")
+    # Turns cost money and time: rows an earlier matrix left are kept unless asked.
+    # An empty file (a matrix that never finished a turn) holds nothing to lose.
+    if not force and rows_path.is_file() and rows_path.stat().st_size > 0:
+        fail(
+            "paperclip live",
+            f"{shown_path(rows_path)} holds an earlier matrix's rows; pass --force to "
+            "overwrite them or --out DIR to write elsewhere",
+            as_json=as_json,
+        )
     # Before the first turn, not after it: an --out that cannot hold the rows would
     # otherwise end the matrix with a traceback (or, later, lose a finished turn).
     with _writing("live", rows_path, "--out"):

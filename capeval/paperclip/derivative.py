@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from capeval.paperclip.corpus import CORPUS_FACTS
 from capeval.paperclip.fixtures import FIXTURE_NAMES, ROLE_CLAIMS
 from capeval.paperclip.policy import (
     ASSERTION_CLASSES,
@@ -150,23 +151,15 @@ def check_derivative(obj: Any, *, file: str = str(DERIVATIVE_PATH)) -> list[Prob
     problems: list[Problem] = []
     if not isinstance(obj, Mapping):
         return [Problem(file, "", "the top level must be a mapping with schemaVersion and rows")]
-    if obj.get("schemaVersion") != SCHEMA_VERSION:
-        problems.append(
-            Problem(
-                file,
-                "schemaVersion",
-                f"must be {SCHEMA_VERSION}, found {obj.get('schemaVersion')!r}; "
-                "regenerate the derivative for schema version 2",
-            )
-        )
+    problems.extend(_check_schema_version(obj, file))
     validator = Draft202012Validator(DOCUMENT_SCHEMA)
     for err in sorted(validator.iter_errors(obj), key=lambda e: list(map(str, e.absolute_path))):
         where = list(err.absolute_path)
-        if where == ["schemaVersion"]:
-            continue  # reported above with a friendlier message
+        if where == ["schemaVersion"] or err.message == _NO_SCHEMA_VERSION:
+            continue  # `_check_schema_version` says so, with the fix
         if where[:1] == ["rows"] and where[2:] == ["legacyGroup"] and err.validator == "type":
             continue  # `_check_legacy_group` says so, with the fix
-        problems.append(Problem(file, _schema_location(obj, list(err.absolute_path)), err.message))
+        problems.append(Problem(file, _schema_location(obj, where), _schema_message(err)))
     rows = obj.get("rows")
     if not isinstance(rows, list):
         return problems
@@ -203,7 +196,46 @@ def check_derivative(obj: Any, *, file: str = str(DERIVATIVE_PATH)) -> list[Prob
             problems.extend(_check_legacy_group(row, label, file))
             problems.extend(_check_assertion_classes(row, label, file))
             problems.extend(_check_row_policy(row, label, file))
+            problems.extend(_check_corpus_facts(row, label, file))
     return problems
+
+
+_NO_SCHEMA_VERSION = "'schemaVersion' is a required property"
+
+
+def _check_schema_version(obj: Mapping[str, Any], file: str) -> list[Problem]:
+    """`schemaVersion` must be the whole number 2: not 2.0 or true, as for `legacyGroup`.
+
+    JSON Schema's `const` takes 2.0 (it equals 2), so the rule is checked here,
+    once, whether the field is missing or wrong.
+    """
+    fix = f"write schemaVersion: {SCHEMA_VERSION} (a whole number, not quoted)"
+    if "schemaVersion" not in obj:
+        return [Problem(file, "schemaVersion", f"missing; {fix}")]
+    found = obj["schemaVersion"]
+    if _is_whole(found) and found == SCHEMA_VERSION:
+        return []
+    return [
+        Problem(
+            file,
+            "schemaVersion",
+            f"must be {SCHEMA_VERSION}, found {_shown(found)}; {fix}, and regenerate the "
+            "derivative if it was written for another schema version",
+        )
+    ]
+
+
+def _schema_message(err: Any) -> str:
+    """The validator's message with the offending value spelled as in YAML/JSON.
+
+    jsonschema opens its messages with the Python repr of the value (None, True,
+    {'a': 1}), which is not what the user wrote in the file.
+    """
+    message = str(err.message)
+    head = repr(err.instance)
+    if message.startswith(head):
+        return _shown(err.instance) + message[len(head) :]
+    return message
 
 
 def _check_ids(rows: list[Any], file: str) -> list[Problem]:
@@ -394,7 +426,62 @@ def _check_row_policy(row: Mapping[str, Any], label: str, file: str) -> list[Pro
                 Problem(
                     file,
                     f"{label}.{name}",
-                    f"group {policy.code!r} requires {want!r}, found {got!r}",
+                    f"group {policy.code!r} requires {_shown(want)}, found {_shown(got)}",
+                )
+            )
+    return out
+
+
+def _check_corpus_facts(row: Mapping[str, Any], label: str, file: str) -> list[Problem]:
+    """A corpus case's fixture and REST evidence must be the corpus's.
+
+    The suite derives the fake agent's calls from them: a drifted entry or
+    fixture runs a different case, which then fails for a reason the corpus
+    never gave (or passes without testing it). Values other rules already
+    refuse (an unknown fixture, an entry that is not a REST call) are theirs
+    to report.
+    """
+    rid = row.get("id")
+    facts = CORPUS_FACTS.get(rid) if isinstance(rid, str) else None
+    if facts is None:
+        return []  # not a corpus case id: `_check_ids` names what is missing
+    out: list[Problem] = []
+    fixture = row.get("fixture")
+    if fixture in FIXTURE_NAMES and fixture != facts.fixture:
+        out.append(
+            Problem(
+                file,
+                f"{label}.fixture",
+                f"corpus case {rid} runs on fixture {_shown(facts.fixture)}, found "
+                f"{_shown(fixture)}; write fixture: {facts.fixture}",
+            )
+        )
+    entries = row.get("expectedSemantics")
+    if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
+        return out  # the schema already said so
+    want = list(facts.expected_semantics)
+    if entries == want:
+        return out
+    field = f"{label}.expectedSemantics"
+    if len(entries) != len(want):
+        out.append(
+            Problem(
+                file,
+                field,
+                f"corpus case {rid} has {len(want)} evidence entr{'y' if len(want) == 1 else 'ies'}, "
+                f"found {len(entries)}; write the corpus's, in this order: "
+                + " ; ".join(f"`{e}`" for e in want),
+            )
+        )
+        return out
+    for j, (got, corpus) in enumerate(zip(entries, want, strict=True)):
+        if got != corpus and got.strip() and entry_problem(got) is None:
+            out.append(
+                Problem(
+                    file,
+                    f"{field}[{j}]",
+                    f"found `{got}`, but corpus case {rid} has `{corpus}` here; "
+                    "restore the corpus entry (the evidence is the corpus's, not the project's)",
                 )
             )
     return out

@@ -55,17 +55,41 @@ class LiveSettings:
     script: Callable[[LiveCase], list[dict[str, Any]]] = scripted_turn
 
 
+class CodexNotFound(ValueError):
+    """An explicitly named Codex that is not an executable: bad input, not a skip.
+
+    A skip exits 0, so a mistyped `--codex` would read as "nothing to do" in CI
+    and the matrix the user asked for would silently never run.
+    """
+
+
 def find_codex(binary: str | None = None) -> str:
-    """The Codex binary to drive (an absolute path: Codex runs in a scratch
-    directory), or `LiveSkipped` saying it is not installed."""
+    """The Codex binary to drive (an absolute path: Codex runs in a scratch directory).
+
+    Raises `LiveSkipped` when none was named and `codex` is not on PATH, and
+    `CodexNotFound` when the named one is not an executable.
+    """
     found = resolve_binary(binary or "codex")
-    if found is None:
-        where = f"{binary!r} is not an executable" if binary else "`codex` is not on PATH"
-        raise LiveSkipped(
-            f"live matrix skipped: {where}; install it (npm install -g @openai/codex) "
-            "or pass --codex PATH"
+    if found is not None:
+        return found
+    if binary:
+        path = Path(binary).expanduser()
+        if os.sep not in binary and not (os.altsep and os.altsep in binary):
+            why = "is not on PATH"
+        elif not path.exists():
+            why = "does not exist"
+        elif path.is_dir():
+            why = "is a directory"
+        else:
+            why = "is not executable"
+        raise CodexNotFound(
+            f"--codex {binary!r} {why}; pass the path of the Codex binary "
+            "(e.g. node_modules/.bin/codex), or leave --codex out to use `codex` on PATH"
         )
-    return found
+    raise LiveSkipped(
+        "live matrix skipped: `codex` is not on PATH; install it "
+        "(npm install -g @openai/codex) or pass --codex PATH"
+    )
 
 
 def check_configured(env: Mapping[str, str], config: Sequence[str]) -> None:
