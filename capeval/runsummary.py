@@ -158,7 +158,9 @@ class _Reader:
     def call(self, value: Any, where: str, k: int, j: int) -> ToolCall:
         obj = self.mapping(value, where)
         name = obj.get("name")
-        if not isinstance(name, str) or not name:
+        if name is not None and not isinstance(name, str):
+            raise self.fail(f"{where}.name", f"expected a string, got {_json_type(name)}")
+        if not name:
             raise self.fail(f"{where}.name", "missing: every tool call needs its tool's name")
         call_id = obj.get("id")
         result = obj.get("result")

@@ -109,7 +109,11 @@ MALFORMED: list[tuple[Any, str, str]] = [
     ({"turns": [[]]}, "turns[0]", "expected a JSON object"),
     ({"turns": [{"toolCalls": "Bash"}]}, "turns[0].toolCalls", "expected a JSON array"),
     ({"turns": [{"toolCalls": [{"arguments": {}}]}]}, "turns[0].toolCalls[0].name", "missing"),
-    ({"turns": [{}, {"toolCalls": [{"name": 3}]}]}, "turns[1].toolCalls[0].name", "missing"),
+    (
+        {"turns": [{}, {"toolCalls": [{"name": 3}]}]},
+        "turns[1].toolCalls[0].name",
+        "expected a string, got a number",
+    ),
     ({"turns": [{"toolCalls": [{"name": ""}]}]}, "turns[0].toolCalls[0].name", "missing"),
     ({"turns": [{"toolCalls": ["Bash"]}]}, "turns[0].toolCalls[0]", "expected a JSON object"),
     ({"turns": [{"durationMs": "12s"}]}, "turns[0].durationMs", "expected a number or null"),

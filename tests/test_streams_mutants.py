@@ -304,14 +304,21 @@ def test_gemini_error_result_names_its_message_not_the_error_object() -> None:
 
 
 def claude_home(tmp_path: Path, logs: dict[str, int]) -> tuple[Any, Any]:
-    """A Claude config dir with one project's session logs of `n` main-loop requests each."""
+    """A Claude config dir with one project's session logs of `n` main-loop requests each.
+
+    Each request but the first extends the one before (its `base`, with the
+    response and tool results as its `tail`), as Claude Code logs a session.
+    """
     from capeval.agents.base import AgentConfig, AgentRequest
 
     project = tmp_path / "claude" / "projects" / "-tmp-work"
     project.mkdir(parents=True)
     for session, n in logs.items():
         entries = [
-            json.dumps({"type": "api-request", "querySource": "sdk", "id": f"r{i}"})
+            json.dumps(
+                {"type": "api-request", "querySource": "sdk", "id": f"r{i}", "tail": ["t"]}
+                | ({"base": f"r{i - 1}"} if i else {})
+            )
             for i in range(n)
         ]
         (project / f"{session}.jsonl").write_text("\n".join(entries) + "\n")

@@ -104,7 +104,7 @@ def parse_claude_stream(lines: Iterable[str]) -> ParsedStream:
     current: TurnBuilder | None = None
     last_ts: float | None = None
 
-    for event in json_events(lines, "claude-code"):
+    for event in json_events(lines, skipped):
         kind = event.get("type")
         ts = timestamp_ms(event.get("timestamp"))
         session = as_str(event.get("session_id")) or session
@@ -236,27 +236,45 @@ def session_responses(lines: Iterable[str]) -> int | None:
     nudges the model once ("no visible output") and ends if the next answer
     is empty too, so `turnsUsed` came out short (seen with Claude Code
     2.1.332). The log (`$CLAUDE_CONFIG_DIR/projects/<project>/<session
-    id>.jsonl`) has one `api-request` entry per request of the main loop. A
-    request that drew no response (an API error, a fallback) is sent again
-    with nothing added: an `api-request` with an empty `tail` re-sends its
-    `base`, which is then not counted. None when the log holds no such entry
-    (another version's layout): the stream's count stands.
+    id>.jsonl`) has one `api-request` entry per request of the main loop;
+    a request drew a response when one is logged after it (`assistant`), or
+    when the next request extends it (a `base` of it with a non-empty
+    `tail`: the response and what followed), or when it is the last and no
+    API error follows it (an empty final answer). A request that failed
+    (every request answered HTTP 400, an overloaded API) is sent again with
+    nothing added (an empty `tail`), or abandoned for a fresh request, or
+    ends the run with Claude's own error message: none of those is a
+    response, so none is a turn. None when the log holds no main-loop
+    request (another version's layout): the stream's count stands.
     """
-    requests: list[Mapping[str, Any]] = []
+    requests = 0
+    answered = 0
+    pending: Mapping[str, Any] | None = None  # the last request, until its fate shows
+    responded = failed = False  # what was logged after `pending`
     for line in lines:
         try:
             entry = json.loads(line)
         except ValueError:
             continue
-        if (
-            isinstance(entry, dict)
-            and entry.get("type") == "api-request"
-            and entry.get("querySource") == MAIN_QUERY
-        ):
-            requests.append(entry)
-    resent = {entry.get("base") for entry in requests if entry.get("tail") == []}
-    answered = [entry for entry in requests if entry.get("id") not in resent]
-    return len(answered) or None
+        if not isinstance(entry, dict):
+            continue
+        kind = entry.get("type")
+        if kind == "api-request" and entry.get("querySource") == MAIN_QUERY:
+            if pending is not None:
+                extends = entry.get("base") == pending.get("id") and bool(entry.get("tail"))
+                answered += responded or extends
+            requests += 1
+            pending, responded, failed = entry, False, False
+        elif kind == "assistant" and pending is not None and not entry.get("isSidechain"):
+            message = entry.get("message")
+            model = message.get("model") if isinstance(message, Mapping) else None
+            if entry.get("isApiErrorMessage") or model == SYNTHETIC_MODEL:
+                failed = True
+            else:
+                responded = True
+    if pending is not None:
+        answered += responded or not failed
+    return answered if requests else None
 
 
 class ClaudeCodeAdapter(CliAdapter):

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from capeval.agents.base import AgentConfig, AgentRequest, AgentResult
-from capeval.agents.streams import ParsedStream, reported_error
+from capeval.agents.streams import ParsedStream, reported_error, unparsed_error
 from capeval.runner import strays
 
 if TYPE_CHECKING:
@@ -285,9 +285,13 @@ class CliAdapter:
                 # The stream merely stopped (a crash, a kill): why is on stderr.
                 error += f"; stderr: {tail}"
 
-        # A stream with no turn at all was not captured: behaviors must be null, not zeros.
+        lost = unparsed_error(parsed)
+        if lost is not None:
+            error = f"{error}; {lost}" if error else lost
+        # A stream with no turn at all was not captured, and one with events cut
+        # short was not parsed: behaviors must be null then, not zeros or a part.
         summary = None
-        if parsed.summary.turns or parsed.sessionId is not None:
+        if lost is None and (parsed.summary.turns or parsed.sessionId is not None):
             summary = replace(
                 parsed.summary,
                 status=status,

@@ -140,7 +140,7 @@ def parse_codex_stream(
         current.calls.append(_tool_call(item))
         placed[item_id] = (current, len(current.calls) - 1)
 
-    for event, ts in timed_events(timed, "codex"):
+    for event, ts in timed_events(timed, skipped):
         kind = event.get("type")
         if kind == "thread.started":
             session = as_str(event.get("thread_id")) or session
@@ -379,7 +379,9 @@ def with_rollout(parsed: ParsedStream, rollout: Rollout | None, *, finished: boo
         error=summary.error,
         results=rollout.results,
     )
-    return replace(parsed, summary=rebuilt)
+    # The log holds every response and call: an event the stream lost (a line
+    # cut short) is no longer missing from the turns.
+    return replace(parsed, summary=rebuilt, unparsed=())
 
 
 def provider_args(provider: str, base_url: str, env_key: str) -> list[str]:

@@ -61,7 +61,7 @@ def parse_gemini_stream(lines: Iterable[str]) -> ParsedStream:
     last_ts: float | None = None
     text_open = False  # the current turn's last block is assistant text (more chunks may follow)
 
-    for event in json_events(lines, "gemini"):
+    for event in json_events(lines, skipped):
         kind = event.get("type")
         ts = timestamp_ms(event.get("timestamp"))
         current = builders[-1]

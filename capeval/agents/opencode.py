@@ -74,7 +74,7 @@ def parse_opencode_stream(lines: Iterable[str]) -> ParsedStream:
             builders.append(TurnBuilder(start=ts))
         return builders[-1]
 
-    for event in json_events(lines, "opencode"):
+    for event in json_events(lines, skipped):
         kind = event.get("type")
         ts = timestamp_ms(event.get("timestamp"))
         session = as_str(event.get("sessionID")) or session

@@ -44,22 +44,41 @@ class ParsedStream:
     agentVersion: str | None = None
     textPreview: str = ""
     skipped: Mapping[str, int] = field(default_factory=dict)  # unknown event type -> count
+    # Lines that began an event but were not JSON (cut short, torn by a kill):
+    # what they held is lost, so the turns above are not the whole run.
+    unparsed: tuple[int, ...] = ()
 
 
-def json_events(lines: Iterable[str], source: str) -> Iterator[dict[str, Any]]:
+def unparsed_error(parsed: ParsedStream) -> str | None:
+    """Why a stream with lost events cannot be measured; None when every event was read."""
+    if not parsed.unparsed:
+        return None
+    where = ", ".join(str(n) for n in parsed.unparsed[:5])
+    more = f" and {len(parsed.unparsed) - 5} more" if len(parsed.unparsed) > 5 else ""
+    plural = "s" if len(parsed.unparsed) > 1 else ""
+    return (
+        f"stream line{plural} {where}{more} cut short (not valid JSON): "
+        "the stream was not fully parsed, so its turns, calls and behaviors are not reported"
+    )
+
+
+def json_events(lines: Iterable[str], skipped: Skipped) -> Iterator[dict[str, Any]]:
     """The JSON objects among `lines`; anything else is logged and skipped.
 
     CLIs print the odd warning on stdout between events; a stray line must
-    not cost the whole stream.
+    not cost the whole stream. A line that opens an object and is not JSON is
+    no stray line but an event cut short: it is noted in `skipped.unparsed`,
+    since the run it belonged to can no longer be measured from the stream.
     """
-    for event, _ in timed_events(((line, None) for line in lines), source):
+    for event, _ in timed_events(((line, None) for line in lines), skipped):
         yield event
 
 
 def timed_events(
-    lines: Iterable[tuple[str, float | None]], source: str
+    lines: Iterable[tuple[str, float | None]], skipped: Skipped
 ) -> Iterator[tuple[dict[str, Any], float | None]]:
     """`json_events` over lines that carry the time they arrived (epoch ms or None)."""
+    source = skipped.source
     for number, (line, arrived) in enumerate(lines, 1):
         line = line.strip()
         if not line:
@@ -67,7 +86,11 @@ def timed_events(
         try:
             event = json.loads(line)
         except json.JSONDecodeError:
-            log.warning("%s stream line %d is not JSON, skipped: %.120s", source, number, line)
+            if line.startswith("{"):
+                log.warning("%s stream line %d is cut short: %.120s", source, number, line)
+                skipped.unparsed.append(number)
+            else:
+                log.warning("%s stream line %d is not JSON, skipped: %.120s", source, number, line)
             continue
         if isinstance(event, dict):
             yield event, arrived
@@ -81,6 +104,7 @@ class Skipped:
     def __init__(self, source: str) -> None:
         self.source = source
         self.counts: dict[str, int] = {}
+        self.unparsed: list[int] = []  # numbers of lines that were events cut short
 
     def add(self, kind: Any) -> None:
         key = str(kind)
@@ -249,6 +273,7 @@ def finish_stream(
         agentVersion=agentVersion,
         textPreview=preview(texts),
         skipped=dict(skipped.counts),
+        unparsed=tuple(skipped.unparsed),
     )
 
 

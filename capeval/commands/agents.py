@@ -18,12 +18,14 @@ from capeval.commands.common import EXIT_BAD_INPUT, SECONDS, config_option, fail
 from capeval.problems import ProblemsError
 
 
-def _agents(root: Path | None, config_path: Path | None) -> tuple[dict, str | None, str | None]:
+def _agents(root: Path | None, config_path: Path | None) -> tuple[dict, str | None, list[str]]:
     """(agents by name, the default agent's name: the configured one, else `run`'s default,
-    the one agent `capeval run` plays on the configured matrix: what `check` checks).
+    the agents `capeval run` plays on the configured matrix, in matrix order: what `check`
+    checks).
 
     `matrix = ["local:v1@mine"]` with no `agent` runs only `mine`, yet a bare
-    `capeval agents check` checked the built-in `scripted` and said "ok".
+    `capeval agents check` checked the built-in `scripted` and said "ok"; and
+    with two agents in the matrix it checked neither of them.
     """
     from capeval.agents.registry import builtin_agents
     from capeval.config import load_config
@@ -36,16 +38,16 @@ def _agents(root: Path | None, config_path: Path | None) -> tuple[dict, str | No
     except ProblemsError:
         if root is not None or config_path is not None:
             raise
-        return builtin_agents(), DEFAULT_AGENT, DEFAULT_AGENT
+        return builtin_agents(), DEFAULT_AGENT, [DEFAULT_AGENT]
     config = load_config(found, config_path)
     default = config.agent or DEFAULT_AGENT
-    played = {default}
+    played = [default]
     try:
         cells = [parse_cell(c, provider="p", model="m") for c in split_cells(config.matrix)]
-        played = {c.agent or default for c in cells} or played
+        played = list(dict.fromkeys(c.agent or default for c in cells)) or played
     except ValueError:
         pass  # `capeval run` reports the bad cell
-    return dict(config.agents), default, played.pop() if len(played) == 1 else default
+    return dict(config.agents), default, played
 
 
 def _fail(exc: ProblemsError, *, as_json: bool = False) -> None:
@@ -104,9 +106,11 @@ def check_command(
 ) -> None:
     """Binary, version, one headless run against a scripted model server, stream, behaviors.
 
-    NAME defaults to the agent `capeval run` plays (the configured matrix's,
+    NAME defaults to every agent `capeval run` plays (the configured matrix's,
     else the configured default agent). Exit 0 when every step passed
-    (skipped steps do not fail), 1 otherwise, 2 for bad input.
+    (skipped steps do not fail), 1 otherwise, 2 for bad input. With --json,
+    one agent's report is printed as an object; several as
+    `{"ok": ..., "agents": [report, ...]}`.
     """
     from capeval.agents.check import check_agent
 
@@ -115,17 +119,22 @@ def check_command(
     except ProblemsError as exc:
         _fail(exc, as_json=as_json)
         return
-    name = name or played
-    if name is None:
-        raise click.UsageError("name an agent to check (no default agent is configured)")
-    if name not in table:
-        unknown = (
-            f"unknown agent {name!r}; known: {', '.join(sorted(table))} "
-            f"(or add an [agents.{name}] table)"
-        )
-        if as_json:
-            fail("agents check", unknown, as_json=True)
-        raise click.UsageError(unknown)
-    report = check_agent(table[name], timeout_s=timeout)
-    click.echo(json.dumps(report.to_json(), indent=2) if as_json else report.text())
-    click.get_current_context().exit(0 if report.ok else 1)
+    names = [name] if name else played
+    for each in names:
+        if each not in table:
+            unknown = (
+                f"unknown agent {each!r}; known: {', '.join(sorted(table))} "
+                f"(or add an [agents.{each}] table)"
+            )
+            if as_json:
+                fail("agents check", unknown, as_json=True)
+            raise click.UsageError(unknown)
+    reports = [check_agent(table[each], timeout_s=timeout) for each in names]
+    ok = all(report.ok for report in reports)
+    if as_json:
+        docs = [report.to_json() for report in reports]
+        doc = docs[0] if len(docs) == 1 else {"ok": ok, "agents": docs}
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        click.echo("\n\n".join(report.text() for report in reports))
+    click.get_current_context().exit(0 if ok else 1)

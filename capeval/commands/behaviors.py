@@ -72,6 +72,13 @@ def read_stream(path: Path, agent_type: str) -> RunSummary:
             "drop --stream to measure it",
         )
     parsed = stream_parser(agent_type)(lines)
+    if parsed.unparsed:
+        # An event cut short is lost: the metrics of the rest would be wrong, not partial.
+        raise RunSummaryError(
+            f"{path}:{parsed.unparsed[0]}",
+            "(stream)",
+            "not valid JSON: an event cut short; the stream cannot be measured",
+        )
     best = _best_types(lines, known={agent_type: parsed})
     if best and agent_type not in best:
         found = (
