@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from agentrun import agent_table, capeval_run, read_rows
 from test_run_helpers import write_case
 
 from capeval.agents.base import AgentConfig, AgentRequest
@@ -319,34 +320,16 @@ def test_capeval_run_with_command_agents(tmp_path: Path, product: Path) -> None:
     _notes_case(root, maxTurns=10)
     agents = []
     for name, mode in (("fake", "ok"), ("fake-nohook", "nohook")):
+        argv_out = str(tmp_path / (name + ".json"))
         agents.append(
-            f"[agents.{name}]\n"
-            'type = "command"\n'
-            f"command = {json.dumps(template(product, mode))}\n"
-            f"env = {{ FAKE_ARGV_OUT = {json.dumps(str(tmp_path / (name + '.json')))} }}\n"
+            agent_table(name, "command", template(product, mode), env={"FAKE_ARGV_OUT": argv_out})
         )
     (root / "capeval.toml").write_text("\n".join(agents))
     rows_path = tmp_path / "rows.jsonl"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "capeval",
-            "run",
-            "--root",
-            str(root),
-            "--matrix",
-            "hooked=acme:m-1@fake,silent=acme:m-1@fake-nohook",
-            "--jsonl",
-            str(rows_path),
-            "--quiet",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    matrix = "hooked=acme:m-1@fake,silent=acme:m-1@fake-nohook"
+    proc = capeval_run(root, matrix, rows_path, cwd=tmp_path, timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr  # one repeat failed
-    rows = {r["variantId"]: r for r in map(json.loads, rows_path.read_text().splitlines())}
+    rows = {r["variantId"]: r for r in read_rows(rows_path)}
     hooked, silent = rows["hooked"], rows["silent"]
     assert hooked["passed"] is True, hooked["error"]
     assert hooked["turnsUsed"] == 4 and hooked["sessionId"] == "fake-session-1"

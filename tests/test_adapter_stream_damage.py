@@ -10,15 +10,13 @@ turns from its own session log, so its row keeps every call.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from agent_clis import find_cli, missing_reason
+from agentrun import agent_table, capeval_run, read_rows
+from casefactory import write_case
 
 from capeval.agents.base import AgentConfig
 from capeval.agents.check import ENDPOINTS
@@ -29,7 +27,6 @@ from capeval.agents.opencode import parse_opencode_stream
 from capeval.agents.streams import ParsedStream, unparsed_error
 from tests.test_adapter_cli import FAKE_CLI, request
 
-REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data" / "streams"
 # The first line naming a tool call, in each CLI's stream, printed cut to 40 characters.
 CUT_FIRST_CALL = (
@@ -52,46 +49,17 @@ def run_row(name: str, binary: Path, tmp_path: Path) -> dict:
     """One `capeval run` repeat of a case the scripted check script passes; its row."""
     endpoint = ENDPOINTS[name]
     root = tmp_path / "ws"
-    case = root / "evals" / "capability" / "cases" / "c1"
-    case.mkdir(parents=True)
-    (root / "fixture").mkdir()
-    (root / "fixture" / "README.md").write_text("x\n")
-    (case / "case.json").write_text(
-        json.dumps(
-            {"id": "c1", "tier": "simple", "title": "t", "fixture": "fixture", "prompt": "Go."}
-        )
-    )
-    (case / "verify.sh").write_text("set -eu\ntest -f check.txt\n")
+    write_case(root, "c1", verify="set -eu\ntest -f check.txt\n", fixture={"README.md": "x\n"})
     rows = tmp_path / "rows.jsonl"
     with ModelServer(endpoint.script) as server:
         aimed = endpoint.configure(AgentConfig(name=name, type=name), server.url, tmp_path)
         (root / "capeval.toml").write_text(
-            f'[agents.{name}]\ntype = "{name}"\ncommand = {json.dumps(str(binary))}\n'
-            f"args = {json.dumps(list(aimed.args))}\n"
-            "env = { " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in aimed.env.items()) + " }\n"
+            agent_table(name, name, binary, args=aimed.args, env=aimed.env)
         )
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "capeval",
-                "run",
-                "--root",
-                str(root),
-                "--quiet",
-                "--matrix",
-                f"{endpoint.provider}:{endpoint.model}@{name}",
-                "--jsonl",
-                str(rows),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=tmp_path,
-            env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp_path)},
-        )
+        matrix = f"{endpoint.provider}:{endpoint.model}@{name}"
+        proc = capeval_run(root, matrix, rows, cwd=tmp_path, env={"TMPDIR": str(tmp_path)})
     assert rows.exists(), proc.stdout + proc.stderr
-    (row,) = [json.loads(line) for line in rows.read_text().splitlines()]
+    (row,) = read_rows(rows)
     return row
 
 

@@ -10,21 +10,19 @@ row said turnsUsed 2 beside a summary with no turn, and a run under
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agent_clis import find_cli, missing_reason
+from agentrun import agent_table, capeval_run, read_rows
+from casefactory import write_case
 
 from capeval.agents import modelserver
 from capeval.agents.base import AgentConfig, AgentRequest
 from capeval.agents.check import ENDPOINTS
 from capeval.agents.claude_code import ClaudeCodeAdapter, session_responses
 
-REPO = Path(__file__).resolve().parents[1]
 ENDPOINT = ENDPOINTS["claude-code"]
 
 
@@ -81,51 +79,14 @@ def test_requests_answered_with_errors_are_no_turns(claude: Path, tmp_path: Path
 @pytest.mark.realcli
 def test_a_refused_run_is_not_over_its_turn_budget(claude: Path, tmp_path: Path) -> None:
     root = tmp_path / "ws"
-    case = root / "evals" / "capability" / "cases" / "c1"
-    case.mkdir(parents=True)
-    (root / "fixture").mkdir()
-    (root / "fixture" / "README.md").write_text("x\n")
-    (case / "case.json").write_text(
-        json.dumps(
-            {
-                "id": "c1",
-                "tier": "simple",
-                "title": "t",
-                "fixture": "fixture",
-                "prompt": "Go.",
-                "maxTurns": 1,
-            }
-        )
-    )
-    (case / "verify.sh").write_text("true\n")
+    write_case(root, "c1", verify="true\n", fixture={"README.md": "x\n"}, maxTurns=1)
     rows = tmp_path / "rows.jsonl"
     with modelserver.ModelServer(ENDPOINT.script) as server:
         aimed = ENDPOINT.configure(AgentConfig(name="cc", type="claude-code"), server.url, tmp_path)
-        (root / "capeval.toml").write_text(
-            f'[agents.cc]\ntype = "claude-code"\ncommand = {json.dumps(str(claude))}\n'
-            "env = { " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in aimed.env.items()) + " }\n"
-        )
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "capeval",
-                "run",
-                "--root",
-                str(root),
-                "--quiet",
-                "--matrix",
-                f"{ENDPOINT.provider}:{ENDPOINT.model}@cc",
-                "--jsonl",
-                str(rows),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=tmp_path,
-            env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp_path)},
-        )
-    (row,) = [json.loads(line) for line in rows.read_text().splitlines()]
+        (root / "capeval.toml").write_text(agent_table("cc", "claude-code", claude, env=aimed.env))
+        matrix = f"{ENDPOINT.provider}:{ENDPOINT.model}@cc"
+        capeval_run(root, matrix, rows, cwd=tmp_path, env={"TMPDIR": str(tmp_path)})
+    (row,) = read_rows(rows)
     assert row["passed"] is False and row["agentExitCode"] == 1
     assert row["turnsUsed"] == 0 and row["overBudget"] is False
     assert "over budget" not in row["error"] and "400" in row["error"]

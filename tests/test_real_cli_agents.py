@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from agent_clis import find_cli, missing_reason
+from agentrun import agent_table, capeval_run, read_rows
 
 from capeval.agents.base import AgentConfig, AgentRequest
 from capeval.agents.check import ENDPOINTS
@@ -276,14 +277,7 @@ def make_workspace(root: Path, name: str, url: str, binary: Path) -> None:
     )
     (case / "verify.sh").write_text(VERIFY)
     env, args = endpoint_env_args(name, url, root.parent)
-    lines = [
-        f"[agents.{name}]",
-        f'type = "{name}"',
-        f"command = {json.dumps(str(binary))}",
-        f"args = {json.dumps(list(args))}",
-        "env = { " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items()) + " }",
-    ]
-    (root / "capeval.toml").write_text("\n".join(lines) + "\n")
+    (root / "capeval.toml").write_text(agent_table(name, name, binary, args=args, env=env))
 
 
 @pytest.mark.parametrize("name", CLIS)
@@ -296,37 +290,15 @@ def test_capeval_run_with_the_real_cli(name: str, tmp_path: Path) -> None:
     before = snapshot(home)
     with ModelServer(Script.from_json(SCRIPTS[name])) as server:
         make_workspace(root, name, server.url, binary)
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "capeval",
-                "run",
-                "--root",
-                str(root),
-                "--matrix",
-                f"{provider}:{model}@{name}",
-                "--jsonl",
-                str(rows_path),
-                "--quiet",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=tmp_path,
-            env={
-                **os.environ,
-                "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
-                "HOME": str(home),
-            },
-        )
+        matrix = f"{provider}:{model}@{name}"
+        proc = capeval_run(root, matrix, rows_path, cwd=tmp_path, env={"HOME": str(home)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # The run (and its version probe) kept to its own config home: the user's is as it
     # was. Only npm's download cache may grow (opencode fetches its provider packages
     # through it: a cache, not the user's history or config).
     after = {path: v for path, v in snapshot(home).items() if path.split(os.sep)[0] != ".npm"}
     assert after == before
-    (row,) = [json.loads(line) for line in rows_path.read_text().splitlines()]
+    (row,) = read_rows(rows_path)
     assert row["passed"] is True, row.get("error")
     assert row["status"] == "done" and row["agentExitCode"] == 0 and row["verifyExitCode"] == 0
     assert row["turnsUsed"] == TURNS[name] and row["overBudget"] is False

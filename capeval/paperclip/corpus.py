@@ -22,6 +22,28 @@ def _c(fixture: str, *semantics: str) -> CaseFacts:
     return CaseFacts(fixture, semantics)
 
 
+# Both 409 cases of the corpus stop on the same conflicted task.
+_CONFLICT_ON_105 = _c(
+    "checkout-conflict",
+    'POST "^/api/issues/(i-0105|MCK-105)/checkout$"',
+    'PATCH "^/api/issues/(i-0105|MCK-105)(/.*)?$"',
+    'PUT "^/api/issues/(i-0105|MCK-105)(/.*)?$"',
+    'POST "^/api/issues/(i-0105|MCK-105)/comments$"',
+    'POST "^/api/issues/(i-0105|MCK-105)/(assign|assignee|assignees|reassign|claim|release)$"',
+)
+
+
+# Both plan-directive cases of the corpus carry the same evidence.
+_PLAN_DIRECTIVE_ON_104 = _c(
+    "baseline",
+    'PUT "^/api/issues/(i-0104|MCK-104)/documents/plan$"',
+    'POST "^/api/issues/(i-0104|MCK-104)/interactions$"',
+    'PATCH "^/api/issues/(i-0104|MCK-104)$"',
+    "POST /api/companies/c-mock-0001/issues",
+    'PATCH "^/api/issues/(i-0104|MCK-104)$"',
+)
+
+
 CORPUS_FACTS: dict[str, CaseFacts] = {
     "ap-approval-deny-01": _c(
         "approval-denied",
@@ -92,22 +114,8 @@ CORPUS_FACTS: dict[str, CaseFacts] = {
     "cm-progress-nextaction-01": _c("baseline", 'POST "^/api/issues/(i-0101|MCK-101)/comments$"'),
     "cm-runid-modify-01": _c("baseline", 'POST "^/api/issues/(i-0102|MCK-102)/comments$"'),
     "cm-ticket-link-01": _c("baseline", 'POST "^/api/issues/(i-0101|MCK-101)/comments$"'),
-    "co-409-stop-01": _c(
-        "checkout-conflict",
-        'POST "^/api/issues/(i-0105|MCK-105)/checkout$"',
-        'PATCH "^/api/issues/(i-0105|MCK-105)(/.*)?$"',
-        'PUT "^/api/issues/(i-0105|MCK-105)(/.*)?$"',
-        'POST "^/api/issues/(i-0105|MCK-105)/comments$"',
-        'POST "^/api/issues/(i-0105|MCK-105)/(assign|assignee|assignees|reassign|claim|release)$"',
-    ),
-    "co-409-stop-02": _c(
-        "checkout-conflict",
-        'POST "^/api/issues/(i-0105|MCK-105)/checkout$"',
-        'PATCH "^/api/issues/(i-0105|MCK-105)(/.*)?$"',
-        'PUT "^/api/issues/(i-0105|MCK-105)(/.*)?$"',
-        'POST "^/api/issues/(i-0105|MCK-105)/comments$"',
-        'POST "^/api/issues/(i-0105|MCK-105)/(assign|assignee|assignees|reassign|claim|release)$"',
-    ),
+    "co-409-stop-01": _CONFLICT_ON_105,
+    "co-409-stop-02": _CONFLICT_ON_105,
     "co-before-work-01": _c(
         "baseline",
         'POST "^/api/issues/(i-0102|MCK-102)/checkout$"',
@@ -501,22 +509,8 @@ CORPUS_FACTS: dict[str, CaseFacts] = {
         'POST "^/api/issues/(i-0104|MCK-104)/documents/plan/annotations/ann-0002/(reply|resolve)$"',
         'POST "^/api/issues/(i-0104|MCK-104)/interactions$"',
     ),
-    "wk-plan-directive-01": _c(
-        "baseline",
-        'PUT "^/api/issues/(i-0104|MCK-104)/documents/plan$"',
-        'POST "^/api/issues/(i-0104|MCK-104)/interactions$"',
-        'PATCH "^/api/issues/(i-0104|MCK-104)$"',
-        "POST /api/companies/c-mock-0001/issues",
-        'PATCH "^/api/issues/(i-0104|MCK-104)$"',
-    ),
-    "wk-plan-directive-02": _c(
-        "baseline",
-        'PUT "^/api/issues/(i-0104|MCK-104)/documents/plan$"',
-        'POST "^/api/issues/(i-0104|MCK-104)/interactions$"',
-        'PATCH "^/api/issues/(i-0104|MCK-104)$"',
-        "POST /api/companies/c-mock-0001/issues",
-        'PATCH "^/api/issues/(i-0104|MCK-104)$"',
-    ),
+    "wk-plan-directive-01": _PLAN_DIRECTIVE_ON_104,
+    "wk-plan-directive-02": _PLAN_DIRECTIVE_ON_104,
     "wk-recovery-processlost-01": _c(
         "recovery-processlost",
         'GET "^/api/issues/(i-0195|MCK-195)/comments$"',
