@@ -186,3 +186,14 @@ def test_good_values_of_the_checked_fields_still_read(tmp_path: Path) -> None:
         repeats = records(con, 'SELECT "repeat", shellCommandCount FROM repeats')
         assert {"repeat": -1, "shellCommandCount": None} in repeats
         assert {"repeat": 0, "shellCommandCount": 2} in repeats
+
+
+def test_an_empty_result_key_files_the_row_under_variant_and_case(tmp_path: Path) -> None:
+    # The views grouped such a row in a cell named "", the reader (as
+    # `row_result_key` says) under variantId::id.
+    rows = [row("r1", "a", "x", 0, True), {**row("r1", "a", "x", 1, False), "resultKey": ""}]
+    stream = tmp_path / "r1.jsonl"
+    write_jsonl(stream, rows)
+    expected, _ = reader_cells(stream)
+    assert expected == [{"resultKey": "a::x", "caseId": "x", "repeats": 2, "passCount": 1}]
+    assert records(connect([stream]), CELLS_SQL) == expected

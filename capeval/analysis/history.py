@@ -305,7 +305,7 @@ def _select_sql(facts: dict[str, str] = _STAGED_FACTS) -> str:
             )
         elif column == "resultKey":
             plain.append(
-                "coalesce(r.resultKey, r.variantId || '::' || (r.id ->> '$')) AS resultKey"
+                "coalesce(nullif(r.resultKey, ''), r.variantId || '::' || (r.id ->> '$')) AS resultKey"
             )
         elif column == "variantId":
             plain.append(
