@@ -17,7 +17,7 @@ import pytest
 
 from capeval.aggregate import aggregate
 from capeval.analysis.history import connect, ingest, open_db, records
-from capeval.results.errors import ResultFileError
+from capeval.results.errors import ResultFileError, ResultFileWarning
 from capeval.results.load import read_rows
 from capeval.results.v3 import write_v3
 from tests.clirun import capeval
@@ -90,7 +90,9 @@ def test_a_stream_and_its_v3_export_still_count_once(tmp_path: Path) -> None:
     write_v3(tmp_path / "r1.json", rows, started_at="2026-01-02T03:04:05.000Z", finished_at=None)
     expected = reader_cells(stream)[0]
     report = ingest(stored := open_db(), [tmp_path])
-    for con in (connect([tmp_path]), stored):
+    with pytest.warns(ResultFileWarning, match="r1.json: row 9 repeats a::x"):
+        scanned = connect([tmp_path])
+    for con in (scanned, stored):
         assert records(con, CELLS_SQL) == expected
         assert records(con, "SELECT DISTINCT format FROM repeats") == [{"format": "jsonl"}]
     # Each file holds the repeat twice, and each says so (the v3 one too, on stderr
@@ -197,3 +199,22 @@ def test_an_empty_result_key_files_the_row_under_variant_and_case(tmp_path: Path
     expected, _ = reader_cells(stream)
     assert expected == [{"resultKey": "a::x", "caseId": "x", "repeats": 2, "passCount": 1}]
     assert records(connect([stream]), CELLS_SQL) == expected
+
+
+@pytest.mark.parametrize("stored", [False, True])
+def test_connect_warns_of_what_reading_passed_over(tmp_path: Path, stored: bool) -> None:
+    # connect() dropped its scan's report: a notebook counted a torn stream
+    # and a stream holding a repeat twice without a word.
+    stream = resumed_stream(tmp_path / "r1.jsonl")
+    torn = tmp_path / "r2.jsonl"
+    write_jsonl(torn, [row("r2", "a", "x", 0, True)])
+    with torn.open("a") as handle:
+        handle.write('{"id": "x", "passed": tr')
+    db = tmp_path / "h.duckdb" if stored else None
+    with pytest.warns(ResultFileWarning) as caught:
+        connect([stream, torn], db=db)
+    said = [str(w.message) for w in caught]
+    assert any("r2.jsonl: the last line is incomplete" in m for m in said), said
+    # An ingest reads every row up front, so it also names the repeat held
+    # twice; a scan reads rows only when queried.
+    assert any("both are counted" in m for m in said) is stored, said

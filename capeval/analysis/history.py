@@ -1075,18 +1075,31 @@ def connect(
     - both: `paths` are ingested into `db` first (incremental, idempotent).
     - neither: the current workspace's results folder, in memory.
 
-    Use `open_db` and `ingest` directly to see what an ingest did.
+    What reading passed over (a torn last line, a file that is no result, a
+    repeat a stream holds twice) is issued as `ResultFileWarning`s, as
+    `load_frame` issues it: a notebook would otherwise count without a word.
+    Use `open_db` and `ingest` directly to have it as a report instead.
     """
     if paths is None and db is None:
         paths = default_paths()
     if db is None:
         con = open_db(schema=False)
-        scan(con, paths)  # type: ignore[arg-type]
+        _warn_about(scan(con, paths))  # type: ignore[arg-type]
         return con
     con = open_db(db)
     if paths is not None:
-        ingest(con, paths)
+        _warn_about(ingest(con, paths))
     return con
+
+
+def _warn_about(report: IngestReport) -> None:
+    import warnings
+
+    from capeval.results.errors import ResultFileWarning
+
+    messages = [f"skipped {path}: {why}" for path, why in report.skipped] + report.warnings
+    for message in messages:
+        warnings.warn(message, ResultFileWarning, stacklevel=3)
 
 
 def runs(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
