@@ -211,8 +211,14 @@ def test_markdown_cells_show_each_sides_wilson_interval_and_advisory_notes() -> 
     assert f"1/3 (33%) [{lo_b:.2f}, {hi_b:.2f}]" in line
     assert "3/3 (100%) [0.44, 1.00]" in line
     assert "flaky baseline" in line and "barnard p=" in line
+    # Newcombe's interval for the difference, which the notes said they showed.
+    test = comparison.cells[0].advisory["exactTest"]
+    lo_d, hi_d = test["differenceCI"]
+    diff = f"diff {test['difference']:+.2f} [{lo_d:+.2f}, {hi_d:+.2f}]"
+    assert diff in line
     for text in (render_text(comparison), render(comparison, "html")):
         assert "flaky baseline" in text and f"[{lo_b:.2f}, {hi_b:.2f}]" in text
+        assert diff in text
 
 
 def test_markdown_advisory_section_lists_variant_rates_and_paired_tests() -> None:

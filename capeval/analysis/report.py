@@ -131,6 +131,10 @@ def _advisory_note(advisory: dict[str, Any]) -> str:
     test = advisory.get("exactTest")
     if test:
         notes.append(f"{test['test']} p={test['pValue']:.3g}")
+        ci = test.get("differenceCI")
+        if ci:
+            # Newcombe's interval for candidate minus baseline: how big the change may be.
+            notes.append(f"diff {test['difference']:+.2f} [{ci[0]:+.2f}, {ci[1]:+.2f}]")
     return "; ".join(notes)
 
 
