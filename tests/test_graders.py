@@ -159,32 +159,35 @@ def test_a_fixture_symlink_escaping_it_is_reported(tmp_path: Path) -> None:
     assert "points outside the fixture" in problem
 
 
+# An oracle that fetches the HTTP fixture's token and saves it to token.txt.
+FETCHES_TOKEN = {
+    "turns": [
+        {
+            "toolCalls": [
+                {"id": "t", "name": "web_fetch", "arguments": {"url": "{{HTTP_URL}}/token.txt"}}
+            ]
+        },
+        {
+            "toolCalls": [
+                {
+                    "name": "write_file",
+                    "arguments": {"path": "token.txt", "content": "{{result:t}}"},
+                }
+            ]
+        },
+    ]
+}
+
+
 WEB_VERIFY = 'grep -qx "$EVAL_HTTP_TOKEN" token.txt || { echo "no token"; exit 1; }\n'
 
 
 def test_http_cases_get_a_fixture_for_the_oracle_and_the_grader(tmp_path: Path) -> None:
-    oracle = {
-        "turns": [
-            {
-                "toolCalls": [
-                    {"id": "t", "name": "web_fetch", "arguments": {"url": "{{HTTP_URL}}/token.txt"}}
-                ]
-            },
-            {
-                "toolCalls": [
-                    {
-                        "name": "write_file",
-                        "arguments": {"path": "token.txt", "content": "{{result:t}}"},
-                    }
-                ]
-            },
-        ]
-    }
     add_case(
         tmp_path,
         "web",
         verify=WEB_VERIFY,
-        oracle=oracle,
+        oracle=FETCHES_TOKEN,
         httpFixture=True,
         prompt="copy the token from {{HTTP_URL}}",
         requireBehaviors=[{"metric": "webFetchToolCallCount", "min": 1}],

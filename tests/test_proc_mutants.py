@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from test_graders import SOLVES, add_case, check
+from test_graders import FETCHES_TOKEN, SOLVES, add_case, check
 from test_run_helpers import alive, eventually
 
 from capeval.runner import process, strays
@@ -330,24 +330,7 @@ def test_the_grader_gets_the_http_url_as_in_a_run(tmp_path: Path) -> None:
         "sys.exit(u.urlopen(sys.argv[1] + '/token.txt').read().decode().strip() != "
         'open(\'token.txt\').read().strip())" "$EVAL_HTTP_URL" || exit 1\n'
     )
-    oracle = {
-        "turns": [
-            {
-                "toolCalls": [
-                    {"id": "t", "name": "web_fetch", "arguments": {"url": "{{HTTP_URL}}/token.txt"}}
-                ]
-            },
-            {
-                "toolCalls": [
-                    {
-                        "name": "write_file",
-                        "arguments": {"path": "token.txt", "content": "{{result:t}}"},
-                    }
-                ]
-            },
-        ]
-    }
-    add_case(tmp_path, "web", verify=verify, oracle=oracle, httpFixture=True)
+    add_case(tmp_path, "web", verify=verify, oracle=FETCHES_TOKEN, httpFixture=True)
     assert check(tmp_path) == []
 
 

@@ -466,11 +466,9 @@ def _ignore(message: str) -> None:
 
 
 def _default_warn(message: str) -> None:
-    import warnings
+    from capeval.results.errors import warn_passed_over
 
-    from capeval.results.errors import ResultFileWarning
-
-    warnings.warn(message, ResultFileWarning, stacklevel=3)
+    warn_passed_over(message, stacklevel=3)
 
 
 def _repeat_key() -> pl.Expr:

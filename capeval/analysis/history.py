@@ -1093,13 +1093,11 @@ def connect(
 
 
 def _warn_about(report: IngestReport) -> None:
-    import warnings
-
-    from capeval.results.errors import ResultFileWarning
+    from capeval.results.errors import warn_passed_over
 
     messages = [f"skipped {path}: {why}" for path, why in report.skipped] + report.warnings
     for message in messages:
-        warnings.warn(message, ResultFileWarning, stacklevel=3)
+        warn_passed_over(message, stacklevel=3)
 
 
 def runs(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:

@@ -36,6 +36,17 @@ class ResultFileWarning(UserWarning):
     """Something was skipped while reading, but no complete row was lost."""
 
 
+def warn_passed_over(message: str, *, stacklevel: int) -> None:
+    """Issue `message` as a ResultFileWarning, `stacklevel` counted from the caller.
+
+    Every reader without an `on_warning` of its caller's says what it passed
+    over this way, so a notebook can filter all of them by one category.
+    """
+    import warnings
+
+    warnings.warn(message, ResultFileWarning, stacklevel=stacklevel + 1)
+
+
 def json_error_detail(exc: BaseException) -> str:
     """What is wrong with text `json.loads` refused, for a message a user can act on."""
     if isinstance(exc, json.JSONDecodeError):

@@ -14,7 +14,6 @@ import json
 import os
 import stat
 import threading
-import warnings
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -22,8 +21,8 @@ from typing import Any, Self
 from capeval.results.errors import (
     JSON_ERRORS,
     ResultFileError,
-    ResultFileWarning,
     json_error_detail,
+    warn_passed_over,
 )
 from capeval.results.rowcheck import row_problem
 
@@ -102,7 +101,7 @@ class JsonlWriter:
 
     def _warn(self, message: str) -> None:
         self.warnings.append(message)
-        warnings.warn(message, ResultFileWarning, stacklevel=3)
+        warn_passed_over(message, stacklevel=3)
 
     def _repair_tail(self) -> None:
         if not self.path.exists():

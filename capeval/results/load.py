@@ -9,7 +9,6 @@ everything downstream sees one shape.
 from __future__ import annotations
 
 import json
-import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -19,8 +18,8 @@ from capeval.aggregate import backfill_behaviors, row_result_key
 from capeval.results.errors import (
     JSON_ERRORS,
     ResultFileError,
-    ResultFileWarning,
     json_error_detail,
+    warn_passed_over,
 )
 from capeval.results.jsonl import parse_jsonl
 from capeval.results.overlap import distinct_files
@@ -79,7 +78,7 @@ def _up_to_date(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _default_warn(message: str) -> None:
-    warnings.warn(message, ResultFileWarning, stacklevel=4)
+    warn_passed_over(message, stacklevel=4)
 
 
 def read_rows(

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -152,6 +151,6 @@ def distinct_files(
 
 
 def _warn(message: str) -> None:
-    from capeval.results.errors import ResultFileWarning
+    from capeval.results.errors import warn_passed_over
 
-    warnings.warn(message, ResultFileWarning, stacklevel=4)
+    warn_passed_over(message, stacklevel=4)
