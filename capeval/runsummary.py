@@ -90,7 +90,7 @@ class _Reader:
                 "missing: a run summary lists its turns (an empty list for a run without any)",
             )
         raw_turns = self.array(top["turns"], "turns")
-        turns = tuple(self.turn(t, k) for k, t in enumerate(raw_turns))
+        turns = self.ordered(tuple(self.turn(t, k) for k, t in enumerate(raw_turns)))
         error = top.get("error")
         return RunSummary(
             status=self.string(top, "status", "status") or "done",
@@ -103,6 +103,20 @@ class _Reader:
             turns=turns,
             error=_error_text(error),
         )
+
+    def ordered(self, turns: tuple[Turn, ...]) -> tuple[Turn, ...]:
+        """Turns in `turnIndex` order: streaks and repeated calls are about
+        consecutive turns, which a writer may have listed in another order."""
+        seen: dict[int, int] = {}
+        for k, turn in enumerate(turns):
+            if turn.turnIndex in seen:
+                raise self.fail(
+                    f"turns[{k}].turnIndex",
+                    f"{turn.turnIndex} is also turns[{seen[turn.turnIndex]}]'s; "
+                    "give every turn its own index",
+                )
+            seen[turn.turnIndex] = k
+        return tuple(sorted(turns, key=lambda t: t.turnIndex))
 
     def usage(self, value: Any) -> TokenUsage | None:
         """Token counts, each a count: a string would silently read as 0 tokens,

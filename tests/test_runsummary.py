@@ -119,6 +119,12 @@ MALFORMED: list[tuple[Any, str, str]] = [
     ({"turns": [{"durationMs": "12s"}]}, "turns[0].durationMs", "expected a number or null"),
     ({"turns": [{"durationMs": True}]}, "turns[0].durationMs", "got a boolean"),
     ({"turns": [{"turnIndex": 1.5}]}, "turns[0].turnIndex", "expected a whole number"),
+    # Two turns at one index: which came first is unknowable, and so is every streak.
+    (
+        {"turns": [{"turnIndex": 0}, {"turnIndex": 1}, {"turnIndex": 0}]},
+        "turns[2].turnIndex",
+        "also turns[0]'s",
+    ),
     ({"turns": [{"assistantTurn": []}]}, "turns[0].assistantTurn", "expected a JSON object"),
     (
         {"turns": [{"assistantTurn": {"content": [{"type": "text", "text": 5}]}}]},
@@ -211,3 +217,21 @@ def test_non_json_number_constants_are_refused(constant: str, tmp_path: Path) ->
     path.write_text(f'{{"turns": [{{"durationMs": {constant}}}]}}')
     with pytest.raises(RunSummaryError, match=f"contains {constant}"):
         read_summary(path)
+
+
+def test_turns_listed_out_of_order_are_judged_in_turn_index_order() -> None:
+    from capeval.behaviors import derive_behaviors
+
+    def turn(index: int, text: str | None) -> dict[str, Any]:
+        out: dict[str, Any] = {"turnIndex": index, "toolCalls": [{"name": "Read"}]}
+        if text:
+            out["assistantTurn"] = {"content": [{"type": "text", "text": text}]}
+        return out
+
+    # Tool-only, text+tool, tool-only, tool-only, text: the longest streak is 2.
+    turns_in_order = [turn(0, None), turn(1, "x"), turn(2, None), turn(3, None), turn(4, "y")]
+    turns_in_order[4].pop("toolCalls")
+    shuffled = [turns_in_order[i] for i in (2, 0, 3, 1, 4)]
+    summary = summary_from_json({"turns": shuffled})
+    assert [t.turnIndex for t in summary.turns] == [0, 1, 2, 3, 4]
+    assert derive_behaviors(summary)["longestToolOnlyStreak"] == 2
