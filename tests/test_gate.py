@@ -71,6 +71,21 @@ def test_exit_1_when_any_cell_regressed(files: dict[str, Path], tmp_path: Path) 
     assert lines[3].startswith("IMPROVED") and "v1::b" in lines[3]
 
 
+def test_report_to_standard_output_says_the_gate_verdict_on_stderr(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    # The report exits 0 once written; piped into a step summary, the log
+    # must still say what the gate decided.
+    for name, code in (("regressed", 1), ("clean", 0)):
+        done = capeval(
+            "report", "--baseline", files["base"], "--candidate", files[name], "--format", "md",
+            cwd=tmp_path,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "**Verdict:" in done.stdout
+        assert done.stderr.strip().splitlines()[-1] == f"capeval report: gate verdict exit {code}"
+
+
 def test_exit_3_when_only_bait_flags(files: dict[str, Path], tmp_path: Path) -> None:
     done = capeval(
         "gate",

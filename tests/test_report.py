@@ -115,6 +115,22 @@ def test_junit_has_one_testcase_per_cell_and_fails_regressions_and_flags(compari
     assert failure_types["web"].get("type") == "bait-flag"  # type: ignore[union-attr]
 
 
+def test_junit_carries_the_comparisons_warnings_and_only_then() -> None:
+    # A cell the candidate did not run is a warning the Markdown shows; a CI
+    # system showing only the XML must see it too.
+    base = [row("a", True), row("gone", True)]
+    comparison = compare_cells(cells_from_rows(base), cells_from_rows([row("a", True)]))
+    assert comparison.warnings
+    suite = ET.fromstring(render(comparison, "junit")).find("testsuite")
+    assert suite is not None
+    err = suite.find("system-err")
+    assert err is not None and err.text is not None
+    assert err.text.splitlines() == [f"warning: {w}" for w in comparison.warnings]
+    quiet = compare_cells(cells_from_rows([row("a", True)]), cells_from_rows([row("a", True)]))
+    assert not quiet.warnings
+    assert ET.fromstring(render(quiet, "junit")).find("testsuite/system-err") is None
+
+
 def test_junit_stays_well_formed_with_a_control_character_in_a_case_id() -> None:
     comparison = compare_cells(
         cells_from_rows([row("a\x01b", True)]), cells_from_rows([row("a\x01b", False)])

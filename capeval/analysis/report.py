@@ -482,6 +482,12 @@ def render_junit(comparison: Comparison) -> str:
             if b.verdict != "neutral"
         ]
         ET.SubElement(case, "system-out").text = _xml_text("\n".join(out))
+    if comparison.warnings:
+        # A comparison judged with a fallback, a mixed cell or a dropped row
+        # must not read as an ordinary one where CI shows only this file.
+        ET.SubElement(suite, "system-err").text = _xml_text(
+            "\n".join(f"warning: {w}" for w in comparison.warnings)
+        )
     return _junit_document(suite)
 
 

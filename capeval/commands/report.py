@@ -92,6 +92,10 @@ def report(
             text = render(result.comparison, fmt, **names)
     if output is None:
         click.echo(text, nl=False)
+        if not refused:  # a refusal already said why on stderr
+            # Piped into a file or a step summary, the report's exit code (0)
+            # is not the gate's: say that one where the log shows it.
+            click.echo(f"capeval report: gate verdict exit {result.exit_code}", err=True)
     else:
         tmp = output.with_name(output.name + ".tmp")
         try:
