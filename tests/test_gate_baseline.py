@@ -119,6 +119,8 @@ def test_freeze_without_the_recording_agent_says_how_to_get_one(tmp_path: Path) 
     # might be part of a model name.
     done = capeval("baseline", "freeze", "--repeats", "1", cwd=_workspace(tmp_path))
     assert done.returncode == 2
+    # Named as every command names itself on stderr.
+    assert done.stderr.startswith("capeval baseline freeze: ")
     assert "--agent 'sloppy', which the configuration does not define" in done.stderr
     assert "[agents.sloppy]" in done.stderr and "part of the model name" not in done.stderr
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import click
 
 from capeval.cli import InterruptibleGroup
-from capeval.commands.common import config_option, root_option
+from capeval.commands.common import config_option, fail, root_option
 
 if TYPE_CHECKING:
     from capeval.config import Config
@@ -289,9 +289,7 @@ def freeze_command(
             jsonl=jsonl,
         )
     except (ProblemsError, ValueError) as exc:
-        click.echo(f"error: {exc}", err=True)
-        ctx.exit(2)
-        return
+        fail("baseline freeze", str(exc))
     for line in result.bait_problems:
         click.echo(line, err=True)
     click.echo(result.message, err=not result.written)

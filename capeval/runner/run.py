@@ -882,7 +882,7 @@ def _refuse_changed_flags(
             was = "not given" if then in (None, []) else repr(then)
             raise RunError(
                 f"--resume {stream}: {_shown_flag(flag, now)} differs from the run's plan "
-                f"({meta.name}: {was}); drop {flag} to finish the run as it was started, "
+                f"({meta}: {was}); drop {flag} to finish the run as it was started, "
                 "or start a new run on another --jsonl"
             )
 
