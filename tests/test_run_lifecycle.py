@@ -324,3 +324,54 @@ def test_resume_without_its_plan_needs_the_runs_flags(tmp_path: Path) -> None:
     assert [(r["id"], r["repeat"]) for r in read_rows(stream)] == [
         ("alpha", 0), ("alpha", 1), ("alpha", 2),
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_run_stopped_while_asking_the_agents_version_leaves_nothing_running(
+    tmp_path: Path, own_tmpdir: dict[str, str], sig: signal.Signals
+) -> None:
+    # A wrapper that does not answer `--version` (README's bin/myagent.sh)
+    # runs for the probe's whole timeout; stopped then, capeval left it, its
+    # children and its temp dir behind: the probe ran before any handler or
+    # reaper watched.
+    tmpdir = Path(own_tmpdir["TMPDIR"])
+    pgid_file = tmp_path / "probe.pgid"
+    agent = tmp_path / "stubborn.sh"
+    agent.write_text(
+        "#!/bin/sh\ntrap '' TERM\n"
+        f'if [ "$1" = --version ]; then ps -o pgid= $$ > {pgid_file}.part; '
+        f"mv {pgid_file}.part {pgid_file}; sleep 60 & sleep 60; fi\nexit 1\n"
+    )
+    agent.chmod(0o755)
+    (tmp_path / "capeval.toml").write_text(
+        f'[agents.stubborn]\ntype = "command"\ncommand = "{agent} {{workdir}} {{prompt}}"\n'
+    )
+    write_case(tmp_path, "alpha")
+    stream = tmp_path / "rows.jsonl"
+    proc = start_capeval(
+        tmp_path, "--matrix", "x:y@stubborn", "--jsonl", str(stream), env=own_tmpdir
+    )
+    pgid: int | None = None
+    gone = False
+    try:
+        assert eventually(pgid_file.is_file, within=30)
+        pgid = int(pgid_file.read_text())
+        assert any(p.name.startswith("capeval-version-") for p in tmpdir.iterdir())
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=20)
+        gone = group_gone(pgid, within=5)
+        assert gone
+        assert eventually(lambda: not any(tmpdir.iterdir()), within=5)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+        if pgid is not None and not gone:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGKILL)
+    if sig == signal.SIGTERM:
+        assert proc.returncode == 143, err
+        # The plan is stored before the probe: the hint it prints works.
+        assert "finish with: capeval run --resume" in err
+        resumed = capeval(tmp_path, "--resume", str(stream), "--dry-run")
+        assert resumed.returncode == 0, resumed.stderr

@@ -14,7 +14,6 @@ import logging
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from capeval.agents.base import AgentConfig, AgentRequest, AgentResult
 from capeval.agents.streams import ParsedStream, reported_error, unparsed_error
-from capeval.runner import strays
+from capeval.runner import reaper, strays
 
 if TYPE_CHECKING:
     from capeval.runner.process import ProcessResult
@@ -236,8 +235,9 @@ class CliAdapter:
         exe = resolve_binary(self.binary)
         if exe is None:
             return None
-        with tempfile.TemporaryDirectory(prefix="capeval-version-") as tmp:
-            scratch = Path(tmp)
+        # The reaper's kind of temp dir: a run killed mid-probe leaves none behind.
+        with reaper.temp_dir("capeval-version-") as scratch:
+            tmp = str(scratch)
             request = AgentRequest(
                 workdir=scratch,
                 prompt="",

@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import tempfile
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
@@ -214,8 +213,10 @@ class CommandAdapter:
             return None
         if exe is None:
             return None
-        with tempfile.TemporaryDirectory(prefix="capeval-version-") as tmp:
-            return probe_version(exe, cwd=Path(tmp))
+        from capeval.runner import reaper
+
+        with reaper.temp_dir("capeval-version-") as tmp:
+            return probe_version(exe, cwd=tmp)
 
     def run(self, request: AgentRequest) -> AgentResult:
         try:

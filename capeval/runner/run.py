@@ -21,7 +21,7 @@ import secrets
 import signal
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
@@ -932,21 +932,36 @@ def _stop_on_signals(stop: threading.Event, got: list[str], enabled: bool) -> It
             signal.signal(sig, old)
 
 
-def _adapters(plan: RunPlan) -> tuple[dict[str, Adapter], dict[str, str | None]]:
+def _adapters(plan: RunPlan) -> dict[str, Adapter]:
     from capeval.agents.registry import make_adapter
 
     adapters: dict[str, Adapter] = {}
-    versions: dict[str, str | None] = {}
     for name, config in plan.agents.items():
         try:
             adapters[name] = make_adapter(config)
         except ValueError as exc:
             raise RunError(f"agent {name}: {exc}") from None
-        try:
-            versions[name] = adapters[name].version()
-        except Exception:  # a version probe must not stop the run
-            versions[name] = None
-    return adapters, versions
+    return adapters
+
+
+def _versions(adapters: Mapping[str, Adapter], handle_signals: bool) -> dict[str, str | None] | str:
+    """Each agent's version, or the name of the signal that stopped the asking.
+
+    `--version` of a wrapper that never answers runs for its whole timeout: a
+    SIGTERM then must stop it (and what it started) as it stops a repeat.
+    """
+    stop = threading.Event()
+    got: list[str] = []
+    versions: dict[str, str | None] = {}
+    with _stop_on_signals(stop, got, handle_signals):
+        for name, adapter in adapters.items():
+            if stop.is_set():
+                break
+            try:
+                versions[name] = adapter.version()
+            except Exception:  # a version probe must not stop the run
+                versions[name] = None
+    return got[0] if got else versions
 
 
 def execute(options: RunOptions, plan: RunPlan | None = None) -> RunOutcome:
@@ -956,9 +971,7 @@ def execute(options: RunOptions, plan: RunPlan | None = None) -> RunOutcome:
     todo = plan.todo
     if options.dry_run:
         return RunOutcome(plan, rows, plan.jsonl_path, 0)
-    adapters, versions = _adapters(plan)
-    plan.adapters = adapters
-    todo = [replace(j, agent_version=versions.get(j.agent.name)) for j in todo]
+    plan.adapters = _adapters(plan)
 
     from capeval.results.jsonl import JsonlWriter, StreamBusy
 
@@ -994,6 +1007,15 @@ def execute(options: RunOptions, plan: RunPlan | None = None) -> RunOutcome:
         # Every temp dir of the run lives in one, so that a reaper told of that
         # one dir removes them all if this process is killed (capeval.runner.reaper).
         with reaper.running(), ExitStack() as stack:
+            # Asked inside the reaper's watch and after the plan is stored: a
+            # run stopped or killed here leaves no probe running and resumes.
+            versions = _versions(plan.adapters, options.handle_signals)
+            if isinstance(versions, str):
+                process.reset_shutdown()
+                return RunOutcome(
+                    plan, rows, plan.jsonl_path, 130 if versions == "SIGINT" else 143, versions
+                )
+            todo = [replace(j, agent_version=versions.get(j.agent.name)) for j in todo]
             try:
                 run_tmp = stack.enter_context(reaper.temp_dir("capeval-run-", options.tmp_dir))
                 workdirs = stack.enter_context(WorkdirCache(run_tmp))
