@@ -401,7 +401,10 @@ def median_difference_intervals(
     two exact median intervals the way Newcombe combines Wilson intervals.
     """
     small = [i for i, (a, b) in enumerate(pairs) if max(len(a), len(b)) <= BOOTSTRAP_MAX_REPEATS]
-    out = [None if max(len(a), len(b)) <= BOOTSTRAP_MAX_REPEATS else _mover(a, b) for a, b in pairs]
+    out = [
+        None if max(len(a), len(b)) <= BOOTSTRAP_MAX_REPEATS else _mover(a, b, seed)
+        for a, b in pairs
+    ]
     intervals = bootstrap_median_differences([pairs[i] for i in small], seed)
     for i, interval in zip(small, intervals, strict=True):
         out[i] = interval
@@ -415,8 +418,13 @@ def median_difference_interval(
     return median_difference_intervals([(base, cand)], seed)[0]
 
 
-def _mover(base: Sequence[float], cand: Sequence[float]) -> tuple[float, float] | None:
-    a, b = order_statistic_median(base), order_statistic_median(cand)
+def _mover(base: Sequence[float], cand: Sequence[float], seed: int) -> tuple[float, float] | None:
+    # A side too small for exact order statistics (under six values, say a
+    # 5-repeat candidate against a pooled 60-repeat baseline) brings its
+    # bootstrap interval, the one its own median is shown with: without it
+    # the difference had no interval although both sides had one.
+    a = order_statistic_median(base) or bootstrap_median(base, seed)
+    b = order_statistic_median(cand) or bootstrap_median(cand, seed)
     if a is None or b is None:
         return None
     import numpy as np
