@@ -86,6 +86,17 @@ def test_report_to_standard_output_says_the_gate_verdict_on_stderr(
         assert done.stderr.strip().splitlines()[-1] == f"capeval report: gate verdict exit {code}"
 
 
+def test_compare_says_what_the_gate_would_do_not_an_exit_it_does_not_take(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    done = capeval(
+        "compare", "--baseline", files["base"], "--candidate", files["regressed"], cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().splitlines()[-1] == "verdict: REGRESSED (capeval gate would exit 1)"
+    assert "gate: REGRESSED" not in done.stdout
+
+
 def test_exit_3_when_only_bait_flags(files: dict[str, Path], tmp_path: Path) -> None:
     done = capeval(
         "gate",

@@ -205,5 +205,5 @@ def gate_files(
 
         stats.annotate(comparison, seed=seed)
     return GateResult(
-        comparison.exit_code, render_text(comparison), comparison.to_json(), comparison
+        comparison.exit_code, render_text(comparison, gate=gate), comparison.to_json(), comparison
     )

@@ -36,9 +36,15 @@ def gate_verdict(comparison: Comparison) -> tuple[str, int]:
     return VERDICT_WORDS[code], code
 
 
-def verdict_line(comparison: Comparison) -> str:
+def verdict_line(comparison: Comparison, *, gate: bool = True) -> str:
+    """The last line: the gate's exit, or for `compare` (which exits 0) what the gate would do.
+
+    `gate: REGRESSED (exit 1)` under a compare that exited 0 read as a lie.
+    """
     word, code = gate_verdict(comparison)
     why = "; see the warnings" if code == 2 else ""
+    if not gate:
+        return f"verdict: {word} (capeval gate would exit {code}{why})"
     return f"gate: {word} (exit {code}){why}"
 
 
@@ -79,8 +85,8 @@ def summary_line(comparison: Comparison) -> str:
     )
 
 
-def render_text(comparison: Comparison) -> str:
-    """The human answer of `capeval compare` / `capeval gate`."""
+def render_text(comparison: Comparison, *, gate: bool = True) -> str:
+    """The human answer of `capeval gate`, or of `capeval compare` with `gate=False`."""
     lines: list[str] = []
     rows = []
     for cell in _ordered(comparison):
@@ -120,7 +126,7 @@ def render_text(comparison: Comparison) -> str:
     if comparison.warnings:
         lines.append("")
         lines += [f"warning: {w}" for w in comparison.warnings]
-    lines += ["", summary_line(comparison), verdict_line(comparison)]
+    lines += ["", summary_line(comparison), verdict_line(comparison, gate=gate)]
     return "\n".join(lines)
 
 
