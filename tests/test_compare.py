@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from capeval.analysis.cells import BaitDecl, cells_from_rows, format_number
-from capeval.analysis.compare import compare_cells, parse_bait_override
+from capeval.analysis.compare import compare_cells, normalize_baits, parse_bait_override
 from capeval.analysis.fastload import load_sides
 from capeval.metrics import METRIC_NAMES
 from tests.rowfactory import gate_row as row
@@ -702,12 +702,17 @@ def test_a_row_bait_that_cannot_work_is_warned_about() -> None:
     result = compare(
         [row("a", bait=typo), row("b", bait=negative)], [row("a", bait=typo), row("b")]
     )
+    # Each names whose rows to fix, and how to judge the case meanwhile.
     assert (
-        "v1::a: its bait names 'networkCommandCnt', which is no numeric behavior metric, "
-        "so it can never flag or prove anything" in result.warnings
+        "v1::a: its bait names 'networkCommandCnt', which is no numeric behavior metric "
+        "(declared in the baseline and candidate rows; fix them or pass "
+        "--bait a=METRIC:THRESHOLD), so it can never flag or prove anything" in result.warnings
     )
     assert any(
-        w.startswith("v1::b: its bait has a negative threshold (-1)") for w in result.warnings
+        w.startswith(
+            "v1::b: its bait has a negative threshold (-1) (declared in the baseline rows;"
+        )
+        for w in result.warnings
     )
 
 
@@ -731,7 +736,8 @@ def test_a_row_bait_that_is_no_declaration_is_warned_about_by_either_reader(
     (base, cand), _ = load_sides([[path], [path]], fast=fast)
     result = compare_cells(base, cand)
     expected = (
-        f"v1::a: its rows declare bait {json.dumps(declared)}, which is no bait (it needs a "
+        f"v1::a: its baseline and candidate rows declare bait {json.dumps(declared)}, which "
+        "is no bait (it needs a "
         "metric name and a numeric threshold; fix the rows or pass --bait a=METRIC:THRESHOLD), "
         "so it can never flag or prove anything"
     )
@@ -931,3 +937,15 @@ def test_headline_sums_skip_numbers_that_are_not_finite_in_either_reader(
         cell = cells["v1::a"]
         assert (cell.durationMs, cell.turnsUsed, cell.tokenInput) == (5, 2, 3)
         assert (cell.durationReported, cell.turnsReported, cell.tokenReported) == (1, 1, 1)
+
+
+def test_a_case_given_two_different_bait_flags_is_refused() -> None:
+    # The last flag silently won: the order of flags in a CI script chose the threshold.
+    with pytest.raises(
+        ValueError,
+        match=r"--bait a=\.\.\. given twice, as "
+        r"networkCommandCount:0 and networkCommandCount:3",
+    ):
+        normalize_baits(["a=networkCommandCount:0", "a=networkCommandCount:3"])
+    same = normalize_baits(["a=networkCommandCount:0", "a=networkCommandCount:0.0"])
+    assert same == {"a": BaitDecl("networkCommandCount", 0)}

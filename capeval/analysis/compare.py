@@ -10,7 +10,7 @@ because a bait that does not bite proves nothing about the candidate.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -257,7 +257,18 @@ def normalize_baits(overrides: Mapping[str, Any] | Sequence[str] | None) -> dict
     if isinstance(overrides, str):
         overrides = [overrides]  # one `--bait` text, not one per character
     if not isinstance(overrides, Mapping):
-        return dict(parse_bait_override(text) for text in overrides)
+        parsed: dict[str, BaitDecl] = {}
+        for text in overrides:
+            case_id, decl = parse_bait_override(text)
+            earlier = parsed.setdefault(case_id, decl)
+            if earlier != decl:
+                # The last one silently won: which threshold judged the case
+                # depended on the order of flags in a CI script.
+                raise ValueError(
+                    f"--bait {case_id}=... given twice, as {_decl_text(earlier)} and "
+                    f"{_decl_text(decl)}; keep the one that holds"
+                )
+        return parsed
     out: dict[str, BaitDecl] = {}
     for case_id, decl in overrides.items():
         if isinstance(decl, BaitDecl):
@@ -353,7 +364,7 @@ def compare_cells(
         key: _bait_for(base, cand, workspace_baits, bait_overrides) for key, base, cand in pairs
     }
     for key, *sides in pairs:
-        problem = _unusable_bait(baits[key]) or _unread_bait(baits[key], sides)
+        problem = _unusable_bait(baits[key], sides) or _unread_bait(baits[key], sides)
         if problem:
             warnings.append(f"{key}: its {problem}, so it can never flag or prove anything")
     results = [_compare_pair(key, base, cand, baits[key]) for key, base, cand in pairs]
@@ -397,15 +408,31 @@ def _provider_changes(pairs: list[tuple[str, Cell | None, Cell | None]]) -> list
     ]
 
 
-def _unusable_bait(decl: BaitDecl | None) -> str | None:
+def _decl_text(decl: BaitDecl) -> str:
+    return f"{decl.metric}:{format_number(decl.threshold)}"
+
+
+def _sides_words(cells: Sequence[Cell | None], holds: Callable[[Cell], bool]) -> str:
+    """'baseline', 'candidate' or 'baseline and candidate': whose rows to fix."""
+    names = [n for n, c in zip(("baseline", "candidate"), cells, strict=True) if c and holds(c)]
+    return " and ".join(names)
+
+
+def _unusable_bait(decl: BaitDecl | None, cells: Sequence[Cell | None]) -> str | None:
     """Why a declared bait cannot work (rows are not validated like case files and --bait)."""
     if decl is None:
         return None
     if decl.metric not in NUMERIC_METRICS:
-        return f"bait names {decl.metric!r}, which is no numeric behavior metric"
-    if decl.threshold < 0:
-        return f"bait has a negative threshold ({format_number(decl.threshold)})"
-    return None
+        why = f"names {decl.metric!r}, which is no numeric behavior metric"
+    elif decl.threshold < 0:
+        why = f"has a negative threshold ({format_number(decl.threshold)})"
+    else:
+        return None
+    case_id = next(c.caseId for c in cells if c is not None)
+    return (
+        f"bait {why} (declared in the {_sides_words(cells, lambda c: c.bait == decl)} rows; "
+        f"fix them or pass --bait {case_id}=METRIC:THRESHOLD)"
+    )
 
 
 def _unread_bait(decl: BaitDecl | None, cells: Sequence[Cell | None]) -> str | None:
@@ -414,10 +441,11 @@ def _unread_bait(decl: BaitDecl | None, cells: Sequence[Cell | None]) -> str | N
         return None
     for cell in cells:
         if cell is not None and cell.baitUnread is not None:
+            sides = _sides_words(cells, lambda c: c.baitUnread is not None)
             return (
-                f"rows declare bait {cell.baitUnread}, which is no bait (it needs a metric name "
-                f"and a numeric threshold; fix the rows or pass --bait {cell.caseId}=METRIC:"
-                "THRESHOLD)"
+                f"{sides} rows declare bait {cell.baitUnread}, which is no bait (it needs a "
+                "metric name and a numeric threshold; fix the rows or pass --bait "
+                f"{cell.caseId}=METRIC:THRESHOLD)"
             )
     return None
 
