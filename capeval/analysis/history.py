@@ -20,24 +20,28 @@ on top, so any question about history is one SQL query:
 
 JSON Lines files are read by DuckDB itself (fast: a million rows in a couple
 of seconds), which checks the fields the reference reader checks, so a row
-it refuses is refused here, with its error; `ingest` also warns, in its
-words, of a repeat a stream holds twice. v3 files are read by the reference
+it refuses is refused here, with its error, and the typed fields (turns,
+durations, flags, tokens) as `load_frame` types them: 7.5 turns, "7" turns
+or a duration of true is an error naming file, line and field, never a
+rounded or cast number. `ingest` also warns, in the reader's words, of a
+repeat a stream holds twice. v3 files are read by the reference
 reader (they are one JSON object, usually small), which also names the file
 and line of anything broken.
 
 With a database file the ingest is incremental and idempotent: every file's
-size, mtime and ingested byte offset are recorded in `result_files`, so an
-unchanged file is skipped, a grown JSON Lines stream contributes only the
-rows after its recorded offset (after checking the bytes before it are
-unchanged, by a hash of them all) and a rewritten or edited file replaces
-its rows. A torn last line (a run
-still writing, or one that crashed) is left for the next ingest, never
-half-read.
+size, mtime, ingested byte offset and row count are recorded in
+`result_files`, so an unchanged file is skipped (unless rows recorded for it
+are missing from the table: then it is read again), a grown JSON Lines
+stream contributes only the rows after its recorded offset (after checking
+the bytes before it are unchanged, by a hash of them all) and a rewritten or
+edited file replaces its rows. A torn last line (a run still writing, or one
+that crashed) is left for the next ingest, never half-read.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -87,9 +91,32 @@ TOKEN_COLUMNS: dict[str, str] = {
 }
 
 # How DuckDB reads a result row (JSON Lines); fields not named here are ignored.
-# Fields the reference reader type-checks (`capeval.results.rowcheck`) are read
-# as JSON and checked in `_select_sql`: a typed column would read "1" and 1.5 as
-# repeats 1 and 2, 7 as the case id "7", and "3" or true as a metric's 3 and 1.
+# Typed fields are read as JSON and checked in `_select_sql`: a typed column
+# would read "1" and 1.5 as repeats 1 and 2, 7 as the case id "7", "3" or
+# true as a metric's 3 and 1, 7.5 turns as 8 and "false" as false, where the
+# reference reader (`capeval.results.rowcheck`) and `load_frame` refuse them.
+INT, FLOAT, BOOL = "int", "float", "bool"
+# The typed fields of a row and their kinds, as `capeval.analysis.frame`
+# types its columns (a test holds the two to agreement).
+TYPED_FIELDS: dict[str, str] = {
+    "agentExitCode": INT,
+    "verifyExitCode": INT,
+    "durationMs": FLOAT,
+    "agentDurationMs": FLOAT,
+    "verifyDurationMs": FLOAT,
+    "turnsUsed": INT,
+    "toolCallCount": INT,
+    "costUsd": FLOAT,
+    "maxTurns": INT,
+    "overBudget": BOOL,
+    "skipPermissions": BOOL,
+    "gitDirty": BOOL,
+    **{f"tokenUsage.{key}": INT for key in TOKEN_COLUMNS.values()},
+    "bait.threshold": FLOAT,
+}
+# What a value of each kind must be, in load_frame's words.
+_RIGHT = {INT: "an integer", FLOAT: "a number", BOOL: "true or false"}
+
 _RAW_COLUMNS: dict[str, str] = {
     "resultKey": "VARCHAR",
     "id": "JSON",
@@ -99,19 +126,19 @@ _RAW_COLUMNS: dict[str, str] = {
     "provider": "VARCHAR",
     "model": "VARCHAR",
     "passed": "JSON",  # as text: a BOOLEAN column would read "yes", "true" and 1 as true
-    "agentExitCode": "BIGINT",
-    "verifyExitCode": "BIGINT",
-    "durationMs": "DOUBLE",
-    "agentDurationMs": "DOUBLE",
-    "verifyDurationMs": "DOUBLE",
+    "agentExitCode": "JSON",
+    "verifyExitCode": "JSON",
+    "durationMs": "JSON",
+    "agentDurationMs": "JSON",
+    "verifyDurationMs": "JSON",
     "status": "VARCHAR",
     "sessionId": "VARCHAR",
-    "turnsUsed": "BIGINT",
-    "toolCallCount": "BIGINT",
-    "costUsd": "DOUBLE",
-    "maxTurns": "BIGINT",
-    "overBudget": "BOOLEAN",
-    "skipPermissions": "BOOLEAN",
+    "turnsUsed": "JSON",
+    "toolCallCount": "JSON",
+    "costUsd": "JSON",
+    "maxTurns": "JSON",
+    "overBudget": "JSON",
+    "skipPermissions": "JSON",
     "error": "VARCHAR",
     "repeat": "JSON",
     "textPreview": "VARCHAR",
@@ -124,14 +151,14 @@ _RAW_COLUMNS: dict[str, str] = {
     "agentVersion": "VARCHAR",
     "capevalVersion": "VARCHAR",
     "gitCommit": "VARCHAR",
-    "gitDirty": "BOOLEAN",
+    "gitDirty": "JSON",
     "startedAt": "VARCHAR",
     "finishedAt": "VARCHAR",
-    "tokenUsage": "STRUCT(" + ", ".join(f'"{key}" DOUBLE' for key in TOKEN_COLUMNS.values()) + ")",
+    "tokenUsage": "STRUCT(" + ", ".join(f'"{key}" JSON' for key in TOKEN_COLUMNS.values()) + ")",
     "behaviors": "STRUCT("
     + ", ".join(f'"{m}" JSON' for m in METRIC_NAMES)
     + ', "toolCallsByName" JSON)',
-    "bait": "STRUCT(metric VARCHAR, threshold DOUBLE)",
+    "bait": "STRUCT(metric VARCHAR, threshold JSON)",
 }
 
 _PLAIN = [c for c in _RAW_COLUMNS if c not in ("tokenUsage", "behaviors", "bait")]
@@ -158,6 +185,53 @@ def _metric_sql(metric: str, source: str) -> str:
             f"{_legacy_calls('task')} + {_legacy_calls('spawn_agent')}) END"
         )
     return checked
+
+
+def _typed_sql(value: str, kind: str, name: str, source: str) -> str:
+    """A JSON field (`value`) as its column's type, refusing a value of another JSON type.
+
+    The checks work on the JSON text DuckDB keeps, as `capeval.analysis.frame`
+    does: a second parse (`json_type`) made the ingest of a million rows a
+    fifth slower. An integer may be written 7.0 (`load_frame` takes it), never
+    7.5, which a cast rounds to 8.
+    """
+    text = f"CAST({value} AS VARCHAR)"
+    refuse = _refuse(source, name, _RIGHT[kind], value)
+    if kind == INT:
+        whole = f"TRY_CAST({text} AS BIGINT)"
+        ok = f"TRY_CAST({text} AS DOUBLE) = {whole}"
+    elif kind == FLOAT:
+        # Strings, booleans, arrays and objects cast to no DOUBLE at all.
+        whole = f"TRY_CAST({text} AS DOUBLE)"
+        ok = f"{whole} IS NOT NULL"
+    else:
+        whole = f"({text} = 'true')"
+        ok = f"{text} IN ('true', 'false')"
+    return f"CASE WHEN {value} IS NULL THEN NULL WHEN {ok} THEN {whole} ELSE {refuse} END"
+
+
+def _field_sql(name: str) -> str:
+    """A typed field of a raw row (alias r): `tokenUsage.input` is a struct member."""
+    return "r." + ".".join(f'"{part}"' for part in name.split("."))
+
+
+def _typed_problem(row: Mapping[str, Any]) -> str | None:
+    """Why a typed field of `row` has a value of the wrong JSON type, in load_frame's words.
+
+    The Python side of `_typed_sql`, for the error that names the line.
+    """
+    from capeval.analysis.frame import FrameError, _convert
+
+    for name, kind in TYPED_FIELDS.items():
+        parent, _, key = name.rpartition(".")
+        holder = row.get(parent) if parent else row
+        if not isinstance(holder, Mapping):
+            continue
+        try:
+            _convert(holder.get(key), kind, functools.partial(str, f"field {name!r}"))
+        except FrameError as exc:
+            return f"{exc} (case {row.get('id')!r})"
+    return None
 
 
 def _refuse(source: str, name: str, right: str, value: str) -> str:
@@ -315,6 +389,11 @@ def _select_sql(facts: dict[str, str] = _STAGED_FACTS) -> str:
                 "ELSE coalesce(r.variantId, regexp_extract(r.resultKey, '^(.*)::', 1)) END "
                 "AS variantId"
             )
+        elif column in TYPED_FIELDS:
+            plain.append(
+                f"{_typed_sql(_field_sql(column), TYPED_FIELDS[column], column, facts['source'])} "
+                f'AS "{column}"'
+            )
         else:
             plain.append(f'r."{column}"')
     parts = [
@@ -325,12 +404,17 @@ def _select_sql(facts: dict[str, str] = _STAGED_FACTS) -> str:
         f"{_utc(facts['headerFinishedAt'])} AS runFinishedAt",
         f"{_utc('r.startedAt')} AS startedAt",
         f"{_utc('r.finishedAt')} AS finishedAt",
-        *(f'CAST(r.tokenUsage."{key}" AS BIGINT) AS {col}' for col, key in TOKEN_COLUMNS.items()),
+        *(
+            f"{_typed_sql(_field_sql(f'tokenUsage.{key}'), INT, f'tokenUsage.{key}', facts['source'])}"
+            f" AS {col}"
+            for col, key in TOKEN_COLUMNS.items()
+        ),
         "r.behaviors IS NOT NULL AS behaviorsCaptured",
         *(f'{_metric_sql(m, facts["source"])} AS "{m}"' for m in METRIC_NAMES),
         "r.behaviors.toolCallsByName AS toolCallsByName",
         "r.bait.metric AS baitMetric",
-        "r.bait.threshold AS baitThreshold",
+        f"{_typed_sql('r.bait.threshold', FLOAT, 'bait.threshold', facts['source'])} "
+        "AS baitThreshold",
     ]
     return ",\n  ".join(parts)
 
@@ -507,6 +591,13 @@ class _Known:
     mtime_ns: int
     offset: int
     tail_hash: str | None
+    row_count: int | None = None  # rows recorded at the last ingest
+    rows: int | None = None  # rows the table holds now
+
+    @property
+    def intact(self) -> bool:
+        """Whether the table still holds every row recorded for the file."""
+        return self.row_count is None or self.row_count == self.rows
 
 
 @dataclass
@@ -519,6 +610,7 @@ class _Input:
     stem: str
     header_started: str | None = None
     header_finished: str | None = None
+    start: int = 0  # byte offset of the range in `source` (a grown stream's new rows)
 
 
 # -- discovery ------------------------------------------------------------------
@@ -696,6 +788,18 @@ def _runs_of(con: duckdb.DuckDBPyConnection, sources: Sequence[str]) -> set[str]
     return {r[0] for r in rows}
 
 
+# Each recorded file with the rows it was recorded with and the rows it has:
+# rows deleted behind the ingest's back (a notebook's DELETE on a writable
+# connection) must not leave an unchanged file skipped, and its run gone, forever.
+_KNOWN_SQL = """
+SELECT f.path, f.format, f.size, f.mtimeNs, f.ingestedOffset, f.tailHash,
+  f.rowCount, coalesce(n.rows, 0)
+FROM result_files f
+LEFT JOIN (SELECT source, count(*) AS rows FROM result_rows GROUP BY source) n
+  ON n.source = f.path
+"""
+
+
 def ingest(
     con: duckdb.DuckDBPyConnection, paths: str | Path | Iterable[str | Path]
 ) -> IngestReport:
@@ -708,10 +812,8 @@ def ingest(
     _ensure_schema(con)
     report = IngestReport()
     known = {
-        row[0]: _Known(row[1], row[2], row[3], row[4], row[5])
-        for row in con.execute(
-            "SELECT path, format, size, mtimeNs, ingestedOffset, tailHash FROM result_files"
-        ).fetchall()
+        row[0]: _Known(row[1], row[2], row[3], row[4], row[5], row[6], row[7])
+        for row in con.execute(_KNOWN_SQL).fetchall()
     }
     paths = [paths] if isinstance(paths, str | Path) else list(paths)
     files = discover(paths)
@@ -856,7 +958,12 @@ def _plan_file(
 ) -> None:
     stat = path.stat()
     key = str(path)
-    if known is not None and known.size == stat.st_size and known.mtime_ns == stat.st_mtime_ns:
+    if known is not None and not known.intact:
+        report.warnings.append(
+            f"{key}: the database held {known.rows} of the {known.row_count} rows recorded "
+            "for it (rows deleted by hand?); its rows are read again"
+        )
+    elif known is not None and known.size == stat.st_size and known.mtime_ns == stat.st_mtime_ns:
         report.files_unchanged += 1
         if known.format == "other":
             report.skipped.append((key, "not a result file"))
@@ -891,7 +998,7 @@ def _plan_file(
         end, torn = _jsonl_end(handle, stat.st_size)
         start = 0
         grown = False
-        if known is not None and known.format == "jsonl" and end > known.offset:
+        if known is not None and known.format == "jsonl" and known.intact and end > known.offset:
             before, tail = _prefix_hashes(handle, known.offset, end)
             grown = before == known.tail_hash
         else:
@@ -915,7 +1022,13 @@ def _plan_file(
             else:
                 read_path = _temp_slice(handle, start, end, temps)
             inputs.append(
-                _Input(source=key, format="jsonl", read_path=read_path, stem=run_stem(path))
+                _Input(
+                    source=key,
+                    format="jsonl",
+                    read_path=read_path,
+                    stem=run_stem(path),
+                    start=start,
+                )
             )
     file_rows.append((key, "jsonl", stat.st_size, stat.st_mtime_ns, end, tail))
 
@@ -1024,14 +1137,53 @@ def _diagnose(con: duckdb.DuckDBPyConnection, inputs: Sequence[_Input], exc: Bas
         except Exception as single:
             if not _is_duckdb_error(single):
                 raise
+            data = Path(item.read_path).read_bytes()
             if item.format == "jsonl":
-                data = Path(item.read_path).read_bytes()
-                parse_jsonl(data, item.source)  # names the line of a malformed row
+                before = _lines_before(item.source, item.start)
+                try:
+                    parse_jsonl(data, item.source)  # names the line of a malformed row
+                except ResultFileError as bad:
+                    if bad.line is None or not before:
+                        raise
+                    raise ResultFileError(
+                        item.source, bad.message, line=bad.line + before
+                    ) from None
+            else:
+                before = 0
+            lines = (
+                line for line in enumerate(data.split(b"\n"), start=before + 1) if line[1].strip()
+            )
+            for index, (line, raw) in enumerate(lines):
+                try:
+                    problem = _typed_problem(json.loads(raw))
+                except (ValueError, RecursionError, AttributeError):
+                    continue  # a torn last line, which the slice leaves out anyway
+                if problem is None:
+                    continue
+                if item.format == "jsonl":
+                    raise ResultFileError(item.source, problem, line=line) from single
+                # A v3 file's rows were staged one a line, in the order of its cases.
+                raise ResultFileError(item.source, f"cases[{index}]: {problem}") from single
             raise ResultFileError(
                 item.source,
                 f"DuckDB cannot read its rows ({str(single).splitlines()[0]}); "
                 "check the types of the fields named there",
             ) from single
+
+
+def _lines_before(path: str, offset: int) -> int:
+    """How many lines of `path` precede byte `offset` (where a grown stream's new rows start)."""
+    if offset <= 0:
+        return 0
+    count, done = 0, 0
+    with open(path, "rb") as handle:
+        while done < offset:
+            chunk = handle.read(min(_HASH_CHUNK, offset - done))
+            if not chunk:
+                break
+            count += chunk.count(b"\n")
+            done += len(chunk)
+    return count
 
 
 # -- the public entry point -----------------------------------------------------------

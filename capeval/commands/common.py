@@ -143,8 +143,12 @@ def history_connection(
 ) -> tuple[duckdb.DuckDBPyConnection, IngestReport | None]:
     """The history views over PATHS, else over DB as stored, else over the workspace's results.
 
-    Paths are ingested (checked up front, into memory or into DB); a stored
-    DB given alone is opened read-only, so a query never changes it.
+    Paths are ingested (checked up front, into memory or into DB). A stored
+    DB is always handed over read-only, so a query never changes it: given
+    PATHS too, they are ingested on a connection of their own, closed before
+    the DB is opened again to read. (Handed over writable, `DELETE FROM
+    result_rows` emptied the history for good: the files, unchanged, were
+    never read again.)
     """
     from capeval.analysis.history import default_paths, ingest, open_db
 
@@ -154,9 +158,17 @@ def history_connection(
         sources = default_paths(root)
     else:
         sources = None
-    con = open_db(db, read_only=sources is None)
-    report = ingest(con, sources) if sources is not None else None
-    return con, report
+    if db is None:
+        con = open_db(None)
+        return con, ingest(con, sources) if sources is not None else None
+    report = None
+    if sources is not None:
+        writer = open_db(db)
+        try:
+            report = ingest(writer, sources)
+        finally:
+            writer.close()
+    return open_db(db, read_only=True), report
 
 
 def say_passed_over(report: IngestReport | None) -> None:

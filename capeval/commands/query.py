@@ -5,6 +5,8 @@ A thin wrapper over `capeval.analysis.history.connect` and
 `cell_metrics`, `runs` (and `metric_directions`). Sources: `--from PATH`
 (files or folders, scanned), `--db FILE` (a stored history; with `--from`,
 the paths are ingested into it first), else the workspace's results folder.
+A stored history is queried read-only: a statement that would change it is
+refused (exit 2).
 """
 
 from __future__ import annotations
@@ -117,6 +119,15 @@ def query(
         if not isinstance(exc, duckdb.Error):
             raise
         hint = ""
+        if db is not None and "read-only mode" in str(exc):
+            # The stored history is opened read-only (`history_connection`).
+            fail(
+                "query",
+                f"{query_text if sql is not query_text else 'SQL'}: a query only reads the "
+                f"history, and {shown_path(db)} is opened read-only "
+                f"({str(exc).splitlines()[0]}); `capeval history PATH --db {shown_path(db)}` "
+                "is what adds runs to it",
+            )
         if isinstance(exc, duckdb.CatalogException):
             # DuckDB's own suggestion may name its internal tables instead.
             from capeval.analysis.history import VIEWS
