@@ -27,6 +27,7 @@ from capeval.agents.claude_code import ClaudeCodeAdapter
 from capeval.agents.scripted import ScriptedAdapter
 from capeval.redact import REDACTED
 from capeval.runner.artifacts import (
+    CLAIM_FILE,
     SUMMARY_FILE,
     VERIFY_LOG,
     copy_capped,
@@ -298,7 +299,9 @@ def test_interrupted_repeat_leaves_no_artifacts(tmp_path: Path) -> None:
     (row,) = read_rows(stream)
     assert row["id"] == "done-first" and (stream.parent / row["artifacts"]).is_dir()
     variant = tmp_path / "res/run.artifacts/scripted%3Aoracle"
-    assert sorted(p.name for p in variant.iterdir()) == ["done-first"]
+    assert sorted(p.name for p in variant.iterdir()) == ["done-first", "hang"]
+    # No folder for the interrupted repeat: only the run's claim on its cell, kept for --resume.
+    assert [p.name for p in (variant / "hang").iterdir()] == [CLAIM_FILE]
 
 
 # A stand-in for the `claude` binary (a real subprocess): the real CLI needs a

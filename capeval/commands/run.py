@@ -100,7 +100,11 @@ def _result_file_warnings_as_lines() -> Iterator[None]:
     help='Cells: "[label=]provider:model[@agent],..." (repeatable).',
 )
 @click.option("--agent", help="Default agent name (built-in or [agents.NAME]).")
-@click.option("--repeats", type=click.IntRange(min=1), help="Repeats per cell (default 1).")
+@click.option(
+    "--repeats",
+    type=click.IntRange(min=1),
+    help="Repeats per cell (default 1; at most 1,000,000 repeats in all).",
+)
 @click.option(
     "--concurrency", type=click.IntRange(min=1), help="Repeats running at once (default 1)."
 )

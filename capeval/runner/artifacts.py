@@ -18,6 +18,13 @@ Three promises shape this module:
 * Complete or absent: a repeat's folder is written under a hidden staging
   name and renamed into place, so an interrupted copy never looks finished;
   a re-run repeat (`--resume`) replaces the folder whole.
+* One run per folder: a row points at its repeat's folder, so another run
+  must not replace it. Before any repeat starts, a run claims each
+  `<variant>/<case>/` folder it will write with a `.capeval-run` file (its
+  runId and row stream), created exclusively: a later run, or one started at
+  the same moment, finds the claim and is refused; `--resume` of the same run
+  finds its own. Claims are per cell, not per repeat, because every run of a
+  cell writes repeat 0: two runs of one cell always collide.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import os
 import secrets as random
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -49,6 +57,8 @@ VERIFY_LOG = "verify.log"
 CAPTURE_PREFIX = "capture-"
 _STAGING = ".tmp-"
 _RETIRED = ".old-"
+# In each `<variant>/<case>/` folder: the run it belongs to (see the module docstring).
+CLAIM_FILE = ".capeval-run"
 
 
 def default_artifacts_dir(jsonl: Path) -> Path:
@@ -208,3 +218,173 @@ def stale_siblings(dest: Path) -> Iterable[Path]:
 def remove_stale(dest: Path) -> None:
     for path in list(stale_siblings(dest)):
         shutil.rmtree(path, ignore_errors=True)
+
+
+# -- which run a cell's folder belongs to -----------------------------------------
+
+
+@dataclass(frozen=True)
+class Taken:
+    """A cell folder a run would write that belongs to another run."""
+
+    folder: Path
+    run_id: str | None  # None: no run recorded itself (an older capeval, or by hand)
+    rows: Path | None  # that run's row stream, when it recorded one
+
+
+class ArtifactsTaken(Exception):
+    """Some folder the run would write holds, or awaits, another run's evidence."""
+
+    def __init__(self, taken: Sequence[Taken]) -> None:
+        super().__init__(", ".join(str(t.folder) for t in taken))
+        self.taken = list(taken)
+
+
+def cell_dir(root: Path, variant_id: str, case_id: str) -> Path:
+    return root / path_component(variant_id) / path_component(case_id)
+
+
+def read_claim(folder: Path) -> dict[str, Any] | None:
+    """The claim of a cell folder, or None when nothing claims it.
+
+    A claim that cannot be read or parsed (a run caught between creating
+    and filling it) is `{}`: some run's, but not known whose.
+    """
+    try:
+        text = (folder / CLAIM_FILE).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {}
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _taken(folder: Path, claim: Mapping[str, Any]) -> Taken:
+    run_id, rows = claim.get("runId"), claim.get("rows")
+    return Taken(
+        folder,
+        run_id if isinstance(run_id, str) and run_id else None,
+        Path(os.path.normpath(folder / rows)) if isinstance(rows, str) and rows else None,
+    )
+
+
+def _holds_repeats(folder: Path, repeats: Iterable[int]) -> bool:
+    if not folder.is_dir():
+        return False
+    return any((folder / str(int(r))).exists() for r in repeats)
+
+
+def _holds_evidence(folder: Path) -> bool:
+    """Any repeat's folder (hidden names are staging left by a killed copy, or the claim)."""
+    return any(not p.name.startswith(".") for p in folder.iterdir())
+
+
+def taken_by_others(
+    root: Path, cells: Mapping[tuple[str, str], Iterable[int]], run_id: str
+) -> list[Taken]:
+    """The cell folders among `cells` ((variant, case) -> repeats to write) that are
+    not `run_id`'s: claimed by another run, or unclaimed but already holding one of
+    those repeats. Reads only (a dry run asks too); `claim_cells` decides."""
+    taken: list[Taken] = []
+    for (variant_id, case_id), repeats in sorted(cells.items()):
+        folder = cell_dir(root, variant_id, case_id)
+        claim = read_claim(folder)
+        if claim is None:
+            if _holds_repeats(folder, repeats):
+                taken.append(Taken(folder, None, None))
+        elif claim.get("runId") != run_id:
+            taken.append(_taken(folder, claim))
+    return taken
+
+
+def claim_cells(
+    root: Path,
+    cells: Mapping[tuple[str, str], Iterable[int]],
+    run_id: str,
+    rows: Path,
+    *,
+    stream_locked: bool = False,
+) -> list[Path]:
+    """Claim every cell folder the run will write, or none (raises `ArtifactsTaken`).
+
+    The claim file is created exclusively (O_EXCL), so of two runs started at
+    once on one folder exactly one gets each cell; cells are claimed in one
+    order, so the first shared cell decides. Returns the claims made now (a
+    resumed run keeps the ones it made before), for `release_claims` should
+    the run fail before it starts.
+
+    `stream_locked`: the caller holds `rows`' lock and the stream holds no row
+    of any other run, so a claim by another run of the same stream that kept
+    no evidence (stopped before its first repeat ended) is taken over. One
+    that kept some is refused: its rows may live on under another name.
+    """
+    made: list[Path] = []
+    taken: list[Taken] = []
+    adopted: list[Path] = []
+    try:
+        for (variant_id, case_id), repeats in sorted(cells.items()):
+            folder = cell_dir(root, variant_id, case_id)
+            folder.mkdir(parents=True, exist_ok=True)
+            claim = _claim(folder, run_id, rows)
+            if claim is None:
+                made.append(folder / CLAIM_FILE)
+                if _holds_repeats(folder, repeats):  # evidence from before claims were kept
+                    taken.append(Taken(folder, None, None))
+            elif claim.get("runId") != run_id:
+                other = _taken(folder, claim)
+                same = other.rows is not None and other.rows.resolve() == Path(rows).resolve()
+                if stream_locked and same and not _holds_evidence(folder):
+                    adopted.append(folder)
+                else:
+                    taken.append(other)
+        if taken:
+            raise ArtifactsTaken(taken)
+        for folder in adopted:
+            tmp = folder / f"{CLAIM_FILE}{_STAGING}{random.token_hex(4)}"
+            tmp.write_text(_claim_text(folder, run_id, rows), encoding="utf-8")
+            os.replace(tmp, folder / CLAIM_FILE)
+    except BaseException:
+        release_claims(made)
+        raise
+    return made
+
+
+def _claim_text(folder: Path, run_id: str, rows: Path) -> str:
+    stream = Path(os.path.relpath(Path(rows).resolve(), folder.resolve())).as_posix()
+    return json.dumps({"runId": run_id, "rows": stream}) + "\n"
+
+
+def _claim(folder: Path, run_id: str, rows: Path) -> dict[str, Any] | None:
+    """None when this call claimed `folder`, else the claim that was there."""
+    path = folder / CLAIM_FILE
+    for _ in range(3):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            claim = read_claim(folder)
+            if claim is not None:
+                return claim
+            continue  # given back since: try again
+        try:
+            with open(fd, "w", encoding="utf-8") as handle:
+                handle.write(_claim_text(folder, run_id, rows))
+        except BaseException:  # a full disk: an empty claim would block every later run
+            path.unlink(missing_ok=True)
+            raise
+        return None
+    return {}  # there, yet never readable (a dangling symlink): not known whose
+
+
+def release_claims(claims: Iterable[Path]) -> None:
+    """Give back claims of a run that never started, so running it again is not refused."""
+    for path in claims:
+        path.unlink(missing_ok=True)
+        for folder in (path.parent, path.parent.parent):  # made for the claim alone
+            try:
+                folder.rmdir()
+            except OSError:  # holds something: not ours to remove
+                break

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shlex
 import signal
 import tempfile
 import threading
@@ -35,7 +36,14 @@ from capeval.case import Case
 from capeval.results.errors import ResultFileError
 from capeval.row import Row, triple
 from capeval.runner import process, reaper
-from capeval.runner.artifacts import default_artifacts_dir
+from capeval.runner.artifacts import (
+    ArtifactsTaken,
+    Taken,
+    claim_cells,
+    default_artifacts_dir,
+    release_claims,
+    taken_by_others,
+)
 from capeval.runner.httpfixture import HttpFixture
 from capeval.runner.matrix import Variant, parse_matrix, played_trajectory
 from capeval.runner.planfile import (
@@ -53,6 +61,12 @@ if TYPE_CHECKING:
 
 DEFAULT_AGENT = "scripted"
 DEFAULT_SCRIPTED_MODEL = "oracle"
+# The most repeats (variants x cases x repeats) one run may plan. A plan holds a
+# job for every repeat before the first starts, and each later costs a row and
+# an artifacts folder; a million is far past any real matrix (at one second a
+# repeat, eleven days of agents), yet plans in seconds. Beyond it is a typo (a
+# pasted number, extra zeros) that filled memory for minutes before anything ran.
+MAX_TOTAL_REPEATS = 1_000_000
 
 
 class RunError(ValueError):
@@ -108,11 +122,31 @@ class RunPlan:
     adapters: dict[str, Adapter] = field(default_factory=dict)
     # What reading the resumed stream skipped (a torn last line), for the user.
     warnings: list[str] = field(default_factory=list)
+    # `todo` as last worked out, with the lists it came from (held, so their ids stay theirs).
+    _todo: tuple[list[RepeatJob], list[Row], int, int, list[RepeatJob]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @property
     def todo(self) -> list[RepeatJob]:
-        finished = {triple(r) for r in self.done}
-        return [j for j in self.jobs if j.triple not in finished]
+        """The jobs whose rows are not in `done`, in plan order.
+
+        Worked out again only when `jobs` or `done` changed (replaced, or grown):
+        it is asked for several times per run, and each time was a pass over
+        every repeat of the plan.
+        """
+        memo = self._todo
+        if (
+            memo is None
+            or memo[0] is not self.jobs
+            or memo[1] is not self.done
+            or memo[2] != len(self.jobs)
+            or memo[3] != len(self.done)
+        ):
+            finished = {triple(r) for r in self.done}
+            todo = [j for j in self.jobs if j.triple not in finished]
+            memo = self._todo = (self.jobs, self.done, len(self.jobs), len(self.done), todo)
+        return list(memo[4])
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -232,6 +266,19 @@ def plan_run(options: RunOptions) -> RunPlan:
     concurrency = options.concurrency if options.concurrency is not None else config.concurrency
     if repeats < 1 or concurrency < 1:
         raise RunError("--repeats and --concurrency must be at least 1")
+    total = len(variants) * len(cases) * repeats
+    if total > MAX_TOTAL_REPEATS:
+        where = (
+            f"--repeats {repeats}"
+            if options.repeats is not None
+            else f"{_config_key(config, root, 'repeats')} = {repeats}"
+        )
+        raise RunError(
+            f"{where}: {_count(len(variants), 'variant')} x {_count(len(cases), 'case')} x "
+            f"{_count(repeats, 'repeat')} = {total} repeats, more than the "
+            f"{MAX_TOTAL_REPEATS:,} one run may plan; pass a smaller --repeats (or fewer "
+            "cases or variants)"
+        )
     git = git_info(root)
     jsonl = Path(jsonl)
     artifacts_dir = resolve_artifacts_dir(options.artifacts, jsonl)
@@ -294,12 +341,73 @@ def plan_run(options: RunOptions) -> RunPlan:
         shape=shape,
         warnings=skipped,
     )
+    if artifacts_dir is not None:
+        # A claim by a run of this very stream is left to `execute`: that run may
+        # still be writing it (the stream's lock then says so), or have stopped
+        # before its first repeat ended (nothing to lose: its claim is taken over).
+        taken = [
+            t
+            for t in taken_by_others(artifacts_dir, _cells(plan.todo), run_id)
+            if not _same_stream(t, jsonl)
+        ]
+        if taken:
+            raise RunError(_taken_message(taken, options, artifacts_dir, jsonl))
     missing = _missing_binaries({j.agent.name: j.agent for j in plan.todo})
     if missing and options.dry_run:
         plan.warnings.append(f"{missing}; a real run would refuse to start")
     elif missing:
         raise RunError(f"{missing}; nothing was run")
     return plan
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _cells(jobs: Sequence[RepeatJob]) -> dict[tuple[str, str], list[int]]:
+    """(variant id, case id) -> the repeats the jobs write there."""
+    cells: dict[tuple[str, str], list[int]] = {}
+    for job in jobs:
+        cells.setdefault((job.variant.id, job.case.id), []).append(job.repeat)
+    return cells
+
+
+def _taken_message(
+    taken: Sequence[Taken], options: RunOptions, artifacts_dir: Path, jsonl: Path
+) -> str:
+    """Why the run's artifacts folder is refused, naming the folders and the fix.
+
+    Replacing another run's evidence left that run's rows pointing at this
+    run's files, with nothing to say so.
+    """
+    if isinstance(options.artifacts, Path):
+        where = f"--artifacts {artifacts_dir}"
+    else:
+        where = f"the artifacts folder {artifacts_dir} (beside {jsonl.name})"
+
+    def whose(t: Taken) -> str:
+        if t.run_id is None:
+            return f"{t.folder} already holds another run's evidence"
+        if _same_stream(t, jsonl):
+            return (
+                f"{t.folder} holds the evidence of run {t.run_id}, an earlier run on "
+                f"{jsonl} whose rows are no longer there (moved or deleted)"
+            )
+        rows = f" (rows in {t.rows})" if t.rows is not None else ""
+        return f"{t.folder} belongs to run {t.run_id}{rows}"
+
+    shown = "; ".join(whose(t) for t in taken[:3])
+    more = f"; and {len(taken) - 3} more" if len(taken) > 3 else ""
+    folders = shlex.join(str(t.folder) for t in taken[:3]) + (" ..." if len(taken) > 3 else "")
+    return (
+        f"{where}: {shown}{more}; this run would replace that evidence and leave the "
+        "other run's rows pointing at it: pass another --artifacts folder (or "
+        f"--no-artifacts), or remove the old evidence (rm -r {folders}); nothing was run"
+    )
+
+
+def _same_stream(taken: Taken, jsonl: Path) -> bool:
+    return taken.rows is not None and taken.rows.resolve() == jsonl.resolve()
 
 
 def _missing_binaries(agents: dict[str, AgentConfig]) -> str | None:
@@ -996,9 +1104,11 @@ def execute(options: RunOptions, plan: RunPlan | None = None) -> RunOutcome:
             rows[:] = plan.done
             finished = {triple(r) for r in plan.done}
             todo = [j for j in todo if j.triple not in finished]
+        claims = _claim_artifacts(options, plan, todo)
         try:
             write_plan(plan)
         except OSError as exc:
+            release_claims(claims)
             raise RunError(
                 f"{plan_path(plan.jsonl_path)}: cannot write the run's plan: "
                 f"{exc.strerror or exc}; free space or pass --jsonl with a writable path"
@@ -1027,6 +1137,26 @@ def execute(options: RunOptions, plan: RunPlan | None = None) -> RunOutcome:
                 ) from None
             plan.settings = replace(plan.settings, workdirs=workdirs, tmp_parent=run_tmp)
             return _execute(options, plan, todo, rows, writer)
+
+
+def _claim_artifacts(options: RunOptions, plan: RunPlan, todo: list[RepeatJob]) -> list[Path]:
+    """Claim the artifacts folders of the repeats to run, under the stream's lock.
+
+    `plan_run` checked them, but without a lock: a run started at the same
+    moment on the same --artifacts passed that check too.
+    """
+    root = plan.settings.artifacts_dir
+    if root is None or not todo:
+        return []
+    try:
+        return claim_cells(root, _cells(todo), plan.run_id, plan.jsonl_path, stream_locked=True)
+    except ArtifactsTaken as exc:
+        raise RunError(_taken_message(exc.taken, options, root, plan.jsonl_path)) from None
+    except OSError as exc:
+        raise RunError(
+            f"--artifacts {root}: cannot keep each repeat's evidence there: "
+            f"{exc.strerror or exc}; pass --artifacts with a writable folder, or --no-artifacts"
+        ) from None
 
 
 def _execute(
