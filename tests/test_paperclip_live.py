@@ -152,7 +152,9 @@ def test_a_refused_call_must_change_nothing(cases: dict[str, LiveCase]) -> None:
         ],
         exit_code=0,
     )
-    assert classes(bad) == ["authorization_policy"] and bad[0].state_diff
+    # Filed under a class the cm row has (it has no authorization_policy), with the decision.
+    assert classes(bad) == ["agent_tool_contract"] and bad[0].state_diff
+    assert bad[0].decision == "denied"
 
 
 def test_restraint_cases_change_nothing(cases: dict[str, LiveCase]) -> None:

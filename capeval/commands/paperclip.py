@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -379,7 +379,7 @@ def live(
             f"[{row['durationMs'] / 1000:.1f} s]"
         )
         for f in row["failures"]:
-            click.echo(f"     {f['assertionClass']}: {f['operation'] or '-'}: {f['message']}")
+            click.echo(f"     {failure_line(f)}")
 
     results = run_matrix(settings, cases, rows_path, progress=show)
     failed = sum(not r["passed"] for r in results)
@@ -399,3 +399,12 @@ def live(
         )
     if failed:
         raise SystemExit(1)
+
+
+def failure_line(failure: Mapping[str, Any]) -> str:
+    """A live failure as the progress shows it: spec section 6 wants the decision named too."""
+    reason = f" ({failure['reason']})" if failure.get("reason") else ""
+    return (
+        f"{failure['assertionClass']}: {failure.get('operation') or '-'} "
+        f"decision={failure.get('decision') or '-'}{reason}: {failure['message']}"
+    )

@@ -90,6 +90,7 @@ TASK = {"task": {"type": "string", "description": "Task id, e.g. i-0102."}}
 
 INTERACTION_KINDS = ("confirmation", "checkbox", "questions", "suggest_tasks", "item_verdicts")
 CONTINUATIONS = ("none", "wake_assignee", "wake_assignee_on_accept")
+APPROVAL_VERBS = ("approve", "reject")  # decide_approval's decisions
 
 _ANSWER_MODES = ("standard", "ask", "planning", "skill_test")
 _NO_ASK = ("standard", "planning", "skill_test")
@@ -332,7 +333,8 @@ OPTIONAL_TOOLS: tuple[Operation, ...] = (
         "governance:approvals:decide",
         kind=WRITE,
         roles=_DECIDER_ROLES,
-        properties={"approvalId": _S, "decision": _S},
+        # Only the two verbs: a free string let a typo ("approved") decide as a rejection.
+        properties={"approvalId": _S, "decision": {"type": "string", "enum": list(APPROVAL_VERBS)}},
         required=("approvalId", "decision"),
     ),
     _optional(

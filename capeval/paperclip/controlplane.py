@@ -192,7 +192,12 @@ class ControlPlane:
 
     def call(self, operation: str, args: dict[str, Any]) -> CallResult:
         """Decide, check and (when allowed) run one agent call; every attempt is recorded."""
-        decision = decide(operation, self.ctx, target_task=args.get("task"), catalog=self.catalog)
+        task = args.get("task")
+        # Only a task id can be out of scope: a malformed one (a list, a number) would
+        # be "another task" to `decide` and answered task_out_of_scope, hiding that the
+        # call itself is malformed; left to the schema check, it is invalid_arguments.
+        target = task if isinstance(task, str) else None
+        decision = decide(operation, self.ctx, target_task=target, catalog=self.catalog)
         if decision.decision != ALLOWED:
             return self._record(CallResult(operation, decision, ok=False, error=decision.reason))
         op = self.catalog.get(operation)
@@ -538,7 +543,11 @@ def _decide_approval(cp: ControlPlane, s: dict[str, Any], a: dict[str, Any]) -> 
     target = s["approvals"].get(a["approvalId"]) or s["actionRequests"].get(a["approvalId"])
     if target is None:
         raise EffectError("approval_not_found", a["approvalId"])
-    target["status"] = "approved" if a["decision"] == "approve" else "rejected"
+    if target["status"] != "pending":
+        # Only a pending request is open to a decision: re-deciding would flip an
+        # approved one to rejected, and an expired or unroutable one was never askable.
+        raise EffectError("approval_not_pending", f"{a['approvalId']} is {target['status']}")
+    target["status"] = {"approve": "approved", "reject": "rejected"}[a["decision"]]
     return a["approvalId"], None
 
 

@@ -520,10 +520,54 @@ def load_derivative(path: str | Path, *, label: str | None = None) -> list[Row]:
             ]
         ) from exc
     try:
-        obj = yaml.safe_load(text)
+        obj, duplicates = _load_unique_keys(text)
     except yaml.YAMLError as exc:
         raise ProblemsError([Problem(shown, "", f"not valid YAML: {exc}")]) from exc
+    if duplicates:
+        # A YAML reader keeps the last of two equal keys without a word: a second
+        # `title:` silently replaced the first, a second `schemaVersion` was the one
+        # checked while the file shows the first. Which one is meant is the user's call.
+        raise ProblemsError(
+            [
+                Problem(
+                    shown,
+                    "",
+                    f"line {line}: duplicate key {key!r} (already at line {first} in the "
+                    "same mapping); keep one (a YAML reader silently uses the last)",
+                )
+                for line, first, key in duplicates
+            ]
+        )
     return parse_rows(obj, file=shown)
+
+
+def _load_unique_keys(text: str) -> tuple[Any, list[tuple[int, int, Any]]]:
+    """The parsed YAML and every key repeated within one mapping, as (line, first line, key)."""
+    import yaml
+
+    duplicates: list[tuple[int, int, Any]] = []
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            if isinstance(node, yaml.MappingNode):
+                seen: dict[Any, int] = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        continue  # `<<` merges keys that this mapping may override
+                    key = self.construct_object(key_node, deep=True)
+                    try:
+                        first = seen.setdefault(key, key_node.start_mark.line + 1)
+                    except TypeError:
+                        continue  # an unhashable key: the base loader says so
+                    if first != key_node.start_mark.line + 1:
+                        duplicates.append((key_node.start_mark.line + 1, first, key))
+            return super().construct_mapping(node, deep=deep)
+
+    loader = UniqueKeyLoader(text)
+    try:
+        return loader.get_single_data(), duplicates
+    finally:
+        loader.dispose()
 
 
 def find_derivative(start: Path | None = None) -> Path:

@@ -29,6 +29,7 @@ from capeval.paperclip.authorization import (
     decide,
 )
 from capeval.paperclip.catalog import CATALOG
+from capeval.paperclip.corpus import CORPUS_FACTS
 from capeval.paperclip.derivative import Row
 from capeval.paperclip.fixtures import AGENT, ROLE_CLAIMS, Fixture, build_fixture
 from capeval.paperclip.policy import (
@@ -367,7 +368,7 @@ def derive_plan(row: Row) -> Plan:
     _check_task_targets(row, steps, run_task)
     if row.has(AUTHORIZATION_POLICY) and not any(s.gated and s.kind == CALL for s in steps):
         ops = sorted({s.operation for s in steps if s.operation})
-        raise PlanError(
+        raise _actor_or_mode_problem(row, steps, ctx, actor_claims) or PlanError(
             row.id,
             "expectedSemantics",
             "an authorization_policy row needs a call its requiredGrants "
@@ -376,6 +377,65 @@ def derive_plan(row: Row) -> Plan:
             "is for, or correct requiredGrants",
         )
     return Plan(row.id, row.fixture, fixture.seed, run_task, row.actor, row.taskMode, tuple(steps))
+
+
+def _actor_or_mode_problem(
+    row: Row, steps: list[Step], ctx: AuthContext, actor_claims: frozenset[str]
+) -> PlanError | None:
+    """Why the evidence's calls the grant is for cannot test it, when the cause is the row's
+    actor or task mode rather than its evidence; None when it is the evidence.
+
+    The evidence is the corpus's and checked against it, but actor and task mode are
+    the project's: a role that already holds the grant's claims leaves nothing for the
+    ungranted run to refuse, and a mode that refuses the call leaves nothing to allow.
+    Blaming the evidence then sends the user to edit the one field that is right.
+    """
+    grant = claims_for_grants(row.requiredGrants)
+    wanted = [
+        (s, spec)
+        for s in steps
+        if (spec := CATALOG.get(s.operation)) is not None
+        and spec.claims
+        and set(spec.claims) <= grant
+    ]
+    facts = CORPUS_FACTS.get(row.id)
+    if facts is not None and tuple(row.expectedSemantics) == facts.expected_semantics:
+        corpus = f"; the evidence is corpus case {row.id}'s, so it is not what drifted"
+    else:
+        corpus = ""
+    for step, spec in wanted:
+        held = sorted(set(spec.claims) & actor_claims)
+        if set(spec.claims) <= actor_claims:
+            lacking = [
+                r for r, claims in ROLE_CLAIMS.items() if not set(spec.claims) <= set(claims)
+            ]
+            return PlanError(
+                row.id,
+                "actor",
+                f"role {row.actor!r} already holds {', '.join(held)}, the claim(s) requiredGrants "
+                f"{list(row.requiredGrants)} unlock for {step.operation}, so without the grant "
+                f"{step.operation} is still allowed and the case's authorization cannot be "
+                f"tested{corpus}; write actor: {' or '.join(lacking) or '?'} (a role without "
+                "those claims)",
+            )
+    for step, spec in wanted:
+        d = decide(step.operation, ctx, target_task=step.args.get("task"))
+        if d.reason == OPERATION_NOT_AVAILABLE_IN_TASK_MODE:
+            return PlanError(
+                row.id,
+                "taskMode",
+                f"taskMode {row.taskMode!r} refuses {step.operation} even with the grant "
+                f"({d.reason}), so nothing the grant unlocks can be allowed{corpus}; write "
+                f"taskMode: {' or '.join(spec.modes)}",
+            )
+        if d.reason == ACTOR_ROLE_NOT_AUTHORIZED and spec.roles is not None:
+            return PlanError(
+                row.id,
+                "actor",
+                f"role {row.actor!r} may not call {step.operation} whatever its grants "
+                f"({d.reason}){corpus}; write actor: {' or '.join(spec.roles)}",
+            )
+    return None
 
 
 def check_plans(rows: Sequence[Row], *, file: str) -> list[Problem]:

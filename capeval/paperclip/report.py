@@ -261,9 +261,10 @@ def _failures_md(report: dict[str, Any]) -> list[str]:
             f"{c['entity']}[{c['id']}].{c['field']}: {c['before']!r} -> {c['after']!r}"
             for c in f["stateDiff"][:8]
         )
+        why = f" ({f['reason']})" if f.get("reason") else ""
         lines.append(
             f"- {f['caseId']} [{f['assertionClass']}] `{f['operation'] or '-'}` "
-            f"decision={f['decision'] or '-'}: {f['message']} (diff: {diff or 'empty'})"
+            f"decision={f['decision'] or '-'}{why}: {f['message']} (diff: {diff or 'empty'})"
         )
     return lines
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from capeval.paperclip.authorization import ABSENT, ALLOWED, RUNNING, decide
+from capeval.paperclip.authorization import ABSENT, ALLOWED, EXPOSED, RUNNING, Decision, decide
 from capeval.paperclip.bindings import codex_binding, fake_agent_binding, operation_names_json
 from capeval.paperclip.catalog import CATALOG, Catalog
 from capeval.paperclip.contracts import (
@@ -54,6 +54,7 @@ from capeval.paperclip.policy import (
     CONTROL_PLANE_INVARIANT,
     OPTIONAL,
     RESTRAINT_NO_CALL,
+    claims_for_grants,
 )
 
 # The ten control-plane-owned operations, spelled out from the spec rather than
@@ -72,6 +73,9 @@ CONTROL_PLANE_NAMES: tuple[str, ...] = (
 )
 SURFACE_SIZE = 18
 _BOOKKEEPING = frozenset({"auditRecords", "idempotency", "state"})
+# An expected field of the run's final state, the operation whose effect set it, and
+# that operation's decision: a cumulative failure names where the field came from.
+Folded = tuple[FieldIs, str, Decision]
 GRANTED = "granted"
 UNGRANTED = "ungranted"
 SINGLE = "single"
@@ -98,14 +102,16 @@ class Failure:
     message: str
     state_diff: list[Change] = field(default_factory=list)
     step_diff: list[Change] = field(default_factory=list)
+    reason: str = ""  # why the decision is what it is (e.g. operation_not_available_in_task_mode)
 
     def __str__(self) -> str:
         step = ""
         if self.step_diff and self.step_diff != self.state_diff:
             step = f"; step diff: {_diff_text(self.step_diff)}"
+        why = f" ({self.reason})" if self.reason else ""
         return (
             f"{self.case_id} [{self.assertion_class}] {self.operation or '-'} "
-            f"decision={self.decision or '-'}: {self.message}{step}; "
+            f"decision={self.decision or '-'}{why}: {self.message}{step}; "
             f"state diff: {_diff_text(self.state_diff)}"
         )
 
@@ -115,6 +121,7 @@ class Failure:
             "assertionClass": self.assertion_class,
             "operation": self.operation,
             "decision": self.decision,
+            "reason": self.reason,
             "message": self.message,
             "stateDiff": [c.to_json() for c in self.state_diff],
             "stepDiff": [c.to_json() for c in self.step_diff],
@@ -141,16 +148,10 @@ class ConfigResult:
         asked for (not a look the fake agent took on its own), else the first
         call; (None, "none") when the configuration made no call.
         """
-        picks = (
-            [c for c in self.calls if c[0].gated],
-            [c for c in self.calls if c[0].source != "plan"],
-            self.calls,
-        )
-        for pick in picks:
-            if pick:
-                step, res = pick[0]
-                return step.operation, res.decision.decision
-        return None, "none"
+        head = _headline_call(self.calls)
+        if head is None:
+            return None, NONE
+        return head[0].operation, head[1].decision.decision
 
     def decision(self) -> str:
         """The headline call's authorization decision (see `headline`)."""
@@ -216,12 +217,20 @@ def run_configuration(
     failures: list[Failure] = []
     calls: list[tuple[Step, CallResult]] = []
     memory: dict[str, Any] = {}
-    folded: dict[tuple[str, str | None, str], FieldIs] = {}
+    folded: dict[tuple[str, str | None, str], Folded] = {}  # what the run must end with
     first_results: dict[str, dict[str, Any]] = {}  # idempotency key -> first write's output
 
-    def fail(cls: str, op: str, decision: str, message: str, step_diff: list[Change]) -> None:
-        # The final diff is known only at the end; it is filled in below.
-        failures.append(Failure(row.id, cls, op, decision, message, [], step_diff))
+    def fail(
+        cls: str, op: str, decision: str | Decision, message: str, step_diff: list[Change]
+    ) -> None:
+        # The final diff is known only at the end; it is filled in below. A Decision
+        # brings its reason along: "denied" alone does not say what would lift it.
+        verdict, reason = (
+            (decision.decision, decision.reason)
+            if isinstance(decision, Decision)
+            else (decision, "")
+        )
+        failures.append(Failure(row.id, cls, op, verdict, message, [], step_diff, reason))
 
     steps = [s for s in plan.steps if s.kind in (CALL, PROBE, HUMAN)]
     if grants == UNGRANTED:
@@ -230,10 +239,13 @@ def run_configuration(
     for step in steps:
         if step.kind == HUMAN:
             target = memory.get("interaction")
+            # A human answers the interaction a request_human_input call opened: the
+            # failure is about that call (its decision), or says none was made.
+            asking = _asking_call(calls, target)
             if target is None or target not in cp.state["interactions"]:
                 # A wrong id from request_human_input is this case's failure, not a crash.
                 what = "no interaction" if target is None else f"no interaction {target}"
-                fail(COMBINED_MULTI_HOP, "human:accept", "", f"{what} to accept", [])
+                fail(COMBINED_MULTI_HOP, f"human:{step.operation}", asking, f"{what} to accept", [])
                 continue
             asked = cp.state["interactions"][target]
             task, continuation = asked["taskId"], asked["continuation"]
@@ -245,11 +257,17 @@ def run_configuration(
                 step.operation, target, task, continuation=continuation, assignee=assignee
             ):
                 if isinstance(e, FieldIs):
-                    folded[(e.entity, e.id, e.field)] = e
+                    folded[(e.entity, e.id, e.field)] = (e, f"human:{step.operation}", asking)
                 else:
                     problem = _check(e, cp.state, step_diff)
                     if problem:
-                        fail(COMBINED_MULTI_HOP, f"human:{step.operation}", "", problem, step_diff)
+                        fail(
+                            COMBINED_MULTI_HOP,
+                            f"human:{step.operation}",
+                            asking,
+                            problem,
+                            step_diff,
+                        )
             continue
         before = copy.deepcopy(cp.state)
         looked = len(calls)
@@ -271,9 +289,15 @@ def run_configuration(
         contract_cls = AGENT_TOOL_CONTRACT if row.has(AGENT_TOOL_CONTRACT) else cls
         if expect_refused:
             if res.decision.permitted:
-                fail(cls, step.operation, decision, "a forbidden operation was allowed", step_diff)
+                fail(
+                    cls,
+                    step.operation,
+                    res.decision,
+                    "a forbidden operation was allowed",
+                    step_diff,
+                )
             elif step_diff:
-                fail(cls, step.operation, decision, "a refused call changed state", step_diff)
+                fail(cls, step.operation, res.decision, "a refused call changed state", step_diff)
             elif (
                 step.refusal is not None
                 and grants != UNGRANTED  # without the grant a missing claim may come first
@@ -284,7 +308,7 @@ def run_configuration(
                 fail(
                     AUTHORIZATION_POLICY if row.has(AUTHORIZATION_POLICY) else cls,
                     step.operation,
-                    decision,
+                    res.decision,
                     f"refused as {res.decision.reason}, but the case says {step.refusal}",
                     step_diff,
                 )
@@ -292,7 +316,13 @@ def run_configuration(
         op = catalog.get(step.operation)
         if decision != ALLOWED:
             if not _restraint_write(row, step, catalog):  # that check reports it, by its name
-                fail(cls, step.operation, decision, f"expected allowed ({res.decision.reason})", [])
+                fail(
+                    cls,
+                    step.operation,
+                    res.decision,
+                    f"expected allowed ({res.decision.reason})",
+                    [],
+                )
             continue
         if op is not None:
             from jsonschema import Draft202012Validator
@@ -300,20 +330,24 @@ def run_configuration(
             errors = list(Draft202012Validator(op.output_schema()).iter_errors(res.output))
             if errors:
                 fail(
-                    cls, step.operation, decision, f"untyped output: {errors[0].message}", step_diff
+                    cls,
+                    step.operation,
+                    res.decision,
+                    f"untyped output: {errors[0].message}",
+                    step_diff,
                 )
         if step.error is not None:
             if res.error != step.error or step_diff:
                 fail(
                     cls,
                     step.operation,
-                    decision,
+                    res.decision,
                     f"expected error {step.error}, got {res.error}",
                     step_diff,
                 )
             continue
         if not res.ok:
-            fail(cls, step.operation, decision, f"call failed: {res.error}", step_diff)
+            fail(cls, step.operation, res.decision, f"call failed: {res.error}", step_diff)
             continue
         raw_key = args.get("idempotencyKey")
         key = raw_key if isinstance(raw_key, str) else None
@@ -326,7 +360,7 @@ def run_configuration(
             fail(
                 cls,
                 step.operation,
-                decision,
+                res.decision,
                 f"a retry with idempotency key {key!r} did not replay the first result "
                 f"{first!r}: got {res.output!r}",
                 step_diff,
@@ -337,12 +371,14 @@ def run_configuration(
             first_results[key] = res.output
         if op is None or not op.mutates or res.replayed:
             if step_diff:
-                fail(cls, step.operation, decision, "a read or a replay changed state", step_diff)
+                fail(
+                    cls, step.operation, res.decision, "a read or a replay changed state", step_diff
+                )
             if op is not None and not op.mutates:
                 for problem in read_problems(
                     step.operation, args, res.output.get("data"), cp.state
                 ):
-                    fail(contract_cls, step.operation, decision, problem, step_diff)
+                    fail(contract_cls, step.operation, res.decision, problem, step_diff)
             continue
         expectations = write_expectations(
             step.operation, args, res.entity_id, before["revision"], run_id=cp.run_id, before=before
@@ -350,15 +386,15 @@ def run_configuration(
         for exp in expectations:
             problem = _check(exp, cp.state, step_diff)
             if problem:
-                fail(contract_cls, step.operation, decision, problem, step_diff)
+                fail(contract_cls, step.operation, res.decision, problem, step_diff)
             if isinstance(exp, FieldIs) and exp.entity not in ("state", "idempotency"):
-                folded[(exp.entity, exp.id, exp.field)] = exp
+                folded[(exp.entity, exp.id, exp.field)] = (exp, step.operation, res.decision)
         extra = side_effects(step.operation, expectations, before, step_diff)
         if extra:
             fail(
                 contract_cls,
                 step.operation,
-                decision,
+                res.decision,
                 f"the write changed what its effect does not: {_diff_text(extra, limit=4)}",
                 step_diff,
             )
@@ -366,7 +402,14 @@ def run_configuration(
     diff = state_diff(start, cp.state)
     if row.has(CONTROL_PLANE_INVARIANT):
         for operation, problem in opened:
-            fail(CONTROL_PLANE_INVARIANT, operation, "", f"opening the run: {problem}", [])
+            # The control plane's own action: for the agent it is absent (and says why).
+            fail(
+                CONTROL_PLANE_INVARIANT,
+                operation,
+                decide(operation, ctx, catalog=catalog),
+                f"opening the run: {problem}",
+                [],
+            )
         _check_gate(plan, cp, memory, fail)
     _check_shared(row, cp, ctx, catalog, diff, fail)
     _check_classes(row, grants, plan, calls, diff, cp, actions, folded, fail, catalog)
@@ -390,10 +433,10 @@ def _check_looks(
     from jsonschema import Draft202012Validator
 
     for step, res in looks:
-        decision = res.decision.decision
+        decision = res.decision
         cls = _class_for(row, step, grants)
         op = catalog.get(step.operation)
-        if decision == ALLOWED and op is not None:
+        if decision.decision == ALLOWED and op is not None:
             errors = list(Draft202012Validator(op.output_schema()).iter_errors(res.output))
             if errors:
                 fail(cls, step.operation, decision, f"untyped output: {errors[0].message}", diff)
@@ -429,7 +472,7 @@ def _check_gate(
             fail(
                 CONTROL_PLANE_INVARIANT,
                 step.operation,
-                res.decision.decision,
+                res.decision,
                 f"run {cp.run_id} is {status or 'not open'}, yet the control plane would "
                 f"let the agent's withheld write through ({res.error or 'ok'})",
                 changed,
@@ -504,6 +547,20 @@ def remember_result(op: str, args: dict[str, Any], res: CallResult, memory: dict
         memory["interaction_key"] = args["idempotencyKey"]
 
 
+def invariant_class(row: Row) -> str:
+    """The class a failure of an invariant every configuration shares is filed under.
+
+    Control-plane operations must be absent for every row, but a failure must
+    carry a class its row has: the row's own `control_plane_invariant`, else its
+    `authorization_policy` (an operation exposed against its disposition), else
+    the row's first class.
+    """
+    for cls in (CONTROL_PLANE_INVARIANT, AUTHORIZATION_POLICY):
+        if row.has(cls):
+            return cls
+    return row.assertionClasses[0]
+
+
 def _check_shared(
     row: Row,
     cp: ControlPlane,
@@ -513,25 +570,72 @@ def _check_shared(
     fail: Callable[..., None],
 ) -> None:
     shown = set(cp.surface())
+    cls = invariant_class(row)
     for name in CONTROL_PLANE_NAMES:
         d = decide(name, ctx, catalog=catalog)
         if d.decision != ABSENT or name in shown:
-            fail(
-                CONTROL_PLANE_INVARIANT,
-                name,
-                d.decision,
-                "a control-plane-owned operation is reachable by the agent",
-                diff,
-            )
+            fail(cls, name, d, "a control-plane-owned operation is reachable by the agent", diff)
     for rec in cp.state["auditRecords"].values():
         if rec["actorId"] == AGENT and rec["operation"] in CONTROL_PLANE_NAMES:
             fail(
-                CONTROL_PLANE_INVARIANT,
+                cls,
                 rec["operation"],
                 ALLOWED,
                 "the agent performed a control-plane action",
                 diff,
             )
+
+
+NONE = "none"  # the decision of a call that was never made
+NOT_ATTEMPTED = "not_attempted"
+
+
+def _not_attempted(operation: str) -> Decision:
+    return Decision(operation, NONE, NOT_ATTEMPTED)
+
+
+def _headline_call(calls: list[tuple[Step, CallResult]]) -> tuple[Step, CallResult] | None:
+    """The call that stands for a configuration: the first its grant unlocks, else the
+    first its evidence asked for (not a look the fake agent took on its own), else the
+    first; None when it made no call."""
+    for pick in (
+        [c for c in calls if c[0].gated],
+        [c for c in calls if c[0].source != "plan"],
+        calls,
+    ):
+        if pick:
+            return pick[0]
+    return None
+
+
+def _subject(calls: list[tuple[Step, CallResult]], plan: Plan) -> tuple[str, Decision]:
+    """What a failure about the configuration as a whole is about: the headline call and
+    its decision, or (no call made) the plan's first operation, not attempted."""
+    head = _headline_call(calls)
+    if head is not None:
+        return head[0].operation, head[1].decision
+    first = next((s.operation for s in plan.steps if s.kind in (CALL, PROBE, WITHHELD)), "")
+    return first, _not_attempted(first)
+
+
+def _asking_call(calls: list[tuple[Step, CallResult]], target: Any) -> Decision:
+    """The decision of the request_human_input call a human event answers."""
+    asks = [r for s, r in calls if s.operation == "request_human_input"]
+    match = [r for r in asks if r.entity_id == target] or asks[-1:]
+    return match[0].decision if match else _not_attempted("request_human_input")
+
+
+def _grant_operation(row: Row, plan: Plan, catalog: Catalog) -> str:
+    """The operation the row's grant is for: its plan's first gated step, else the first
+    catalog operation the grant's claims unlock."""
+    step = next((s for s in plan.steps if s.gated), None)
+    if step is not None:
+        return step.operation
+    claims = claims_for_grants(row.requiredGrants)
+    return next(
+        (n for n, op in catalog.operations.items() if op.claims and set(op.claims) <= claims),
+        "",
+    )
 
 
 def _check_classes(
@@ -542,38 +646,47 @@ def _check_classes(
     diff: list[Change],
     cp: ControlPlane,
     actions: list[str],
-    folded: dict[tuple[str, str | None, str], FieldIs],
+    folded: dict[tuple[str, str | None, str], Folded],
     fail: Callable[..., None],
     catalog: Catalog = CATALOG,
 ) -> None:
+    """The row's assertion classes over the whole configuration. Each failure names the
+    operation it is about and that call's decision (with its reason), so "denied" in ask
+    mode reads differently from a missing grant; a call never made is `none`."""
     executed = [(s, r) for s, r in calls if s.source != "plan" or s.operation != "list_documents"]
+    subject = _subject(calls, plan)
     if row.has(AUTHORIZATION_POLICY):
         gated = [(s, r) for s, r in calls if s.gated]
-        if not gated:
-            fail(AUTHORIZATION_POLICY, "", "", "no call exercised the row's grant", diff)
+        if gated:
+            unlocked = next(
+                ((s.operation, r.decision) for s, r in gated if s.kind == CALL),
+                (gated[0][0].operation, gated[0][1].decision),
+            )
+        else:
+            op_name = _grant_operation(row, plan, catalog)
+            unlocked = (op_name, _not_attempted(op_name))
+            fail(AUTHORIZATION_POLICY, *unlocked, "no call exercised the row's grant", diff)
         if grants == GRANTED:
             for s, r in gated:
                 if s.kind == CALL and r.decision.decision != ALLOWED:
                     fail(
                         AUTHORIZATION_POLICY,
                         s.operation,
-                        r.decision.decision,
+                        r.decision,
                         "granted but not allowed",
                         diff,
                     )
             if not diff:
                 fail(
                     AUTHORIZATION_POLICY,
-                    gated[0][0].operation if gated else "",
-                    ALLOWED,
+                    *unlocked,
                     "granted configuration did not mutate state",
                     diff,
                 )
         elif grants == UNGRANTED and diff:
             fail(
                 AUTHORIZATION_POLICY,
-                gated[0][0].operation if gated else "",
-                calls[0][1].decision.decision if calls else "",
+                *(_first_write(calls) or unlocked),
                 "ungranted configuration changed state",
                 diff,
             )
@@ -588,7 +701,7 @@ def _check_classes(
             fail(
                 CONTROL_PLANE_INVARIANT,
                 "checkout_task",
-                "",
+                decide("checkout_task", cp.ctx, catalog=catalog),
                 f"the control plane did not open the run itself (did {sorted(done)})",
                 diff,
             )
@@ -597,14 +710,17 @@ def _check_classes(
                 fail(
                     CONTROL_PLANE_INVARIANT,
                     s.operation,
-                    r.decision.decision,
+                    r.decision,
                     "control-plane operation not absent",
                     diff,
                 )
     if row.has(RESTRAINT_NO_CALL):
         if diff:
             fail(
-                RESTRAINT_NO_CALL, _first_write(calls), ALLOWED, "restraint row changed state", diff
+                RESTRAINT_NO_CALL,
+                *(_first_write(calls) or subject),
+                "restraint row changed state",
+                diff,
             )
         # Restraint is not making the call: a write the control plane refused left the
         # state alone, but the agent still tried it, and that is what the case forbids.
@@ -613,7 +729,7 @@ def _check_classes(
                 fail(
                     RESTRAINT_NO_CALL,
                     s.operation,
-                    r.decision.decision,
+                    r.decision,
                     f"restraint row attempted a write (not made: {r.error})",
                     [],
                 )
@@ -621,20 +737,20 @@ def _check_classes(
         if len(executed) + sum(1 for s in plan.steps if s.kind == HUMAN) < 2 and not row.has(
             RESTRAINT_NO_CALL
         ):
-            fail(COMBINED_MULTI_HOP, "", "", f"a multi-hop row ran {len(executed)} step(s)", diff)
-        for exp in folded.values():
+            fail(COMBINED_MULTI_HOP, *subject, f"a multi-hop row ran {len(executed)} step(s)", diff)
+        for exp, op_name, decision in folded.values():
             problem = _check(exp, cp.state, diff)
             if problem:
-                fail(COMBINED_MULTI_HOP, "", "", f"cumulative state: {problem}", diff)
+                fail(COMBINED_MULTI_HOP, op_name, decision, f"cumulative state: {problem}", diff)
     if row.has(AGENT_TOOL_CONTRACT) and not any(r.decision.decision == ALLOWED for _, r in calls):
-        fail(AGENT_TOOL_CONTRACT, "", "", "no agent tool call was allowed", diff)
+        fail(AGENT_TOOL_CONTRACT, *subject, "no agent tool call was allowed", diff)
 
 
-def _first_write(calls: list[tuple[Step, CallResult]]) -> str:
+def _first_write(calls: list[tuple[Step, CallResult]]) -> tuple[str, Decision] | None:
     for s, r in calls:
         if r.ok and r.output.get("revision") is not None:
-            return s.operation
-    return ""
+            return s.operation, r.decision
+    return None
 
 
 BINDING_PARITY = "binding_parity"
@@ -845,7 +961,8 @@ def _sample_check(
             item["caseId"],
             CODEX_SAMPLE,
             item["operation"],
-            "",
+            # The Codex surface is a listing: the operation is exposed on it or absent.
+            EXPOSED if item["presentInCodex"] else ABSENT,
             f"presentInCodex={item['presentInCodex']}, expected {item['expectedPresent']}",
         )
         for item in sample
