@@ -22,6 +22,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from capeval.analysis.columns import (  # noqa: F401 (re-exported: the frame's schema)
+    BAIT_COLUMNS,
+    BOOL,
+    FIXED_COLUMNS,
+    FLATTENED,
+    FLOAT,
+    INT,
+    METRIC_COLUMNS,
+    ROW_COLUMNS,
+    STR,
+    TOKEN_COLUMNS,
+    TOKEN_KEYS,
+)
 from capeval.analysis.duckdb_paths import reads_as_pattern
 from capeval.analysis.history import run_identity_exprs, run_stem
 from capeval.behaviors import backfill_legacy
@@ -32,77 +45,6 @@ from capeval.results.overlap import distinct_files, v3_header
 
 if TYPE_CHECKING:
     import polars as pl
-
-# dtype names rather than polars objects: polars is imported only when a frame
-# is actually built.
-STR, INT, FLOAT, BOOL = "str", "int", "float", "bool"
-
-ROW_COLUMNS: dict[str, str] = {
-    "resultKey": STR,
-    "id": STR,
-    "tier": STR,
-    "title": STR,
-    "variantId": STR,
-    "provider": STR,
-    "model": STR,
-    "passed": BOOL,
-    "agentExitCode": INT,
-    "verifyExitCode": INT,
-    "durationMs": FLOAT,
-    "agentDurationMs": FLOAT,
-    "verifyDurationMs": FLOAT,
-    "status": STR,
-    "sessionId": STR,
-    "turnsUsed": INT,
-    "toolCallCount": INT,
-    "costUsd": FLOAT,
-    "maxTurns": INT,
-    "overBudget": BOOL,
-    "skipPermissions": BOOL,
-    "error": STR,
-    "repeat": INT,
-    "textPreview": STR,
-    "runId": STR,
-    "runStartedAt": STR,
-    "requestedProvider": STR,
-    "requestedModel": STR,
-    "agent": STR,
-    "agentType": STR,
-    "agentVersion": STR,
-    "capevalVersion": STR,
-    "gitCommit": STR,
-    "gitDirty": BOOL,
-}
-BAIT_COLUMNS: dict[str, str] = {"baitMetric": STR, "baitThreshold": FLOAT}
-METRIC_COLUMNS: dict[str, str] = {
-    m: (FLOAT if m == "maxTurnDurationMs" else INT) for m in METRIC_NAMES
-}
-TOKEN_COLUMNS: dict[str, str] = {
-    "tokenInput": INT,
-    "tokenOutput": INT,
-    "tokenCacheRead": INT,
-    "tokenCacheWrite": INT,
-    "tokenThinking": INT,
-}
-TOKEN_KEYS: dict[str, str] = {
-    "tokenInput": "input",
-    "tokenOutput": "output",
-    "tokenCacheRead": "cacheRead",
-    "tokenCacheWrite": "cacheWrite",
-    "tokenThinking": "thinking",
-}
-# Fields replaced by flattened columns above.
-FLATTENED = frozenset({"behaviors", "tokenUsage", "bait"})
-
-FIXED_COLUMNS: dict[str, str] = {
-    **ROW_COLUMNS,
-    **BAIT_COLUMNS,
-    "behaviorsCaptured": BOOL,
-    **METRIC_COLUMNS,
-    TOOL_CALLS_BY_NAME: STR,
-    **TOKEN_COLUMNS,
-    "source": STR,
-}
 
 
 _NONE = type(None)

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from capeval.analysis.columns import BAIT_COLUMNS, BOOL, FLOAT, INT, ROW_COLUMNS, STR, TOKEN_KEYS
 from capeval.analysis.duckdb_paths import reads_as_pattern
 from capeval.metrics import METRIC_NAMES, NUMERIC_METRICS
 from capeval.results.errors import ResultFileError
@@ -82,37 +83,19 @@ _HASH_CHUNK = 1 << 20
 # so the views and the figures never date a run differently.
 UTC_OFFSET_PATTERN = r"(?:[zZ]|[+-][0-9]{2}(?::?[0-9]{2})?)$"
 
-TOKEN_COLUMNS: dict[str, str] = {
-    "tokenInput": "input",
-    "tokenOutput": "output",
-    "tokenCacheRead": "cacheRead",
-    "tokenCacheWrite": "cacheWrite",
-    "tokenThinking": "thinking",
-}
 
 # How DuckDB reads a result row (JSON Lines); fields not named here are ignored.
 # Typed fields are read as JSON and checked in `_select_sql`: a typed column
 # would read "1" and 1.5 as repeats 1 and 2, 7 as the case id "7", "3" or
 # true as a metric's 3 and 1, 7.5 turns as 8 and "false" as false, where the
 # reference reader (`capeval.results.rowcheck`) and `load_frame` refuse them.
-INT, FLOAT, BOOL = "int", "float", "bool"
-# The typed fields of a row and their kinds, as `capeval.analysis.frame`
-# types its columns (a test holds the two to agreement).
+# The typed fields of a row and their kinds, as `load_frame` types its
+# columns (`capeval.analysis.columns`); `passed` and `repeat` have checks of
+# their own below, whose errors say what the value means.
 TYPED_FIELDS: dict[str, str] = {
-    "agentExitCode": INT,
-    "verifyExitCode": INT,
-    "durationMs": FLOAT,
-    "agentDurationMs": FLOAT,
-    "verifyDurationMs": FLOAT,
-    "turnsUsed": INT,
-    "toolCallCount": INT,
-    "costUsd": FLOAT,
-    "maxTurns": INT,
-    "overBudget": BOOL,
-    "skipPermissions": BOOL,
-    "gitDirty": BOOL,
-    **{f"tokenUsage.{key}": INT for key in TOKEN_COLUMNS.values()},
-    "bait.threshold": FLOAT,
+    **{n: k for n, k in ROW_COLUMNS.items() if k != STR and n not in ("passed", "repeat")},
+    **{f"tokenUsage.{key}": INT for key in TOKEN_KEYS.values()},
+    "bait.threshold": BAIT_COLUMNS["baitThreshold"],
 }
 # What a value of each kind must be, in load_frame's words.
 _RIGHT = {INT: "an integer", FLOAT: "a number", BOOL: "true or false"}
@@ -154,7 +137,7 @@ _RAW_COLUMNS: dict[str, str] = {
     "gitDirty": "JSON",
     "startedAt": "VARCHAR",
     "finishedAt": "VARCHAR",
-    "tokenUsage": "STRUCT(" + ", ".join(f'"{key}" JSON' for key in TOKEN_COLUMNS.values()) + ")",
+    "tokenUsage": "STRUCT(" + ", ".join(f'"{key}" JSON' for key in TOKEN_KEYS.values()) + ")",
     "behaviors": "STRUCT("
     + ", ".join(f'"{m}" JSON' for m in METRIC_NAMES)
     + ', "toolCallsByName" JSON)',
@@ -407,7 +390,7 @@ def _select_sql(facts: dict[str, str] = _STAGED_FACTS) -> str:
         *(
             f"{_typed_sql(_field_sql(f'tokenUsage.{key}'), INT, f'tokenUsage.{key}', facts['source'])}"
             f" AS {col}"
-            for col, key in TOKEN_COLUMNS.items()
+            for col, key in TOKEN_KEYS.items()
         ),
         "r.behaviors IS NOT NULL AS behaviorsCaptured",
         *(f'{_metric_sql(m, facts["source"])} AS "{m}"' for m in METRIC_NAMES),
