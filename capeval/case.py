@@ -39,6 +39,20 @@ ID_PATTERN = r"^[a-z0-9-]+$"
 PLAIN_FILE_PATTERN = r"^(?!\.\.?$)[^/\\]+$"
 # Text with something in it: not "", not only white space.
 NOT_BLANK = r"\S"
+# A turn budget no run needs more of; a larger one (2**63) passed validation
+# and then could not be stored in a result row's 64-bit integer column.
+MAX_TURNS = 1_000_000
+# The runner names each repeat's temp folder `capeval-<id>-XXXXXXXX` (8 random
+# characters), and a file name holds at most 255 bytes: 255 - 17 = 238. A
+# longer id passed validation and then failed every repeat ("File name too long").
+MAX_ID_LENGTH = 255 - len("capeval-") - len("-") - 8
+# Linux passes one command-line argument (or environment entry) of at most
+# MAX_ARG_STRLEN = 131072 bytes, its terminating NUL included, and the prompt
+# is one argument. The limit leaves 3071 bytes for what an adapter puts around
+# it in the same argument (`--prompt=`, a command template's text); the prompt
+# is measured with each placeholder replaced by the longest URL it can become.
+MAX_PROMPT_BYTES = 128_000
+LONGEST_HTTP_URL = "http://127.0.0.1:65535"
 
 ORACLE_TRAJECTORY = "oracle"
 FixtureState = Literal["ok", "missing", "not_dir", "escapes", "is_root"]
@@ -160,6 +174,9 @@ class CaseFacts:
     # A symlink or special file inside the fixture that the workdir copy would
     # refuse, as "<path in fixture>: <why and the fix>"; None when all are fine.
     fixture_link: str | None = None
+    # The grader has CRLF line endings: bash reads each `\r` as part of the
+    # line, so `set -o pipefail\r` fails and the grader fails every repeat.
+    grader_crlf: bool = False
 
 
 def case_from_dict(obj: Mapping[str, Any], *, dir: Path, file: Path) -> Case:
@@ -222,7 +239,8 @@ def _schema(tiers: Sequence[str]) -> dict[str, Any]:
             "maxTurns": {
                 "type": "integer",
                 "minimum": 1,
-                "description": "a positive integer turn budget",
+                "maximum": MAX_TURNS,
+                "description": f"a positive integer turn budget (at most {MAX_TURNS:,})",
             },
             "verify": {
                 "type": "string",
@@ -341,13 +359,20 @@ def slugify(text: str) -> str:
 
 
 def schema_problems(
-    errors: Sequence[ValidationError], *, file: str, fix_hints: Mapping[str, str] | None = None
+    errors: Sequence[ValidationError],
+    *,
+    file: str,
+    fix_hints: Mapping[str, str] | None = None,
+    schema: Mapping[str, Any] | None = None,
 ) -> list[Problem]:
     """Translate jsonschema errors into Problems that say what would be right.
 
     Shared with the configuration reader: schemas there carry the same
     "description" convention. `fix_hints` adds a per-field sentence (for
-    example where a list of allowed values is configured).
+    example where a list of allowed values is configured). `schema`, the
+    schema the errors came from, lets an empty list's message offer dropping
+    the field where the field is optional; without it only the fix that is
+    always true is offered.
     """
     hints = fix_hints or {}
     out: list[Problem] = []
@@ -423,11 +448,13 @@ def schema_problems(
         elif kw == "minLength":
             out.append(Problem(file, here, f"must not be empty; expected {desc}"))
         elif kw == "minItems":
+            # Dropping a required field gives "missing": offer it only when optional.
+            drop = ", or drop the field" if _is_optional(schema, err) else ""
             out.append(
                 Problem(
                     file,
                     here,
-                    f"must not be empty; expected {desc} with at least one entry, or drop the field",
+                    f"must not be empty; expected {desc} with at least one entry{drop}",
                 )
             )
         elif kw == "uniqueItems" and isinstance(inst, list):
@@ -449,6 +476,23 @@ def schema_problems(
                 Problem(file, here, f"{err.message}; expected {desc}" if desc else err.message)
             )
     return out
+
+
+def _is_optional(schema: Mapping[str, Any] | None, err: ValidationError) -> bool:
+    """Whether the field `err` is about sits in an object schema that does not
+    require it; False when that cannot be told (no `schema`, or not a field)."""
+    parts = list(err.absolute_schema_path)[:-1]  # the field's own schema
+    if schema is None or len(parts) < 2 or parts[-2] != "properties":
+        return False
+    parent: Any = schema
+    for part in parts[:-2]:
+        try:
+            parent = parent[part]
+        except (KeyError, IndexError, TypeError):
+            return False
+    if not isinstance(parent, Mapping):
+        return False
+    return parts[-1] not in parent.get("required", ())
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:
@@ -487,7 +531,7 @@ def validate_case_dict(
         ),
         key=lambda e: _error_order(e),
     )
-    problems = schema_problems(errors, file=file, fix_hints=_TIER_HINT)
+    problems = schema_problems(errors, file=file, fix_hints=_TIER_HINT, schema=_schema(tiers))
     if not isinstance(obj, Mapping):
         if problems:
             problems = [
@@ -537,6 +581,17 @@ def _semantic_problems(
             )
         )
 
+    if isinstance(case_id, str) and len(case_id) > MAX_ID_LENGTH:
+        out.append(
+            Problem(
+                file,
+                "id",
+                f"is {len(case_id)} characters long; at most {MAX_ID_LENGTH} fit in the runner's "
+                f"temp folder name (capeval-<id>-XXXXXXXX, at most 255 bytes): shorten it and "
+                "rename the directory to match",
+            )
+        )
+
     out += _unpassable_problems(obj, file=file)
 
     fixture = obj.get("fixture")
@@ -563,6 +618,16 @@ def _semantic_problems(
                     f"{case_dir}/{verify} is not a regular file; the grader must be a file run with bash",
                 )
             )
+        elif facts.grader == "ok" and facts.grader_crlf:
+            out.append(
+                Problem(
+                    file,
+                    "verify",
+                    f"{case_dir}/{verify} has CRLF (Windows) line endings; bash reads each \\r as "
+                    "part of the command, so the grader fails every repeat: convert it to LF "
+                    f"line endings (e.g. `sed -i 's/\\r$//' {case_dir}/{verify}` or dos2unix)",
+                )
+            )
 
     prompt = obj.get("prompt")
     if (
@@ -581,6 +646,7 @@ def _semantic_problems(
 
     if isinstance(prompt, str):
         out += _placeholder_problems(prompt, file=file)
+        out += _prompt_size_problems(prompt, file=file)
 
     reqs = obj.get("requireBehaviors")
     if isinstance(reqs, list):
@@ -624,6 +690,27 @@ def _placeholder_problems(prompt: str, *, file: str) -> list[Problem]:
             )
         )
     return out
+
+
+def _prompt_size_problems(prompt: str, *, file: str) -> list[Problem]:
+    """A prompt too long for one command-line argument passed validation, then
+    every repeat failed with "Argument list too long" (E2BIG)."""
+    try:
+        size = len(prompt.replace(HTTP_URL_PLACEHOLDER, LONGEST_HTTP_URL).encode("utf-8"))
+    except UnicodeEncodeError:  # a lone surrogate, reported by `_unpassable_problems`
+        return []
+    if size <= MAX_PROMPT_BYTES:
+        return []
+    return [
+        Problem(
+            file,
+            "prompt",
+            f"is {size:,} bytes as UTF-8 (with {HTTP_URL_PLACEHOLDER} filled in); the prompt "
+            f"reaches the agent as one command-line argument, which holds at most "
+            f"{MAX_PROMPT_BYTES:,} bytes here (Linux: 131,072 per argument): shorten it, or "
+            "put the long text in a fixture file and have the prompt point the agent to it",
+        )
+    ]
 
 
 def unpassable_text(text: str, *, nul: bool = True) -> str | None:

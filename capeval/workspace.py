@@ -124,14 +124,16 @@ def check_cases(
     ids: Sequence[str] | None = None,
     *,
     check_tiers: bool = True,
+    tiers: Sequence[str] | None = None,
 ) -> CaseCheck:
     """Load every case (or those in `ids`) and collect every problem; never raises
     for bad cases. Cases come back sorted by id; only valid ones are included.
 
     `check_tiers=False` accepts any tier name: for when the configuration that
-    defines the tiers could not be read.
+    defines the tiers could not be read. `tiers` overrides the configuration's.
     """
-    tiers = tuple(config.tiers) if config is not None else DEFAULT_TIERS
+    if tiers is None:
+        tiers = tuple(config.tiers) if config is not None else DEFAULT_TIERS
     if not check_tiers:
         tiers = ()
     base = cases_dir(root)
@@ -462,7 +464,18 @@ def gather_facts(root: Path, case_dir: Path, obj: Any) -> CaseFacts:
     ):
         grader = case_dir / verify
         grader_state = "ok" if grader.is_file() else "not_file" if grader.exists() else "missing"
-    return CaseFacts(fixture=fixture_state, grader=grader_state, fixture_link=link_problem)
+    crlf = grader_state == "ok" and _has_crlf(case_dir / str(verify))
+    return CaseFacts(
+        fixture=fixture_state, grader=grader_state, fixture_link=link_problem, grader_crlf=crlf
+    )
+
+
+def _has_crlf(path: Path) -> bool:
+    """Whether a grader has a CRLF line ending (one an unreadable file cannot be said to have)."""
+    try:
+        return b"\r\n" in path.read_bytes()
+    except OSError:
+        return False
 
 
 def fixture_entry_problem(fixture: Path) -> str | None:
@@ -561,9 +574,10 @@ def validate_workspace(
     try:
         config = load_config(found, config_path)
     except ProblemsError as exc:
-        # Still check the cases, so one run shows everything; only the tier
-        # rule needs the configuration, so it is the one left out.
-        result = check_cases(found, None, ids, check_tiers=False)
+        # Still check the cases, so one run shows everything, tiers included
+        # when the configuration's `tiers` can be told despite its other problems.
+        tiers = tiers_despite(found, config_path, exc.problems)
+        result = check_cases(found, None, ids, check_tiers=bool(tiers), tiers=tiers)
         result.problems[:0] = exc.problems
         result.problems += trajectory_problems(found, _checked_dirs(found, ids))
         return result
@@ -597,6 +611,50 @@ def validate_workspace(
             if str(p) not in shown and not (not p.field and p.file in whole)
         ]
     return result
+
+
+_TIERS_FIELD = re.compile(r"(?:^|\.)tiers(?:$|[.\[])")
+
+
+def tiers_despite(
+    root: Path, config_path: Path | None, problems: Sequence[Problem]
+) -> tuple[str, ...]:
+    """The tiers cases are checked against when the configuration has problems.
+
+    A typo elsewhere in capeval.toml (`repeat = 1`) hid every case's tier
+    error until it was fixed. The tiers are the file's `tiers` when that key
+    is fine, the defaults when it is absent, and () (no tier check) when the
+    key itself or the whole file is broken: checking against the defaults
+    then would report tiers the author did configure.
+    """
+    from capeval.config import CONFIG_FILE, PYPROJECT
+
+    if any(
+        not p.field or p.field.startswith("--") or _TIERS_FIELD.search(p.field) for p in problems
+    ):
+        return ()
+    if config_path is not None:
+        path = config_path if config_path.is_absolute() else Path.cwd() / config_path
+        pyproject = path.name == PYPROJECT
+    elif (root / CONFIG_FILE).is_file():
+        path, pyproject = root / CONFIG_FILE, False
+    else:
+        path, pyproject = root / PYPROJECT, True
+    try:
+        import tomllib
+
+        table: Any = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return ()
+    if pyproject:
+        tool = table.get("tool")
+        table = tool.get("capeval") if isinstance(tool, dict) else None
+    if not isinstance(table, dict):
+        return ()
+    tiers = table.get("tiers", DEFAULT_TIERS)
+    if isinstance(tiers, list | tuple) and tiers and all(isinstance(t, str) for t in tiers):
+        return tuple(tiers)
+    return ()
 
 
 def _checked_dirs(root: Path, ids: Sequence[str] | None) -> list[Path]:

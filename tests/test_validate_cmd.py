@@ -51,7 +51,7 @@ def test_broken_workspace_prints_every_problem_and_exits_2(broken: Path) -> None
         'evals/capability/cases/delta/case.json: prompt: uses {{HTTP_URL}} but "httpFixture" is not true; '
         'add "httpFixture": true or remove the placeholder',
         "evals/capability/cases/delta/case.json: maxTurns: must be >= 1, got 0; "
-        "expected a positive integer turn budget",
+        "expected a positive integer turn budget (at most 1,000,000)",
         'evals/capability/cases/gamma/case.json: tier: unknown tier "hard"; expected one of: '
         "simple, complex, bait (more tiers can be configured with `tiers` in capeval.toml)",
         'evals/capability/cases/gamma/case.json: bait.metric: unknown metric "netCount"; expected one of: '

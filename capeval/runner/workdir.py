@@ -208,7 +208,9 @@ def _commit(dest: Path, case: FixtureLike) -> None:
     env = git_env()
     for args in (
         ("init", "-q", "--template="),
-        ("add", "-A"),
+        # -f: the fixture's own .gitignore must not leave its files out of the
+        # baseline, or the agent's edits to them never show in `git diff`.
+        ("add", "-A", "-f"),
         ("commit", "-q", "--allow-empty", "--no-verify", "-m", INITIAL_COMMIT_MESSAGE),
     ):
         proc = subprocess.run(
