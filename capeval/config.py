@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import re
 import shlex
 import tomllib
@@ -24,7 +25,7 @@ from typing import Any
 
 from capeval.agents.base import AgentConfig
 from capeval.agents.registry import builtin_agents
-from capeval.case import DEFAULT_TIERS, ID_PATTERN, schema_problems
+from capeval.case import DEFAULT_TIERS, ID_PATTERN, MAX_TURNS, schema_problems
 from capeval.jsonschemas import is_finite_number, strict_validator
 from capeval.problems import UTF8_BOM, Problem, ProblemsError, bom_message
 
@@ -38,6 +39,15 @@ AGENT_TYPES: tuple[str, ...] = ("scripted", "command", "claude-code", "codex", "
 # mid-run with a traceback, and NaN timed every agent out before it started.
 MAX_TIMEOUT_S = 30 * 24 * 3600
 SECONDS_RULE = f"a number of seconds > 0 and at most {MAX_TIMEOUT_S} (30 days)"
+# The most repeats (variants x cases x repeats) one run may plan. A plan holds a
+# job for every repeat before the first starts, and each later costs a row and
+# an artifacts folder; a million is far past any real matrix, yet plans in
+# seconds. Beyond it is a typo (a pasted number, extra zeros). Here, below the
+# runner, so that `repeats` alone past it is a configuration problem too.
+MAX_TOTAL_REPEATS = 1_000_000
+# POSIX's portable names. `A B` or an empty name reached the agent as no
+# variable a shell or program could read, `X=Y` failed every repeat.
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -67,6 +77,18 @@ class Config:
 # --- the schema ---------------------------------------------------------------
 
 _POSITIVE_INT = {"type": "integer", "minimum": 1, "description": "a positive integer"}
+_REPEATS = {
+    **_POSITIVE_INT,
+    "maximum": MAX_TOTAL_REPEATS,
+    "description": f"a positive integer, at most {MAX_TOTAL_REPEATS:,}",
+}
+# The cases' own bound: 2**63 and above passed, and then no result could be
+# queried (the column is a 64-bit integer).
+_TURNS = {
+    **_POSITIVE_INT,
+    "maximum": MAX_TURNS,
+    "description": f"a positive integer, at most {MAX_TURNS:,}",
+}
 _SECONDS = {
     "type": "number",
     "exclusiveMinimum": 0,
@@ -130,7 +152,7 @@ CONFIG_SCHEMA: dict[str, Any] = {
         },
         "provider": _TEXT,
         "model": _TEXT,
-        "repeats": _POSITIVE_INT,
+        "repeats": _REPEATS,
         "concurrency": _POSITIVE_INT,
         "tiers": {
             "type": "array",
@@ -145,7 +167,7 @@ CONFIG_SCHEMA: dict[str, Any] = {
         },
         "baseline": {**_TEXT, "description": "a result file path, relative to the workspace root"},
         "results": {**_TEXT, "description": "a directory path, relative to the workspace root"},
-        "max_turns": _POSITIVE_INT,
+        "max_turns": _TURNS,
         "timeouts": {
             "type": "object",
             "additionalProperties": False,
@@ -183,7 +205,7 @@ def config_problems(table: Any, *, file: str, prefix: str = "") -> list[Problem]
     errors = sorted(
         _validator().iter_errors(table), key=lambda e: [str(p) for p in e.absolute_path]
     )
-    problems = schema_problems(errors, file=file)
+    problems = schema_problems(errors, file=file, schema=CONFIG_SCHEMA)
     if isinstance(table, Mapping):
         problems += _agent_problems(table, file=file)
     if prefix:
@@ -251,7 +273,12 @@ def _agent_problems(table: Mapping[str, Any], *, file: str) -> list[Problem]:
                     )
                 )
             if agent_type == "command":
-                out += _placeholder_problems(name, spec, file=file)
+                near_misses = _placeholder_problems(name, spec, file=file)
+                out += near_misses
+                # `{Prompt}` is reported as the near miss it is, not twice.
+                if not any('"{prompt}"?' in p.message for p in near_misses):
+                    out += _prompt_problems(name, spec, file=file)
+            out += _path_and_env_problems(name, spec, file=file)
             command = spec.get("command")
             if agent_type == "command" and isinstance(command, str):
                 try:
@@ -296,6 +323,74 @@ def _agent_problems(table: Mapping[str, Any], *, file: str) -> list[Problem]:
             )
         )
     return out
+
+
+def _path_and_env_problems(name: str, spec: Mapping[str, Any], *, file: str) -> list[Problem]:
+    """`hook`, `trajectory` and `env` the run would refuse, or that fail every repeat.
+
+    The hook and trajectory rules are the adapters' own, so validate and the
+    run cannot disagree (imported here: the command adapter pulls in runner
+    modules reading a configuration has no use for).
+    """
+    from capeval.agents.command import hook_problem
+    from capeval.agents.scripted import trajectory_problem
+
+    out: list[Problem] = []
+    hook = spec.get("hook")
+    problem = hook_problem(hook) if isinstance(hook, str) and hook else None
+    if problem:
+        out.append(Problem(file, f"agents.{name}.hook", problem))
+    trajectory = spec.get("trajectory")
+    problem = trajectory_problem(trajectory) if isinstance(trajectory, str) and trajectory else None
+    if problem:
+        out.append(Problem(file, f"agents.{name}.trajectory", problem))
+    env = spec.get("env")
+    for key, value in env.items() if isinstance(env, Mapping) else ():
+        if not _ENV_NAME.fullmatch(key):
+            out.append(
+                Problem(
+                    file,
+                    f"agents.{name}.env.{_key(key)}",
+                    f"{key!r} is no environment variable name; use letters, digits and '_', "
+                    "not starting with a digit (e.g. CORBITS_LOG)",
+                )
+            )
+        if isinstance(value, str) and "\0" in value:
+            out.append(
+                Problem(
+                    file,
+                    f"agents.{name}.env.{_key(key)}",
+                    "the value holds a NUL byte (\\u0000), which no environment can carry; "
+                    "remove it",
+                )
+            )
+    return out
+
+
+def _key(key: str) -> str:
+    """A key as TOML writes it in a dotted path: `"A B"` quoted, `PATH` bare."""
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
+
+
+def _prompt_problems(name: str, spec: Mapping[str, Any], *, file: str) -> list[Problem]:
+    """A template without `{prompt}` never hands the agent its task: every repeat
+    ran an agent with nothing to do and was graded as its failure."""
+    command = spec.get("command")
+    if not isinstance(command, str) or not command.strip():
+        return []  # missing or blank: reported as such
+    args = spec.get("args")
+    words = [command, *(args if isinstance(args, list) else [])]
+    if any(isinstance(w, str) and "{prompt}" in w for w in words):
+        return []
+    return [
+        Problem(
+            file,
+            f"agents.{name}.command",
+            "has no {prompt} placeholder, nor do its args: the agent would never get the task; "
+            "{prompt} is the only placeholder that carries it, e.g. "
+            "command = 'myagent --cwd {workdir} {prompt}' or '--prompt={prompt}'",
+        )
+    ]
 
 
 # The placeholders a command template is filled with (capeval.agents.command).

@@ -250,10 +250,18 @@ def test_unknown_top_level_key_suggests_the_right_one(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("line", "field", "words"),
     [
-        ('repeats = "3"', "repeats", 'expected a positive integer, got string "3"'),
+        (
+            'repeats = "3"',
+            "repeats",
+            'expected a positive integer, at most 1,000,000, got string "3"',
+        ),
         ("repeats = 0", "repeats", "must be >= 1, got 0"),
         ("concurrency = 1.5", "concurrency", "expected a positive integer, got number 1.5"),
-        ("max_turns = true", "max_turns", "expected a positive integer, got boolean true"),
+        (
+            "max_turns = true",
+            "max_turns",
+            "expected a positive integer, at most 1,000,000, got boolean true",
+        ),
         ("matrix = 3", "matrix", "expected a list of cells"),
         # An empty matrix silently ran the default agent instead.
         ("matrix = []", "matrix", "must not be empty"),

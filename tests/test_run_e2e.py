@@ -327,7 +327,7 @@ def test_resume_on_a_v3_file_says_which_file_it_needs(tmp_path: Path) -> None:
         ),
         (
             'command = "agent {prompt}"\nhook = "../../evil.sh"',
-            ("agent 'mine'", "must be relative to the workdir"),
+            ("capeval.toml: agents.mine.hook:", "must be relative to the workdir"),
         ),
     ],
 )

@@ -221,9 +221,11 @@ def test_a_plan_over_the_bound_is_refused_from_python(tmp_path: Path) -> None:
 
 
 def test_a_configured_repeats_over_the_bound_names_the_file(tmp_path: Path) -> None:
+    # Each key is within its own bound; the plan (2 cases) is not.
     write_case(tmp_path, "alpha")
-    (tmp_path / "capeval.toml").write_text(f"repeats = {MAX_TOTAL_REPEATS + 1}\n")
-    with pytest.raises(RunError, match=r"^capeval\.toml: repeats = 1000001: "):
+    write_case(tmp_path, "beta")
+    (tmp_path / "capeval.toml").write_text(f"repeats = {MAX_TOTAL_REPEATS // 2 + 1}\n")
+    with pytest.raises(RunError, match=r"^capeval\.toml: repeats = 500001: .* = 1000002 repeats"):
         plan_run(RunOptions(root=tmp_path, jsonl=tmp_path / "r.jsonl", dry_run=True))
 
 

@@ -132,14 +132,28 @@ def hook_script(destination: Path) -> str:
     )
 
 
-def hook_path(workdir: Path, configured: str | None) -> Path:
-    rel = PurePosixPath(configured or DEFAULT_HOOK)
-    if rel.is_absolute() or ".." in rel.parts:
-        raise CommandTemplateError(
-            f"hook path {str(rel)!r} must be relative to the workdir and stay inside it: "
-            "fix `hook` in the [agents.NAME] table"
+def hook_problem(configured: str) -> str | None:
+    """Why a configured `hook` path cannot be installed, or None.
+
+    One rule for `capeval validate` and the run: validate said ok and every
+    repeat was then refused (an absolute or `..` path), or failed writing the
+    hook (`.`, the workdir itself; a NUL byte).
+    """
+    rel = PurePosixPath(configured)
+    if "\0" in configured or rel.is_absolute() or ".." in rel.parts or not rel.parts:
+        return (
+            f"hook path {configured!r} must be relative to the workdir and name a file "
+            f"inside it, e.g. {DEFAULT_HOOK!r}"
         )
-    return workdir.joinpath(*rel.parts)
+    return None
+
+
+def hook_path(workdir: Path, configured: str | None) -> Path:
+    rel = configured or DEFAULT_HOOK
+    problem = hook_problem(rel)
+    if problem:
+        raise CommandTemplateError(f"{problem}: fix `hook` in the [agents.NAME] table")
+    return workdir.joinpath(*PurePosixPath(rel).parts)
 
 
 def install_hook(workdir: Path, configured: str | None, destination: Path) -> Path:

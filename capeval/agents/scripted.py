@@ -34,6 +34,20 @@ PREVIEW_CHARS = 300
 _HIDDEN_ENV = ("EVAL_HTTP_TOKEN",)
 
 
+def trajectory_problem(name: str) -> str | None:
+    """Why `name` cannot be a trajectory name, or None.
+
+    The name becomes `trajectories/<name>.json`: `../../x` played
+    `cases/x.json`, a file outside the trajectories the case ships.
+    """
+    if not name or any(ch in name for ch in "/\\\0") or name in (".", ".."):
+        return (
+            f"trajectory name {name!r} must be a file name in the case's trajectories/ "
+            "folder without .json (no '/', '\\' or '..'), e.g. oracle"
+        )
+    return None
+
+
 class ScriptedAdapter:
     """Adapter for `type = "scripted"` agents."""
 
@@ -51,6 +65,9 @@ class ScriptedAdapter:
 
         name = self.trajectory_name(request)
         session = str(uuid.uuid4())
+        problem = trajectory_problem(name)
+        if problem:
+            return self._failed(request, session, f"scripted agent: {problem}")
         path = request.case_dir / "trajectories" / f"{name}.json"
         try:
             load_trajectory(path, name=name, file=_label(path))

@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 import click
 
+from capeval.case import MAX_TURNS
 from capeval.commands.common import config_option, fail, root_option, shown_path
 from capeval.problems import ProblemsError
 
@@ -110,7 +111,8 @@ def _result_file_warnings_as_lines() -> Iterator[None]:
 )
 @click.option(
     "--max-turns",
-    type=click.IntRange(min=1),
+    # The bound maxTurns has in a case file: past 2^63 no result could be queried.
+    type=click.IntRange(min=1, max=MAX_TURNS),
     help="Turn budget for every case (overrides maxTurns).",
 )
 @click.option(

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from capeval import __version__
 from capeval.agents.base import Adapter, AgentConfig
 from capeval.case import Case
+from capeval.config import MAX_TOTAL_REPEATS
 from capeval.results.errors import ResultFileError
 from capeval.row import Row, triple
 from capeval.runner import process, reaper
@@ -61,12 +62,6 @@ if TYPE_CHECKING:
 
 DEFAULT_AGENT = "scripted"
 DEFAULT_SCRIPTED_MODEL = "oracle"
-# The most repeats (variants x cases x repeats) one run may plan. A plan holds a
-# job for every repeat before the first starts, and each later costs a row and
-# an artifacts folder; a million is far past any real matrix (at one second a
-# repeat, eleven days of agents), yet plans in seconds. Beyond it is a typo (a
-# pasted number, extra zeros) that filled memory for minutes before anything ran.
-MAX_TOTAL_REPEATS = 1_000_000
 
 
 class RunError(ValueError):
