@@ -417,3 +417,22 @@ def test_a_new_entity_never_takes_the_id_of_a_seeded_one() -> None:
     assert res.ok and res.entity_id != "act-0001"
     assert cp.state["actionRequests"]["act-0001"]["status"] == "expired"
     assert cp.state["actionRequests"][res.entity_id]["status"] == "pending"
+
+
+@pytest.mark.parametrize(("role", "allowed"), [("engineer", False), ("security", True)])
+def test_a_secret_value_is_read_only_by_the_security_role_even_with_the_claim(
+    role: str, allowed: bool
+) -> None:
+    # No corpus case reaches this rule: without this test, dropping the role
+    # limit left every suite count unchanged.
+    cp = ControlPlane(
+        build_fixture("baseline", run_task="i-0102"),
+        AuthContext(role, frozenset({"secrets:values:read"}), "standard", "i-0102"),
+    )
+    cp.open_run()
+    before = copy.deepcopy(cp.state)
+    result = cp.call("read_secret_value", {})
+    assert result.ok is allowed
+    if not allowed:
+        assert result.error == "actor_role_not_authorized"
+    assert state_diff(before, cp.state) == []  # a read changes nothing either way
