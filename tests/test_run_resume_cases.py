@@ -81,6 +81,26 @@ def test_a_stream_joined_from_two_runs_is_refused(tmp_path: Path) -> None:
     assert "a file of their own" in message
 
 
+def test_rows_another_run_wrote_between_planning_and_running_are_refused(
+    tmp_path: Path,
+) -> None:
+    # The resume reads the stream again under its lock; rows of another run
+    # that landed after planning counted as this run's finished repeats.
+    import json
+
+    stream = _interrupted_run(tmp_path)
+    other = tmp_path / "other.jsonl"
+    execute(RunOptions(root=tmp_path, jsonl=other, repeats=2, handle_signals=False))
+    plan = plan_run(RunOptions(resume=stream, handle_signals=False))
+    assert [j.triple for j in plan.todo] == [("scripted:oracle", "alpha", 1)]
+    foreign = json.loads(other.read_text().splitlines()[1])  # repeat 1, the one to do
+    with stream.open("a") as handle:
+        handle.write(json.dumps(foreign) + "\n")
+    with pytest.raises(RunError, match="it holds rows of 2 runs"):
+        execute(RunOptions(resume=stream, handle_signals=False), plan)
+    assert len(stream.read_text().splitlines()) == 2  # nothing run, nothing written
+
+
 def test_rows_without_a_run_id_do_not_count_as_another_run(tmp_path: Path) -> None:
     import json
 

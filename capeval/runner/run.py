@@ -1095,7 +1095,10 @@ def execute(options: RunOptions, plan: RunPlan | None = None) -> RunOutcome:
             from capeval.results.jsonl import read_jsonl
 
             wanted = {j.triple for j in plan.jobs}
-            plan.done = [r for r in read_jsonl(plan.jsonl_path)[0] if triple(r) in wanted]
+            grown = read_jsonl(plan.jsonl_path)[0]
+            # Rows a new run wrote meanwhile (its --jsonl this stream) are not this run's.
+            _refuse_other_runs(grown, plan.run_id, plan.jsonl_path)
+            plan.done = [r for r in grown if triple(r) in wanted]
             rows[:] = plan.done
             finished = {triple(r) for r in plan.done}
             todo = [j for j in todo if j.triple not in finished]
