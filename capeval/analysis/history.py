@@ -1059,27 +1059,74 @@ def _temp_slice(handle: Any, start: int, end: int, temps: list[str]) -> str:
     return name
 
 
-def _read_sql(files: str = "?", *, in_place: bool = False) -> str:
+def _read_sql(files: str = "?", *, in_place: bool = False, batched: bool = False) -> str:
     """SELECT of table columns from JSON Lines files (`files`: a list parameter or literal).
 
-    Staged files take their facts from `_inputs`; files read in place need no join.
+    Staged files take their facts from `_inputs` (a batch's rows by the input
+    index each line was given, see `_batch`); files read in place need no join.
     """
-    columns = "{" + ", ".join(f"'{k}': '{v}'" for k, v in _RAW_COLUMNS.items()) + "}"
+    raw = {**_RAW_COLUMNS, _BATCH_KEY: "BIGINT"} if batched else _RAW_COLUMNS
+    columns = "{" + ", ".join(f"'{k}': '{v}'" for k, v in raw.items()) + "}"
     source = f"""read_json({files}, format = 'newline_delimited', records = true, filename = true,
                columns = {columns}, maximum_object_size = 67108864) r"""
     if in_place:
         return f"SELECT {_select_sql(_INPLACE_FACTS)}\nFROM {source}"
-    return f"SELECT {_select_sql()}\nFROM {source}\nJOIN _inputs i ON i.readPath = r.filename"
+    join = f'i.idx = r."{_BATCH_KEY}"' if batched else "i.readPath = r.filename"
+    return f"SELECT {_select_sql()}\nFROM {source}\nJOIN _inputs i ON {join}"
+
+
+# DuckDB sets up every column of a read once per file: over 1,500 small run
+# files that was 4 s of a 4.4 s read, against 0.04 s for the same rows in one
+# file. Files under this size are read as one batch file instead, each line
+# tagged with its input's index under a key no row may hold.
+BATCH_MAX_BYTES = 1 << 20
+_BATCH_KEY = "__capevalInput"
+
+
+def _batch(inputs: Sequence[_Input], temps: list[str]) -> tuple[str, list[_Input]] | None:
+    """One temp JSON Lines file holding the small inputs' lines, and those inputs, in order.
+
+    A line that is not an object is copied as it is: DuckDB then refuses the
+    batch and `_diagnose` reads each file on its own, naming file and line.
+    """
+    chosen: list[tuple[_Input, bytes]] = []
+    for item in inputs:
+        try:
+            if os.path.getsize(item.read_path) >= BATCH_MAX_BYTES:
+                continue
+            data = Path(item.read_path).read_bytes()
+        except OSError:
+            continue  # read on its own, where the error is named
+        if _BATCH_KEY.lower().encode() in data.lower():
+            continue
+        chosen.append((item, data))
+    if len(chosen) < 2:
+        return None
+    fd, name = tempfile.mkstemp(prefix="capeval-history-batch-", suffix=".jsonl")
+    temps.append(name)
+    with os.fdopen(fd, "wb") as out:
+        for index, (_, data) in enumerate(chosen):
+            tag = b'{"' + _BATCH_KEY.encode() + b'":' + str(index).encode()
+            for line in data.split(b"\n"):
+                body = line.lstrip(b" \t\r")
+                if body.startswith(b"{"):
+                    rest = body[1:]
+                    empty = rest.lstrip(b" \t\r").startswith(b"}")
+                    line = tag + (b"" if empty else b",") + rest
+                out.write(line + b"\n")
+    return name, [item for item, _ in chosen]
 
 
 def _stage(con: duckdb.DuckDBPyConnection, inputs: Sequence[_Input]) -> None:
     """The per-file facts of `inputs` as the temp table `_inputs` (one statement)."""
     con.execute(
-        "CREATE OR REPLACE TEMP TABLE _inputs AS SELECT unnest(?) AS readPath, "
+        "CREATE OR REPLACE TEMP TABLE _inputs AS SELECT CAST(unnest(?) AS BIGINT) AS idx, "
+        "unnest(?) AS readPath, "
         "unnest(?) AS source, unnest(?) AS format, unnest(?) AS stem, "
         "CAST(unnest(?) AS VARCHAR) AS headerStartedAt, "
         "CAST(unnest(?) AS VARCHAR) AS headerFinishedAt",
         [
+            list(range(len(inputs))),
             [i.read_path for i in inputs],
             [i.source for i in inputs],
             [i.format for i in inputs],
@@ -1095,9 +1142,25 @@ def _insert(
 ) -> int:
     if not inputs:
         return 0
-    _stage(con, inputs)
     before = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # type: ignore[index]
-    con.execute(f"INSERT INTO {table} BY NAME " + _read_sql(), [[i.read_path for i in inputs]])
+    temps: list[str] = []
+    try:
+        batch = _batch(inputs, temps)
+        rest = list(inputs)
+        if batch is not None:
+            name, batched = batch
+            _stage(con, batched)
+            con.execute(f"INSERT INTO {table} BY NAME " + _read_sql(batched=True), [[name]])
+            taken = {id(i) for i in batched}
+            rest = [i for i in inputs if id(i) not in taken]
+        if rest:
+            _stage(con, rest)
+            con.execute(
+                f"INSERT INTO {table} BY NAME " + _read_sql(), [[i.read_path for i in rest]]
+            )
+    finally:
+        for name in temps:
+            Path(name).unlink(missing_ok=True)
     after = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # type: ignore[index]
     return int(after - before)
 
