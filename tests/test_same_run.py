@@ -107,3 +107,44 @@ def test_the_gates_fast_path_warns_about_a_copy_of_a_v3_file(
     ]
     assert {c.repeats for c in cells.values()} == {6}
     assert fastload.load_sides([[first, second]], fast=False)[1] == warnings
+
+
+def _rows_of(run: str, repeats: range) -> list[str]:
+    return [
+        json.dumps(
+            {"resultKey": "v::a", "id": "a", "variantId": "v", "passed": r % 2 == 0,
+             "repeat": r, "runId": run}
+        )
+        for r in repeats
+    ]  # fmt: skip
+
+
+def test_both_readers_name_repeats_a_pooled_file_holds_after_another_run(tmp_path: Path) -> None:
+    # `all.jsonl` holds run r1, then run r2; `r2.jsonl` holds r2 again. The
+    # fast path compared first rows only: r1 and r2 differ, so r2's repeats
+    # were counted twice without a word (the reference reader warned).
+    both = tmp_path / "all.jsonl"
+    both.write_text("\n".join(_rows_of("r1", range(2)) + _rows_of("r2", range(2))) + "\n")
+    again = tmp_path / "r2.jsonl"
+    again.write_text("\n".join(_rows_of("r2", range(2))) + "\n")
+    expected = [
+        f"{again} holds 2 repeat(s) that {both} holds too (same run, cell and repeat); both "
+        "are counted: pass one file per run (its .jsonl or its v3 export)"
+    ]
+    fastload._load_duckdb([[both, again]], with_values=False, headline=False)  # no fallback
+    for fast in (True, False):
+        (cells,), warnings = fastload.load_sides([[both, again]], fast=fast)
+        assert warnings == expected, fast
+        assert cells["v::a"].repeats == 6
+
+
+def test_two_parts_of_one_run_with_different_repeats_are_no_double_count(tmp_path: Path) -> None:
+    # Same run id first in both files, no repeat in common: the fast path
+    # warned "its repeats are counted twice", which was false.
+    first, second = tmp_path / "part1.jsonl", tmp_path / "part2.jsonl"
+    first.write_text("\n".join(_rows_of("r9", range(0, 2))) + "\n")
+    second.write_text("\n".join(_rows_of("r9", range(2, 4))) + "\n")
+    for fast in (True, False):
+        (cells,), warnings = fastload.load_sides([[first, second]], fast=fast)
+        assert warnings == [], fast
+        assert cells["v::a"].repeats == 4

@@ -95,12 +95,17 @@ def load_sides(
         [Path(p) for p in distinct_files(paths, on_warning=warnings.append)] for paths in sides
     ]
     if fast:
+        shared: list[str] = []
         try:
-            cells = _load_duckdb(sides, with_values=with_values, headline=headline)
+            cells = _load_duckdb(sides, with_values=with_values, headline=headline, shared=shared)
         except FastPathUnavailable:
             pass
         else:
-            return cells, warnings + [w for paths in sides for w in same_run_warnings(paths)]
+            # The reference's two checks: repeats two files hold (by run id,
+            # counted exactly in DuckDB), then files told apart only by header.
+            return cells, warnings + shared + [
+                w for paths in sides for w in same_run_warnings(paths, run_ids=False)
+            ]
     out = [cells_from_rows(_read_rows(paths, warnings), keep_values=with_values) for paths in sides]
     # `read_many` reports the repeats files share by run id; copies of a v3
     # file whose rows name no run it cannot tell apart, their headers can.
@@ -325,8 +330,13 @@ def _single_pair(r: dict[str, Any]) -> tuple[str | None, str | None] | None:
 
 
 def _load_duckdb(
-    sides: Sequence[Sequence[Path]], *, with_values: bool, headline: bool
+    sides: Sequence[Sequence[Path]],
+    *,
+    with_values: bool,
+    headline: bool,
+    shared: list[str] | None = None,
 ) -> list[dict[str, Cell]]:
+    """Cells per side; `shared` gets what `read_many` says of repeats two files hold."""
     duckdb = engine.engine()
     sources = [[_probe(Path(p)) for p in paths] for paths in sides]
     temps: list[str] = []
@@ -367,6 +377,8 @@ def _load_duckdb(
                     resolved[(side, key)] = tuple(
                         sorted(((p, m) for p, m in pairs), key=lambda x: (x[0] or "", x[1] or ""))
                     )
+            if shared is not None:
+                shared += _shared_repeats(con, sources, sliced)
         except duckdb.Error as exc:
             raise FastPathUnavailable(str(exc)) from exc
         finally:
@@ -410,6 +422,46 @@ def _load_duckdb(
             values=cell_values,
         )
     return [dict(sorted(side.items())) for side in out]
+
+
+def _shared_repeats(
+    con: Any, sources: Sequence[Sequence[_Source]], sliced: dict[_Source, str]
+) -> list[str]:
+    """Repeats (run, cell, repeat) a side's file holds that an earlier file of it holds too.
+
+    `read_many`'s rule, counted by DuckDB: a run's stream pooled with a file
+    that holds it after another run was counted twice without a word when
+    only the files' first rows were compared. One file per side costs nothing.
+    """
+    from capeval.results.overlap import shared_repeats_warning
+
+    out: list[str] = []
+    columns = "{'runId': 'JSON', 'resultKey': 'VARCHAR', 'repeat': 'JSON'}"
+    for side in sources:
+        if len(side) < 2:
+            continue
+        reads = [_literal_path(s.path if s.fmt == "jsonl" else Path(sliced[s])) for s in side]
+        selects = [
+            f'SELECT filename, runId::VARCHAR AS run, resultKey AS cell, "repeat"::VARCHAR AS rep '
+            f"FROM read_json([{', '.join(_sql_str(r) for r, s in zip(reads, side, strict=True) if s.fmt == fmt)}], "
+            f"columns={columns}, format='{json_fmt}', records=true, auto_detect=false, "
+            "filename=true, maximum_object_size=16777216)"
+            for fmt, json_fmt in (("jsonl", "newline_delimited"), ("v3", "array"))
+            if any(s.fmt == fmt for s in side)
+        ]
+        order = ", ".join(f"({_sql_str(r)}, {i})" for i, r in enumerate(reads))
+        query = (
+            "WITH k AS (SELECT DISTINCT o.idx, run, cell, rep "
+            f"FROM ({' UNION ALL '.join(selects)}) r "
+            f"JOIN (VALUES {order}) o(name, idx) ON o.name = r.filename "
+            "WHERE run IS NOT NULL AND run <> 'null' AND rep IS NOT NULL AND rep <> 'null'), "
+            "m AS (SELECT run, cell, rep, min(idx) AS first FROM k GROUP BY ALL) "
+            "SELECT k.idx, m.first, count(*) FROM k JOIN m USING (run, cell, rep) "
+            "WHERE k.idx <> m.first GROUP BY ALL ORDER BY 1, 2"
+        )
+        for idx, first, count in con.execute(query).fetchall():
+            out.append(shared_repeats_warning(side[idx].path, count, side[first].path))
+    return out
 
 
 def _literal_path(path: Path) -> str:

@@ -41,7 +41,7 @@ from capeval.behaviors import backfill_legacy
 from capeval.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME
 from capeval.results.jsonl import first_line_is_row
 from capeval.results.load import read_rows
-from capeval.results.overlap import distinct_files, v3_header
+from capeval.results.overlap import distinct_files, shared_repeats_warning, v3_header
 
 if TYPE_CHECKING:
     import polars as pl
@@ -471,8 +471,7 @@ def _shared_repeats(
         .collect()
     )
     return [
-        f"{paths[file]} holds {count} repeat(s) that {paths[first]} holds too (same run, cell "
-        "and repeat); both are counted: pass one file per run (its .jsonl or its v3 export)"
+        shared_repeats_warning(paths[file], count, paths[first])
         for file, first, count in keys.iter_rows()
     ]
 

@@ -22,7 +22,7 @@ from capeval.results.errors import (
     warn_passed_over,
 )
 from capeval.results.jsonl import parse_jsonl
-from capeval.results.overlap import distinct_files
+from capeval.results.overlap import distinct_files, shared_repeats_warning
 from capeval.results.v3 import parse_v3
 
 __all__ = ["ResultFileError", "detect_format", "read_many", "read_rows"]
@@ -167,10 +167,7 @@ def read_many(
         }
         shared = Counter(seen[k] for k in keys if seen.get(k, str(path)) != str(path))
         for other, count in shared.items():
-            (on_warning or _default_warn)(
-                f"{path} holds {count} repeat(s) that {other} holds too (same run, cell and "
-                "repeat); both are counted: pass one file per run (its .jsonl or its v3 export)"
-            )
+            (on_warning or _default_warn)(shared_repeats_warning(path, count, other))
         for key in keys:
             seen.setdefault(key, str(path))
         out.extend(rows)

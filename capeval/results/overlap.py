@@ -84,6 +84,14 @@ def _run_key(path: str | Path) -> tuple[str, str] | None:
     return ("started", started) if isinstance(started, str) and started else None
 
 
+def shared_repeats_warning(path: str | Path, count: int, other: str | Path) -> str:
+    """What every reader says of repeats a file holds that an earlier file holds too."""
+    return (
+        f"{path} holds {count} repeat(s) that {other} holds too (same run, cell and "
+        "repeat); both are counted: pass one file per run (its .jsonl or its v3 export)"
+    )
+
+
 def same_run_warnings(paths: Sequence[str | Path], *, run_ids: bool = True) -> list[str]:
     """One warning per pair of files whose first rows belong to the same run.
 
