@@ -15,12 +15,13 @@ boolean case id, a non-string provider or model, and a legacy
 toolCallsByName count that is not an integer are read as values here, where
 the reference reader refuses the row or reads them as unknown; fields the
 gate does not read (repeat, tokenUsage, and the report-only tier, title and
-durations) are not checked. DuckDB's parser also accepts, with no option to
-refuse them, trailing commas inside a row and values Python will not hold
-(integers past 4300 digits, nesting past its recursion limit), which the
-reference reader refuses. No writer produces any of these. Duplicate repeats
+durations) are not checked, and a cell's report-only tier and title are any
+row's non-null value here, the first row's (null when not a string) there.
+DuckDB's parser also accepts, with no option to refuse them, trailing commas
+inside a row and values Python will not hold (integers past 4300 digits,
+nesting past its recursion limit), which the reference reader refuses. No writer produces any of these. Duplicate repeats
 in one file are counted by both paths but only the reference reader warns
-about them.
+about them; repeats two files of one side share are counted exactly by both.
 
 A v3 file is one JSON object, which DuckDB would have to hold whole in
 memory. Instead its top-level keys are walked up to `"cases": [`, and the byte
