@@ -555,29 +555,48 @@ def load_config(root: Path, explicit: Path | None = None) -> Config:
 
     Raises ProblemsError naming the file and every bad key.
     """
+    found = _config_file(root, explicit)
+    if found is None:
+        return Config.defaults(root)
+    path, pyproject = found
+    if explicit is not None and not path.is_file():
+        raise ProblemsError(
+            [
+                Problem(
+                    str(explicit), "--config", "no such file; pass a capeval.toml or pyproject.toml"
+                )
+            ]
+        )
+    table = _read_table(
+        root, path, pyproject=pyproject, required=explicit is not None or not pyproject
+    )
+    if table is None:
+        return Config.defaults(root)
+    name = _rel(path, root)
+    prefix = "tool.capeval" if pyproject else ""
+    return config_from_table(table, root=root, source=path, file=name, prefix=prefix)
+
+
+def _config_file(root: Path, explicit: Path | None) -> tuple[Path, bool] | None:
+    """The file that configures the workspace, and whether it is a pyproject.toml;
+    None when no file does (the defaults apply)."""
     if explicit is not None:
         path = explicit if explicit.is_absolute() else Path.cwd() / explicit
-        if not path.is_file():
-            raise ProblemsError(
-                [
-                    Problem(
-                        str(explicit),
-                        "--config",
-                        "no such file; pass a capeval.toml or pyproject.toml",
-                    )
-                ]
-            )
-        return _load_file(root, path, pyproject=path.name == PYPROJECT, required=True)
+        return path, path.name == PYPROJECT
     own = root / CONFIG_FILE
     if own.is_file():
-        return _load_file(root, own, pyproject=False, required=True)
+        return own, False
     pyproject = root / PYPROJECT
     if pyproject.is_file():
-        return _load_file(root, pyproject, pyproject=True, required=False)
-    return Config.defaults(root)
+        return pyproject, True
+    return None
 
 
-def _load_file(root: Path, path: Path, *, pyproject: bool, required: bool) -> Config:
+def _read_table(
+    root: Path, path: Path, *, pyproject: bool, required: bool
+) -> Mapping[str, Any] | None:
+    """The configuration table `path` holds; None for a pyproject.toml without
+    [tool.capeval] that did not have to hold one. Raises ProblemsError."""
     name = _rel(path, root)
     try:
         with path.open("rb") as fh:
@@ -599,22 +618,51 @@ def _load_file(root: Path, path: Path, *, pyproject: bool, required: bool) -> Co
     except OSError as exc:
         raise ProblemsError([Problem(name, "", f"cannot be read: {exc.strerror}")]) from exc
     if not pyproject:
-        return config_from_table(data, root=root, source=path, file=name)
+        return data
     tool = data.get("tool", {})
     table = tool.get("capeval") if isinstance(tool, Mapping) else None
-    if table is None:
-        if required:
-            raise ProblemsError(
-                [
-                    Problem(
-                        name,
-                        "tool.capeval",
-                        "missing; add a [tool.capeval] table or pass a capeval.toml",
-                    )
-                ]
-            )
-        return Config.defaults(root)
-    return config_from_table(table, root=root, source=path, file=name, prefix="tool.capeval")
+    if table is None and required:
+        raise ProblemsError(
+            [
+                Problem(
+                    name,
+                    "tool.capeval",
+                    "missing; add a [tool.capeval] table or pass a capeval.toml",
+                )
+            ]
+        )
+    return table
+
+
+_TIERS_FIELD = re.compile(r"(?:^|\.)tiers(?:$|[.\[])")
+
+
+def tiers_despite(
+    root: Path, explicit: Path | None, problems: Sequence[Problem]
+) -> tuple[str, ...]:
+    """The tiers cases are checked against when the configuration has `problems`.
+
+    A typo elsewhere in capeval.toml (`repeat = 1`) hid every case's tier
+    error until it was fixed. The tiers are the file's `tiers` when that key
+    is fine, the defaults when it is absent, and () (no tier check) when the
+    key itself or the whole file is broken: checking against the defaults
+    then would report tiers the author did configure.
+    """
+    if any(
+        not p.field or p.field.startswith("--") or _TIERS_FIELD.search(p.field) for p in problems
+    ):
+        return ()
+    found = _config_file(root, explicit)
+    try:
+        table = _read_table(root, found[0], pyproject=found[1], required=False) if found else None
+    except ProblemsError:
+        return ()
+    if not isinstance(table, Mapping):
+        return ()
+    tiers = table.get("tiers", DEFAULT_TIERS)
+    if isinstance(tiers, list | tuple) and tiers and all(isinstance(t, str) for t in tiers):
+        return tuple(tiers)
+    return ()
 
 
 def _rel(path: Path, root: Path) -> str:

@@ -565,7 +565,7 @@ def validate_workspace(
     """Everything `capeval validate` checks, as data: root, configuration, cases
     and optionally grader honesty. Never raises for bad input.
     """
-    from capeval.config import load_config
+    from capeval.config import load_config, tiers_despite
 
     try:
         found = find_root(start=start, explicit=root)
@@ -611,50 +611,6 @@ def validate_workspace(
             if str(p) not in shown and not (not p.field and p.file in whole)
         ]
     return result
-
-
-_TIERS_FIELD = re.compile(r"(?:^|\.)tiers(?:$|[.\[])")
-
-
-def tiers_despite(
-    root: Path, config_path: Path | None, problems: Sequence[Problem]
-) -> tuple[str, ...]:
-    """The tiers cases are checked against when the configuration has problems.
-
-    A typo elsewhere in capeval.toml (`repeat = 1`) hid every case's tier
-    error until it was fixed. The tiers are the file's `tiers` when that key
-    is fine, the defaults when it is absent, and () (no tier check) when the
-    key itself or the whole file is broken: checking against the defaults
-    then would report tiers the author did configure.
-    """
-    from capeval.config import CONFIG_FILE, PYPROJECT
-
-    if any(
-        not p.field or p.field.startswith("--") or _TIERS_FIELD.search(p.field) for p in problems
-    ):
-        return ()
-    if config_path is not None:
-        path = config_path if config_path.is_absolute() else Path.cwd() / config_path
-        pyproject = path.name == PYPROJECT
-    elif (root / CONFIG_FILE).is_file():
-        path, pyproject = root / CONFIG_FILE, False
-    else:
-        path, pyproject = root / PYPROJECT, True
-    try:
-        import tomllib
-
-        table: Any = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return ()
-    if pyproject:
-        tool = table.get("tool")
-        table = tool.get("capeval") if isinstance(tool, dict) else None
-    if not isinstance(table, dict):
-        return ()
-    tiers = table.get("tiers", DEFAULT_TIERS)
-    if isinstance(tiers, list | tuple) and tiers and all(isinstance(t, str) for t in tiers):
-        return tuple(tiers)
-    return ()
 
 
 def _checked_dirs(root: Path, ids: Sequence[str] | None) -> list[Path]:
