@@ -22,11 +22,6 @@ from capeval.case import MAX_TURNS
 from capeval.commands.common import config_option, fail, root_option, shown_path
 from capeval.problems import ProblemsError
 
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
 # What `--baseline` given alone stands for: the configuration's baseline.
 CONFIGURED_BASELINE = "<configured baseline>"
 
@@ -218,7 +213,7 @@ def run(
     """Run cases against agents; one JSON Lines row per repeat, as each ends."""
     from capeval.results.errors import ResultFileError
     from capeval.runner.progress import ProgressPrinter, cell_summaries, format_table
-    from capeval.runner.run import RunError, RunOptions, execute, plan_run
+    from capeval.runner.run import RunError, RunOptions, counted, execute, plan_run
 
     if resume is not None and jsonl is not None and resume != jsonl:
         _fail("--resume appends to its own stream; drop --jsonl")
@@ -293,8 +288,8 @@ def run(
             return
         todo = plan.todo
         click.echo(
-            f"plan: {_n(len(plan.variants), 'variant')} x {_n(len(plan.cases), 'case')} x "
-            f"{_n(plan.repeats, 'repeat')} = {_n(len(plan.jobs), 'repeat')} "
+            f"plan: {counted(len(plan.variants), 'variant')} x {counted(len(plan.cases), 'case')} x "
+            f"{counted(plan.repeats, 'repeat')} = {counted(len(plan.jobs), 'repeat')} "
             f"({len(todo)} to run, concurrency {plan.concurrency})"
         )
         for v in plan.variants:

@@ -231,6 +231,10 @@ class Taken:
     run_id: str | None  # None: no run recorded itself (an older capeval, or by hand)
     rows: Path | None  # that run's row stream, when it recorded one
 
+    def of_stream(self, rows: Path) -> bool:
+        """Whether the other run wrote the row stream `rows`."""
+        return self.rows is not None and self.rows.resolve() == Path(rows).resolve()
+
 
 class ArtifactsTaken(Exception):
     """Some folder the run would write holds, or awaits, another run's evidence."""
@@ -336,8 +340,7 @@ def claim_cells(
                     taken.append(Taken(folder, None, None))
             elif claim.get("runId") != run_id:
                 other = _taken(folder, claim)
-                same = other.rows is not None and other.rows.resolve() == Path(rows).resolve()
-                if stream_locked and same and not _holds_evidence(folder):
+                if stream_locked and other.of_stream(rows) and not _holds_evidence(folder):
                     adopted.append(folder)
                 else:
                     taken.append(other)

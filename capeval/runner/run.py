@@ -269,8 +269,8 @@ def plan_run(options: RunOptions) -> RunPlan:
             else f"{_config_key(config, root, 'repeats')} = {repeats}"
         )
         raise RunError(
-            f"{where}: {_count(len(variants), 'variant')} x {_count(len(cases), 'case')} x "
-            f"{_count(repeats, 'repeat')} = {total} repeats, more than the "
+            f"{where}: {counted(len(variants), 'variant')} x {counted(len(cases), 'case')} x "
+            f"{counted(repeats, 'repeat')} = {total} repeats, more than the "
             f"{MAX_TOTAL_REPEATS:,} one run may plan; pass a smaller --repeats (or fewer "
             "cases or variants)"
         )
@@ -343,7 +343,7 @@ def plan_run(options: RunOptions) -> RunPlan:
         taken = [
             t
             for t in taken_by_others(artifacts_dir, _cells(plan.todo), run_id)
-            if not _same_stream(t, jsonl)
+            if not t.of_stream(jsonl)
         ]
         if taken:
             raise RunError(_taken_message(taken, options, artifacts_dir, jsonl))
@@ -355,7 +355,8 @@ def plan_run(options: RunOptions) -> RunPlan:
     return plan
 
 
-def _count(n: int, noun: str) -> str:
+def counted(n: int, noun: str) -> str:
+    """`1 case`, `2 cases`: how the runner and its command count things."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
@@ -383,7 +384,7 @@ def _taken_message(
     def whose(t: Taken) -> str:
         if t.run_id is None:
             return f"{t.folder} already holds another run's evidence"
-        if _same_stream(t, jsonl):
+        if t.of_stream(jsonl):
             return (
                 f"{t.folder} holds the evidence of run {t.run_id}, an earlier run on "
                 f"{jsonl} whose rows are no longer there (moved or deleted)"
@@ -399,10 +400,6 @@ def _taken_message(
         "other run's rows pointing at it: pass another --artifacts folder (or "
         f"--no-artifacts), or remove the old evidence (rm -r {folders}); nothing was run"
     )
-
-
-def _same_stream(taken: Taken, jsonl: Path) -> bool:
-    return taken.rows is not None and taken.rows.resolve() == jsonl.resolve()
 
 
 def _missing_binaries(agents: dict[str, AgentConfig]) -> str | None:
