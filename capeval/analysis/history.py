@@ -84,11 +84,6 @@ _HASH_CHUNK = 1 << 20
 UTC_OFFSET_PATTERN = r"(?:[zZ]|[+-][0-9]{2}(?::?[0-9]{2})?)$"
 
 
-# How DuckDB reads a result row (JSON Lines); fields not named here are ignored.
-# Typed fields are read as JSON and checked in `_select_sql`: a typed column
-# would read "1" and 1.5 as repeats 1 and 2, 7 as the case id "7", "3" or
-# true as a metric's 3 and 1, 7.5 turns as 8 and "false" as false, where the
-# reference reader (`capeval.results.rowcheck`) and `load_frame` refuse them.
 # The typed fields of a row and their kinds, as `load_frame` types its
 # columns (`capeval.analysis.columns`); `passed` and `repeat` have checks of
 # their own below, whose errors say what the value means.
@@ -100,6 +95,11 @@ TYPED_FIELDS: dict[str, str] = {
 # What a value of each kind must be, in load_frame's words.
 _RIGHT = {INT: "an integer", FLOAT: "a number", BOOL: "true or false"}
 
+# How DuckDB reads a result row (JSON Lines); fields not named here are ignored.
+# Typed fields are read as JSON and checked in `_select_sql`: a typed column
+# would read "1" and 1.5 as repeats 1 and 2, 7 as the case id "7", "3" or
+# true as a metric's 3 and 1, 7.5 turns as 8 and "false" as false, where the
+# reference reader (`capeval.results.rowcheck`) and `load_frame` refuse them.
 _RAW_COLUMNS: dict[str, str] = {
     "resultKey": "VARCHAR",
     "id": "JSON",
@@ -356,9 +356,7 @@ def _select_sql(facts: dict[str, str] = _STAGED_FACTS) -> str:
             # What every other reader refuses must not become a pass rate here.
             plain.append(
                 "CASE r.passed::VARCHAR WHEN 'true' THEN true WHEN 'false' THEN false ELSE "
-                f"error(concat({facts['source']}, ': field ''passed'' must be true or false, "
-                "found ', coalesce(r.passed::VARCHAR, 'nothing'), ' (case ', "
-                "coalesce(CAST(r.id AS VARCHAR), '?'), ')')) END AS passed"
+                f"{_refuse(facts['source'], 'passed', 'true or false', 'r.passed')} END AS passed"
             )
         elif column == "resultKey":
             plain.append(
