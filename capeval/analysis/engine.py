@@ -14,6 +14,7 @@ Standard library only at import time: the launcher imports this before click.
 from __future__ import annotations
 
 import atexit
+import signal
 import threading
 from typing import Any
 
@@ -30,6 +31,12 @@ def engine() -> Any:
     uses. The engine (`_duckdb`) has `connect` and `Error` itself; should a
     DuckDB release lay it out differently, the public module is used instead.
     """
+    thread = _started
+    if thread is not None and thread is not threading.current_thread():
+        # Let the early start finish first, as `connect` does: the main thread
+        # then waits in Python (where a Ctrl-C is a plain KeyboardInterrupt)
+        # rather than inside DuckDB's import, running on the other thread.
+        thread.join()
     module: Any
     try:
         import _duckdb as module
@@ -41,6 +48,13 @@ def engine() -> Any:
 
 
 def _open_early() -> None:
+    # Process-directed signals may go to any thread that does not block them.
+    # One taken by this thread or DuckDB's (in C++, GIL released) would leave
+    # the main thread blocked in a read only its own EINTR ends (`capeval gate
+    # --candidate <fifo>` hung on Ctrl-C, now and then, in the test suite).
+    # Blocked here and in the threads DuckDB starts from here (they inherit
+    # the mask), SIGINT and SIGTERM reach the main thread and its handlers.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         con = engine().connect()
     except Exception:  # `connect()` below tries again, and reports what fails then
