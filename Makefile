@@ -12,11 +12,14 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+# The native reader is compiled on install: its sources count as the project's.
+NATIVE := hatch_build.py capeval/analysis/native/jsonl_cells.cpp
+
+$(VENV)/.installed: pyproject.toml $(NATIVE) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-dev: pyproject.toml $(NATIVE) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(VENV)/.installed $@
 
@@ -31,9 +34,9 @@ test: install-dev
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: install-dev
-	$(BIN)/ruff check capeval tests benchmarks scripts notebooks
-	$(BIN)/ruff format --check capeval tests benchmarks scripts notebooks
-	$(BIN)/mypy capeval
+	$(BIN)/ruff check capeval tests benchmarks scripts notebooks hatch_build.py
+	$(BIN)/ruff format --check capeval tests benchmarks scripts notebooks hatch_build.py
+	$(BIN)/mypy capeval hatch_build.py
 
 bench: install-dev
 	$(BIN)/python benchmarks/runner.py

@@ -43,15 +43,15 @@ metric_value = st.one_of(
 
 
 @st.composite
-def behaviors(draw: st.DrawFn) -> dict[str, Any] | None:
+def behaviors(draw: st.DrawFn, legacy: bool = True) -> dict[str, Any] | None:
     if draw(st.integers(0, 5)) == 0:
         return None  # a lost stream: no stats, never zeros
     out: dict[str, Any] = {}
     for metric in METRIC_NAMES:
-        if draw(st.integers(0, 6)) == 0:
+        if draw(st.integers(0, 6)) == 0 and (legacy or metric != "taskToolCallCount"):
             continue  # a metric this writer did not report
         out[metric] = draw(metric_value)
-    if draw(st.booleans()):
+    if legacy and draw(st.booleans()):
         out.pop("taskToolCallCount", None)  # a legacy row: backfilled from toolCallsByName
     out["toolCallsByName"] = draw(
         st.dictionaries(st.sampled_from(["task", "spawn_agent", "read"]), st.integers(0, 3))
@@ -60,7 +60,7 @@ def behaviors(draw: st.DrawFn) -> dict[str, Any] | None:
 
 
 @st.composite
-def result_rows(draw: st.DrawFn) -> list[dict[str, Any]]:
+def result_rows(draw: st.DrawFn, legacy: bool = True) -> list[dict[str, Any]]:
     rows = []
     for repeat in range(draw(st.integers(1, 12))):
         case = draw(st.sampled_from(CASES))
@@ -82,7 +82,7 @@ def result_rows(draw: st.DrawFn) -> list[dict[str, Any]]:
             ),
             "repeat": repeat,
             "runStartedAt": "2026-01-01T00:00:00Z",
-            "behaviors": draw(behaviors()),
+            "behaviors": draw(behaviors(legacy)),
         }
         if case == "web-bait":
             row["bait"] = {"metric": "networkCommandCount", "threshold": 0}

@@ -101,7 +101,10 @@ def test_a_failed_early_start_leaves_connect_to_try_again(
     con.close()
 
 
-def test_the_gate_scans_on_the_early_connection(tmp_path: Path, fresh_engine: None) -> None:
+def test_the_gate_scans_on_the_early_connection(
+    tmp_path: Path, fresh_engine: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CAPEVAL_NATIVE", "0")  # the DuckDB reader (JSONL is the native one's)
     rows = [result_row("a", r) for r in range(3)]
     base, cand = tmp_path / "b.jsonl", tmp_path / "c.jsonl"
     write_jsonl(base, rows)

@@ -55,3 +55,13 @@ def test_an_installed_capeval_lists_its_queries_outside_any_workspace(
     where, names = json.loads(proc.stdout)
     assert Path(where).is_relative_to(target)  # the wheel's copy, not the checkout
     assert names == sorted(p.stem for p in (ROOT / "analysis").glob("*.sql"))
+
+
+def test_the_wheel_carries_the_native_reader_when_it_was_built(wheel: Path) -> None:
+    from capeval.analysis.native_reader import native_reader
+
+    if native_reader() is None and os.environ.get("CAPEVAL_REQUIRE_NATIVE") != "1":
+        pytest.skip("the native reader is not built here (no compiler or no yyjson package)")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert [n for n in names if n.startswith("capeval/analysis/_jsonl_cells.")], names
+    assert "-none-any" not in wheel.name  # a platform wheel: it holds compiled code

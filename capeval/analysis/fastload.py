@@ -1,8 +1,18 @@
-"""Cells straight from result files, aggregated by DuckDB without building rows.
+"""Cells straight from result files, aggregated without building rows.
 
 The gate runs in CI on files of hundreds of thousands of rows; building a
-Python dict per row costs seconds, while DuckDB reads only the columns the
-verdicts need and computes the medians in SQL. This is a fast path only: a
+Python dict per row costs seconds. Two fast readers come first, in order:
+
+- the native reader (`_load_native`; capeval/analysis/native/jsonl_cells.cpp,
+  compiled on install when a compiler is there): JSON Lines only, every line
+  validated in full by yyjson, cells aggregated in the same pass on every
+  core. It is stricter than DuckDB's: any line it does not judge exactly (a
+  legacy row, a numeric string, a duplicated field, rows of one cell that
+  disagree about id or bait) makes it give way, whole, to
+- DuckDB (`_load_duckdb`), which reads only the columns the verdicts need
+  and computes the medians in SQL; what follows is about it.
+
+Both are fast paths only: a
 file DuckDB cannot read exactly (a torn last line, a malformed row, a v3 file
 whose `cases` is not its last key, a pipe, a name DuckDB would expand as a
 glob) is read again by the reference reader
@@ -43,6 +53,7 @@ from typing import Any
 from capeval.analysis import engine
 from capeval.analysis.cells import Cell, cells_from_rows, parse_bait, unread_bait, variant_of
 from capeval.analysis.duckdb_paths import reads_as_pattern
+from capeval.analysis.native_reader import native_reader
 from capeval.metrics import METRIC_NAMES
 from capeval.results.errors import JSON_ERRORS, ResultFileError
 from capeval.results.v3head import read_v3_head
@@ -96,12 +107,12 @@ def load_sides(
         [Path(p) for p in distinct_files(paths, on_warning=warnings.append)] for paths in sides
     ]
     if fast:
-        shared: list[str] = []
-        try:
-            cells = _load_duckdb(sides, with_values=with_values, headline=headline, shared=shared)
-        except FastPathUnavailable:
-            pass
-        else:
+        for reader in (_load_native, _load_duckdb):
+            shared: list[str] = []
+            try:
+                cells = reader(sides, with_values=with_values, headline=headline, shared=shared)
+            except FastPathUnavailable:
+                continue
             # The reference's two checks: repeats two files hold (by run id,
             # counted exactly in DuckDB), then files told apart only by header.
             return cells, warnings + shared + [
@@ -330,6 +341,56 @@ def _single_pair(r: dict[str, Any]) -> tuple[str | None, str | None] | None:
     return (r["pmin"], r["mmin"])
 
 
+def _load_native(
+    sides: Sequence[Sequence[Path]],
+    *,
+    with_values: bool,
+    headline: bool,
+    shared: list[str] | None = None,
+    threads: int = 0,
+    chunk_bytes: int = 0,
+) -> list[dict[str, Cell]]:
+    """Cells per side from the native reader: JSON Lines files only, nothing odd in them.
+
+    It validates every line in full (yyjson, strict JSON) and refuses, rather
+    than reads leniently, anything the DuckDB reader would cast or the
+    reference reader would refuse; the DuckDB reader then takes the files.
+    """
+    native = native_reader()
+    if native is None:
+        raise FastPathUnavailable("the native reader is not built")
+    sources = [[_probe(Path(p)) for p in paths] for paths in sides]
+    if any(s.fmt != "jsonl" for side in sources for s in side):
+        raise FastPathUnavailable("v3 files are the DuckDB reader's")
+    try:
+        records = native.scan(
+            [[str(s.path) for s in side] for side in sources],
+            METRIC_NAMES,
+            "taskToolCallCount",
+            headline=headline,
+            with_values=with_values,
+            threads=threads or len(os.sched_getaffinity(0)),
+            chunk_bytes=chunk_bytes,  # tests cut files into many chunks; 0: by size
+        )
+    except native.Unavailable as exc:
+        raise FastPathUnavailable(str(exc)) from exc
+    resolved: dict[tuple[int, str], tuple[tuple[str | None, str | None], ...]] = {}
+    for r in records:
+        r["baitMax"] = r["bait"]  # the native reader refuses cells whose rows disagree
+        resolved[(r["side"], r["key"])] = tuple(
+            sorted(r["pairs"], key=lambda x: (x[0] or "", x[1] or ""))
+        )
+    if shared is not None and any(len(side) > 1 for side in sources):
+        con = engine.connect()
+        try:
+            shared += _shared_repeats(con, sources, {})
+        except engine.engine().Error as exc:
+            raise FastPathUnavailable(str(exc)) from exc
+        finally:
+            con.close()
+    return _cells_of(records, resolved, len(sides), with_values=with_values)
+
+
 def _load_duckdb(
     sides: Sequence[Sequence[Path]],
     *,
@@ -387,7 +448,18 @@ def _load_duckdb(
     finally:
         for temp in temps:
             os.unlink(temp)
-    out: list[dict[str, Cell]] = [{} for _ in sides]
+    return _cells_of(records, resolved, len(sides), with_values=with_values)
+
+
+def _cells_of(
+    records: Sequence[dict[str, Any]],
+    resolved: dict[tuple[int, str], tuple[tuple[str | None, str | None], ...]],
+    n_sides: int,
+    *,
+    with_values: bool,
+) -> list[dict[str, Cell]]:
+    """`Cell`s from per-cell records, as either fast reader computes them."""
+    out: list[dict[str, Cell]] = [{} for _ in range(n_sides)]
     for r in records:  # bad rows were sent to the reference reader above
         if r["bait"] != r["baitMax"]:
             raise FastPathUnavailable("the cell's rows declare different baits")
