@@ -65,3 +65,25 @@ def test_the_wheel_carries_the_native_reader_when_it_was_built(wheel: Path) -> N
     names = zipfile.ZipFile(wheel).namelist()
     assert [n for n in names if n.startswith("capeval/analysis/_jsonl_cells.")], names
     assert "-none-any" not in wheel.name  # a platform wheel: it holds compiled code
+
+
+def test_a_machine_without_a_compiler_gets_a_reason_not_a_failed_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The hook turns this exception into a warning and builds a pure-Python
+    # wheel; the gate then reads through DuckDB (tests/test_native_reader.py).
+    import sysconfig
+
+    sys.path.insert(0, str(ROOT))
+    try:
+        import hatch_build
+    finally:
+        sys.path.remove(str(ROOT))
+    config = sysconfig.get_config_vars()
+    monkeypatch.setitem(config, "CC", str(tmp_path / "no-cc"))
+    monkeypatch.setitem(config, "CXX", str(tmp_path / "no-cxx"))
+    target = ROOT / f"{hatch_build.MODULE}{config['EXT_SUFFIX']}"
+    before = target.stat().st_mtime_ns if target.exists() else None
+    with pytest.raises(hatch_build.NativeUnavailable, match="no-c"):
+        hatch_build.build(ROOT)
+    assert (target.stat().st_mtime_ns if target.exists() else None) == before  # left alone
