@@ -375,8 +375,7 @@ def _load_native(
     except native.Unavailable as exc:
         raise FastPathUnavailable(str(exc)) from exc
     resolved: dict[tuple[int, str], tuple[tuple[str | None, str | None], ...]] = {}
-    for r in records:
-        r["baitMax"] = r["bait"]  # the native reader refuses cells whose rows disagree
+    for r in records:  # the native reader refuses cells whose rows disagree about bait
         resolved[(r["side"], r["key"])] = tuple(
             sorted(r["pairs"], key=lambda x: (x[0] or "", x[1] or ""))
         )
@@ -428,6 +427,8 @@ def _load_duckdb(
                 # Before anything else reads the cells: a row without a key
                 # groups under None, which the mixed-pair query cannot take.
                 raise FastPathUnavailable("a row the reference reader must explain")
+            if any(r["bait"] != r["baitMax"] for r in records):  # see `baitMax` above
+                raise FastPathUnavailable("the cell's rows declare different baits")
             resolved: dict[tuple[int, str], tuple[tuple[str | None, str | None], ...]] = {}
             for r in records:
                 pair = _single_pair(r)
@@ -461,8 +462,6 @@ def _cells_of(
     """`Cell`s from per-cell records, as either fast reader computes them."""
     out: list[dict[str, Cell]] = [{} for _ in range(n_sides)]
     for r in records:  # bad rows were sent to the reference reader above
-        if r["bait"] != r["baitMax"]:
-            raise FastPathUnavailable("the cell's rows declare different baits")
         key = r["key"]
         variant = variant_of(key, r["id"])
         if variant is None:

@@ -2,8 +2,7 @@
 
 hatch_build.py compiles capeval/analysis/native/jsonl_cells.cpp on install
 when a compiler is there; a pure-Python install reads result files through
-DuckDB instead, with the same verdicts. Standard library only: the launcher
-asks before click imports whether DuckDB will be needed early.
+DuckDB instead, with the same verdicts.
 """
 
 from __future__ import annotations

@@ -55,6 +55,7 @@ PyObject *Unavailable = nullptr;
 
 struct Options {
   std::vector<std::string> metrics;
+  size_t legacy = 0;  // the index of taskToolCallCount in `metrics`
   bool headline = false;
   bool with_values = false;
 };
@@ -416,7 +417,7 @@ class Parser {
     if (r.key == NONE || r.id == NONE) return "a row without resultKey or id";
     if (!(seen_ & F_PASSED)) return "a row without passed";
     // DuckDB's rule for a legacy row; those are the DuckDB path's to read.
-    if (has_behaviors && std::isnan(r.m[legacy_])) return "a row that predates taskToolCallCount";
+    if (has_behaviors && std::isnan(r.m[options_.legacy])) return "a row that predates taskToolCallCount";
     chunk_.add(r, options_);
     return nullptr;
   }
@@ -466,10 +467,6 @@ class Parser {
     return std::string_view(yyjson_get_str(value), yyjson_get_len(value));
   }
 
- public:
-  size_t legacy_ = 0;  // the index of taskToolCallCount in the metrics
-
- private:
   const Options &options_;
   Chunk &chunk_;
   yyjson_alc *alc_;
@@ -480,11 +477,10 @@ class Parser {
 // Read the chunk's lines with pread into `buffer` (reused, so its pages are
 // touched once; a mapped file would count in full toward peak memory) and
 // judge each one; blank lines are skipped, as the reference reader skips them.
-void scan_chunk(const Options &options, size_t legacy, Chunk &chunk, std::vector<char> &buffer,
+void scan_chunk(const Options &options, Chunk &chunk, std::vector<char> &buffer,
                 Failure &failure) {
   constexpr size_t BLOCK = 1 << 20;
   Parser parser(options, chunk);
-  parser.legacy_ = legacy;
   // From the byte before `start`: through its newline is the chunk before's.
   off_t base = chunk.start > 0 ? chunk.start - 1 : 0;  // file offset of buffer[0]
   off_t read_to = base;
@@ -756,6 +752,7 @@ PyObject *scan(PyObject *, PyObject *args, PyObject *kwargs) {
     PyErr_SetString(PyExc_ValueError, "legacy must name one of the metrics");
     return nullptr;
   }
+  options.legacy = legacy;
   std::vector<std::vector<std::string>> sides;
   PyObject *outer = PySequence_Fast(sides_arg, "sides must be a sequence of path lists");
   if (outer == nullptr) return nullptr;
@@ -823,7 +820,7 @@ PyObject *scan(PyObject *, PyObject *args, PyObject *kwargs) {
       try {  // an exception must not leave a thread: that would abort the process
         std::vector<char> buffer;
         for (size_t i = next++; i < chunks.size(); i = next++) {
-          scan_chunk(options, legacy, chunks[i], buffer, failure);
+          scan_chunk(options, chunks[i], buffer, failure);
           if (failure.failed.load()) return;
         }
       } catch (const std::exception &exc) {
