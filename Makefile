@@ -13,7 +13,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # The native reader is compiled on install: its sources count as the project's.
-NATIVE := hatch_build.py capeval/analysis/native/jsonl_cells.cpp
+NATIVE := hatch_build.py $(wildcard capeval/analysis/native/*)
 
 $(VENV)/.installed: pyproject.toml $(NATIVE) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .

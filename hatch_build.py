@@ -1,13 +1,12 @@
 """Build hook: compile the native JSON Lines reader of the gate, when it can be.
 
 `capeval gate` on large result files is bound by JSON parsing; the native
-module (capeval/analysis/native/jsonl_cells.cpp) parses with yyjson and
-aggregates in the same pass. yyjson's sources come from the `yyjson` package
-on PyPI (a build requirement whose wheel ships yyjson.c and yyjson.h), so no
-third-party code lives in this repository.
+module (capeval/analysis/native/jsonl_cells.cpp, with its strict JSON reader
+strict_json.h) validates each line in one pass and aggregates in the same
+pass. It needs a C++17 compiler and Python's headers, nothing else.
 
-The module is optional: without a C/C++ compiler, without the yyjson
-package, or with CAPEVAL_NO_NATIVE=1, the build warns and carries on, and
+The module is optional: without a C++ compiler, or with
+CAPEVAL_NO_NATIVE=1, the build warns and carries on, and
 capeval reads result files through DuckDB as before (same verdicts, slower).
 CI sets CAPEVAL_REQUIRE_NATIVE=1 in its tests so a build that quietly
 stopped producing the module fails there.
@@ -23,8 +22,6 @@ import shlex
 import subprocess
 import sysconfig
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -39,18 +36,6 @@ class NativeUnavailable(Exception):
     """Why the native module was not built (the build carries on without it)."""
 
 
-def yyjson_dir() -> Path:
-    """Where the `yyjson` package keeps yyjson.c and yyjson.h."""
-    spec = find_spec("yyjson")
-    if spec is None or not spec.submodule_search_locations:
-        raise NativeUnavailable("the yyjson package (its C sources) is not installed")
-    for location in spec.submodule_search_locations:
-        folder = Path(location)
-        if (folder / "yyjson.c").is_file() and (folder / "yyjson.h").is_file():
-            return folder
-    raise NativeUnavailable("the yyjson package carries no yyjson.c/yyjson.h")
-
-
 def _run(command: list[str]) -> None:
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=600)
@@ -62,24 +47,14 @@ def _run(command: list[str]) -> None:
 
 def build(root: Path) -> Path:
     """Compile and link the module into the source tree; its path."""
-    yyjson = yyjson_dir()
     config = sysconfig.get_config_vars()
-    cc = shlex.split(str(config.get("CC") or "cc"))
     cxx = shlex.split(str(config.get("CXX") or "c++"))
     include = sysconfig.get_paths()["include"]
     target = root / f"{MODULE}{config['EXT_SUFFIX']}"
     with tempfile.TemporaryDirectory(prefix="capeval-native-") as temp:
-        objects = [Path(temp) / "yyjson.o", Path(temp) / "jsonl_cells.o"]
-        commands = [
-            [*cc, *CFLAGS, "-c", str(yyjson / "yyjson.c"), "-o", str(objects[0])],
-            [*cxx, *CFLAGS, "-std=c++17", f"-I{include}", f"-I{yyjson}", "-c",
-             str(root / SOURCE), "-o", str(objects[1])],
-        ]  # fmt: skip
-        # yyjson.c is the slow one (about 20 s): compile both side by side.
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            list(pool.map(_run, commands))
-        partial = target.with_name(target.name + ".tmp")
-        _run([*cxx, "-shared", "-pthread", *map(str, objects), "-o", str(partial)])
+        partial = Path(temp) / target.name
+        _run([*cxx, *CFLAGS, "-std=c++17", "-shared", "-pthread", f"-I{include}",
+              str(root / SOURCE), "-o", str(partial)])  # fmt: skip
         os.replace(partial, target)  # an importer never sees half a module
     return target
 

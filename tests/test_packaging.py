@@ -61,7 +61,7 @@ def test_the_wheel_carries_the_native_reader_when_it_was_built(wheel: Path) -> N
     from capeval.analysis.native_reader import native_reader
 
     if native_reader() is None and os.environ.get("CAPEVAL_REQUIRE_NATIVE") != "1":
-        pytest.skip("the native reader is not built here (no compiler or no yyjson package)")
+        pytest.skip("the native reader is not built here (no C++ compiler)")
     names = zipfile.ZipFile(wheel).namelist()
     assert [n for n in names if n.startswith("capeval/analysis/_jsonl_cells.")], names
     assert "-none-any" not in wheel.name  # a platform wheel: it holds compiled code

@@ -2,10 +2,10 @@
 //
 // Why this exists: `capeval gate` on two 200,000-row files spends nearly all
 // its time parsing JSON. DuckDB's reader builds every row's columns through
-// a general pipeline; here each line is validated in full by yyjson (the
-// library DuckDB's own JSON reader uses), only the fields the verdicts read
-// are looked at, and the cells are aggregated in the same pass, one file
-// range per core with the GIL released.
+// a general pipeline; here each line is validated in full by a strict
+// one-pass reader (strict_json.h) that builds nothing, only the fields the
+// verdicts read are taken as they go by, and the cells are aggregated in the
+// same pass, one file range per core with the GIL released.
 //
 // It is a fast path only, stricter than the DuckDB one: anything it is not
 // sure of (a malformed line, a wrong type, a duplicated field, a legacy row,
@@ -17,9 +17,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-extern "C" {
-#include "yyjson.h"
-}
+#include "strict_json.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -47,9 +45,6 @@ namespace {
 
 constexpr uint32_t NONE = UINT32_MAX;  // a null or absent string
 constexpr int MAX_METRICS = 32;
-// Integers past this are refused: a sum of two of them must stay exact in a
-// double for the median to equal the reference reader's integer mean.
-constexpr double INT_LIMIT = 4503599627370496.0;  // 2**52
 
 PyObject *Unavailable = nullptr;
 
@@ -81,12 +76,20 @@ struct Strings {
   }
 };
 
+// Equal texts; inline, where a call to memcmp costs more than these short keys.
+inline bool same(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
 // One field's last value, so runs of rows sharing a key skip the hash table.
 struct Recent {
   std::string text;
   uint32_t id = NONE;
   uint32_t get(Strings &strings, std::string_view value) {
-    if (id == NONE || value != text) {
+    if (id == NONE || !same(value, text)) {
       id = strings.intern(value);
       text.assign(value);
     }
@@ -94,10 +97,41 @@ struct Recent {
   }
 };
 
+// The k-th and (k+1)-th smallest (k from 0) of `values`, all integers in
+// [low, low + span), counted rather than selected: most metrics are small
+// counts, where this is several times faster than nth_element.
+std::pair<double, double> counted(const std::vector<double> &values, double low, size_t span,
+                                  size_t k) {
+  std::vector<uint32_t> counts(span, 0);
+  for (double v : values) ++counts[static_cast<size_t>(v - low)];
+  size_t seen = 0, i = 0;
+  while (seen + counts[i] <= k) seen += counts[i++];
+  double first = low + static_cast<double>(i);
+  if (seen + counts[i] > k + 1) return {first, first};
+  ++i;
+  while (counts[i] == 0) ++i;
+  return {first, low + static_cast<double>(i)};
+}
+
 // The reference reader's median (capeval.aggregate.median); reorders `values`.
 double median_of(std::vector<double> &values) {
   size_t n = values.size();
   if (n == 0) return NAN;
+  constexpr double MAX_SPAN = 4096;
+  double least = values[0], most = values[0];
+  bool integral = true;
+  for (double v : values) {
+    least = std::min(least, v);
+    most = std::max(most, v);
+    // -0.0 counts as 0.0, yet the reference reader keeps its sign.
+    integral = integral && v == std::floor(v) && !(v == 0 && std::signbit(v));
+  }
+  if (integral && most - least < MAX_SPAN && n >= 64) {
+    auto [below, above] = counted(values, least, static_cast<size_t>(most - least) + 1, (n - 1) / 2);
+    if (n % 2) return below;
+    double total = below + above;
+    return std::isfinite(total) ? total / 2 : below / 2 + above / 2;
+  }
   auto mid = values.begin() + static_cast<std::ptrdiff_t>(n / 2);
   std::nth_element(values.begin(), mid, values.end());
   if (n % 2) return *mid;
@@ -116,7 +150,7 @@ struct Cell {
   std::vector<std::pair<uint32_t, uint32_t>> pairs;  // distinct (provider, model)
   uint32_t bait = NONE;
   bool bait_conflict = false, id_conflict = false;
-  uint32_t tier = NONE, title = NONE;  // the first non-null, in file order
+  uint32_t tier = NONE, title = NONE;  // the first row's, in file order
   double duration = 0, turns = 0, tokens = 0;
   long duration_n = 0, turns_n = 0, tokens_n = 0;
   std::vector<double> values[MAX_METRICS];
@@ -129,6 +163,10 @@ struct Cell {
   template <typename Map>
   void fold(const Cell &other, Map map) {
     uint32_t other_id = map(other.id);
+    if (n == 0) {  // the cell's first row is in this part
+      tier = map(other.tier);
+      title = map(other.title);
+    }
     if (id == NONE) id = other_id;
     if (id != other_id || other.id_conflict) id_conflict = true;
     n += other.n;
@@ -143,8 +181,6 @@ struct Cell {
       if (bait != b) bait_conflict = true;
     }
     bait_conflict = bait_conflict || other.bait_conflict;
-    if (tier == NONE) tier = map(other.tier);
-    if (title == NONE) title = map(other.title);
     duration += other.duration, duration_n += other.duration_n;
     turns += other.turns, turns_n += other.turns_n;
     tokens += other.tokens, tokens_n += other.tokens_n;
@@ -170,6 +206,10 @@ struct Cell {
 
   // A row, its string ids already this cell's.
   void add(const Row &r, size_t metrics, bool with_values) {
+    if (n == 0) {  // the reference reader's tier and title: the first row's
+      tier = r.tier;
+      title = r.title;
+    }
     if (id == NONE) id = r.id;
     if (id != r.id) id_conflict = true;
     n += 1;
@@ -182,8 +222,6 @@ struct Cell {
       if (bait == NONE) bait = r.bait;
       if (bait != r.bait) bait_conflict = true;
     }
-    if (tier == NONE) tier = r.tier;
-    if (title == NONE) title = r.title;
     if (!std::isnan(r.duration)) duration += r.duration, duration_n += 1;
     if (!std::isnan(r.turns)) turns += r.turns, turns_n += 1;
     if (!std::isnan(r.tokens)) tokens += r.tokens, tokens_n += 1;
@@ -216,7 +254,11 @@ struct Chunk {
   }
 };
 
+// Bumped by `cancel()`: a scan that sees it move stops at its next block.
+std::atomic<unsigned long> generation{0};
+
 struct Failure {
+  unsigned long started = 0;  // the generation the scan belongs to
   std::mutex lock;
   std::atomic<bool> failed{false};
   std::string reason;
@@ -235,64 +277,170 @@ bool is_blank(const char *p, size_t n) {
   return true;
 }
 
-std::string_view key_of(yyjson_val *key) {
-  return std::string_view(yyjson_get_str(key), yyjson_get_len(key));
-}
+using strict_json::Reader;
+using strict_json::Span;
 
-// A finite number the reference reader holds as the same double, else false.
-bool number_of(yyjson_val *value, double *out) {
-  if (yyjson_is_real(value)) {
-    *out = yyjson_get_real(value);
-    return std::isfinite(*out);
-  }
-  if (yyjson_is_uint(value)) {
-    uint64_t v = yyjson_get_uint(value);
-    if (static_cast<double>(v) > INT_LIMIT) return false;
-    *out = static_cast<double>(v);
-    return true;
-  }
-  if (yyjson_is_sint(value)) {
-    int64_t v = yyjson_get_sint(value);
-    if (std::fabs(static_cast<double>(v)) > INT_LIMIT) return false;
-    *out = static_cast<double>(v);
-    return true;
-  }
-  return false;
-}
-
-// A nullable number: NaN for null; false for any other type.
-bool nullable_number(yyjson_val *value, double *out) {
-  if (yyjson_is_null(value)) {
-    *out = NAN;
-    return true;
-  }
-  return number_of(value, out);
-}
+constexpr const char *INVALID = "a line that is not valid JSON";
 
 class Parser {
  public:
-  // yyjson's dynamic allocator keeps its blocks between lines: no malloc per row.
-  Parser(const Options &options, Chunk &chunk)
-      : options_(options), chunk_(chunk), alc_(yyjson_alc_dyn_new()) {}
-  ~Parser() {
-    if (alc_ != nullptr) yyjson_alc_dyn_free(alc_);
-  }
-  Parser(const Parser &) = delete;
-  Parser &operator=(const Parser &) = delete;
+  Parser(const Options &options, Chunk &chunk) : options_(options), chunk_(chunk) {}
 
-  // Empty when the line was read; otherwise why it cannot be judged here.
-  // `text` is parsed in place (no copy of the line): the YYJSON_PADDING_SIZE
-  // bytes after it must be writable; they are zeroed, then put back.
-  const char *line(char *text, size_t size) {
-    char saved[YYJSON_PADDING_SIZE];
-    memcpy(saved, text + size, sizeof saved);
-    memset(text + size, 0, sizeof saved);
-    yyjson_read_err err;
-    yyjson_doc *doc = yyjson_read_opts(text, size, YYJSON_READ_INSITU, alc_, &err);
-    const char *why = doc == nullptr ? "a line that is not valid JSON" : row(yyjson_doc_get_root(doc));
-    if (doc != nullptr) yyjson_doc_free(doc);
-    memcpy(text + size, saved, sizeof saved);
+  // Null when the line was read; otherwise why it cannot be judged here.
+  // The line is followed by its '\n' (a NUL after a file's last line) and
+  // strict_json::PADDING readable bytes.
+  const char *line(const char *text, size_t size) {
+    Row r;
+    for (const Shape &shape : shapes_) {
+      const char *why = nullptr;
+      if (by_shape(shape, text, size, r, why)) return why != nullptr ? why : finish(r);
+    }
+    Reader in(text, text + size);
+    if (in.next() != '{') return "a line that is not a JSON object";
+    start(r);
+    marks_.clear();
+    learning_ = true;
+    const char *why = nullptr;
+    bool read = in.object(1, [&](const Span &name) {
+      uint32_t field = classify(strict_json::decode(name, scratch_));
+      const char *begin = in.here();
+      size_t nested = marks_.size();
+      why = value(in, field, r);
+      // An object of behaviors or token counts left its members' marks instead.
+      if (marks_.size() == nested) marks_.push_back({begin, in.here(), field});
+      return why == nullptr;
+    });
+    learning_ = false;
+    if (!read) return why != nullptr ? why : INVALID;
+    if (!in.at_end()) return INVALID;
+    why = finish(r);
+    if (why == nullptr) learn(text, size);
     return why;
+  }
+
+ private:
+  // A row's layout as one writer prints it: the bytes before each value
+  // (comma, quoted key, colon, spaces; an object's brace and first key) with
+  // the field that key names, then the bytes after the last value. Members
+  // of behaviors and tokenUsage objects are values of their own. A line
+  // whose bytes around its values are those of a shape learned from a row
+  // read in full has the same keys in the same order, so it needs only its
+  // values read: what a full read would accept and refuse, without scanning
+  // the keys.
+  struct Bytes {
+    std::vector<char> data;  // padded: 16-byte loads may run past the end
+    size_t size = 0;
+    Bytes(const char *begin, const char *end)
+        : data(static_cast<size_t>(end - begin) + 16, 0), size(static_cast<size_t>(end - begin)) {
+      memcpy(data.data(), begin, size);
+    }
+  };
+  struct Slot {
+    Bytes before;
+    uint32_t field;
+  };
+  struct Shape {
+    std::vector<Slot> slots;
+    std::vector<char> after;
+  };
+  struct Mark {
+    const char *begin, *end;
+    uint32_t field;
+  };
+  static constexpr size_t MAX_SHAPES = 4;
+  static constexpr size_t MAX_SLOTS = 1024;
+  // Fields of a shape's values inside behaviors and tokenUsage objects.
+  static constexpr uint32_t NESTED = 1u << 20;                // a member no verdict reads
+  static constexpr uint32_t METRIC = NESTED | (1u << 21);     // | the metric's index
+  static constexpr uint32_t METRIC_INDEX = MAX_METRICS - 1;
+  static constexpr uint32_t TOKEN_INPUT = NESTED | (1u << 22);
+
+  // The `size` bytes at `line` (followed by readable padding) equal `known`.
+  static bool same_bytes(const char *line, const Bytes &known) {
+    size_t n = known.size;
+#if defined(__SSE2__)
+    auto equal16 = [](const char *a, const char *b) {
+      __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i *>(a));
+      __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i *>(b));
+      return static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)));
+    };
+    if (n <= 16) {
+      unsigned want = (1u << n) - 1;
+      return (equal16(line, known.data.data()) & want) == want;
+    }
+    if (n <= 32)
+      return equal16(line, known.data.data()) == 0xFFFF &&
+             equal16(line + n - 16, known.data.data() + n - 16) == 0xFFFF;
+#endif
+    return memcmp(line, known.data.data(), n) == 0;
+  }
+
+  // The line read by `shape`: false when its bytes around the values are not
+  // the shape's (the caller then reads it in full); true with `why` set as
+  // `line` would set it otherwise.
+  bool by_shape(const Shape &shape, const char *text, size_t size, Row &r, const char *&why) {
+    const char *p = text;
+    const char *end = text + size;
+    start(r);
+    for (const Slot &slot : shape.slots) {
+      if (static_cast<size_t>(end - p) < slot.before.size || !same_bytes(p, slot.before))
+        return false;
+      Reader in(p + slot.before.size, end);
+      uint32_t field = slot.field;
+      if (!(field & NESTED)) {
+        why = value(in, field, r);
+      } else if ((field & METRIC) == METRIC) {
+        has_behaviors_ = true;
+        why = number(in, &r.m[field & METRIC_INDEX], "a behavior metric that is not a finite number");
+      } else if (field == TOKEN_INPUT) {
+        why = number(in, &r.tokens, "a tokenUsage.input that is not a number");
+      } else {
+        why = in.skip(2) ? nullptr : INVALID;
+      }
+      if (why != nullptr) return true;
+      p = in.here();
+    }
+    if (static_cast<size_t>(end - p) != shape.after.size() ||
+        memcmp(p, shape.after.data(), shape.after.size()) != 0)
+      return false;
+    return true;
+  }
+
+  // Where a member of behaviors or tokenUsage lies, while a row is read in full.
+  void mark(const char *begin, const char *end, uint32_t field) {
+    if (learning_) marks_.push_back({begin, end, field});
+  }
+
+  void learn(const char *text, size_t size) {
+    if (marks_.size() > MAX_SLOTS) return;  // rows this wide are read in full
+    Shape shape;
+    const char *p = text;
+    for (const Mark &mark : marks_) {
+      shape.slots.push_back({Bytes(p, mark.begin), mark.field});
+      p = mark.end;
+    }
+    shape.after.assign(p, text + size);
+    if (shapes_.size() == MAX_SHAPES) shapes_.erase(shapes_.begin());
+    shapes_.push_back(std::move(shape));
+  }
+
+  void start(Row &r) {
+    r.key = r.id = r.provider = r.model = r.bait = r.tier = r.title = NONE;
+    r.passed = false;
+    r.duration = r.turns = r.tokens = NAN;
+    for (size_t i = 0; i < options_.metrics.size(); ++i) r.m[i] = NAN;
+    seen_ = 0;
+    has_behaviors_ = false;
+  }
+
+  // The checks of a whole row, once its members are read; null when it counts.
+  const char *finish(const Row &r) {
+    if (r.key == NONE || r.id == NONE) return "a row without resultKey or id";
+    if (!(seen_ & F_PASSED)) return "a row without passed";
+    // DuckDB's rule for a legacy row; those are the DuckDB path's to read.
+    if (has_behaviors_ && std::isnan(r.m[options_.legacy])) return "a row that predates taskToolCallCount";
+    chunk_.add(r, options_);
+    return nullptr;
   }
 
  private:
@@ -336,141 +484,137 @@ class Parser {
     return true;
   }
 
-  const char *row(yyjson_val *root) {
-    if (!yyjson_is_obj(root)) return "a line that is not a JSON object";
-    Row r;
-    r.key = r.id = r.provider = r.model = r.bait = r.tier = r.title = NONE;
-    r.passed = false;
-    r.duration = r.turns = r.tokens = NAN;
-    for (size_t i = 0; i < options_.metrics.size(); ++i) r.m[i] = NAN;
-    seen_ = 0;
-    bool has_behaviors = false;
-    yyjson_obj_iter it = yyjson_obj_iter_with(root);
-    yyjson_val *key;
-    while ((key = yyjson_obj_iter_next(&it)) != nullptr) {
-      yyjson_val *value = yyjson_obj_iter_get_val(key);
-      uint32_t field = classify(key_of(key));
-      if (field == 0) continue;  // most of a row: fields no verdict reads
-      if (field == F_KEY) {
-        if (!once(F_KEY) || !yyjson_is_str(value) || yyjson_get_len(value) == 0)
-          return "a row without a usable resultKey";
-        r.key = key_.get(chunk_.strings, str(value));
-      } else if (field == F_ID) {
-        if (!once(F_ID) || !yyjson_is_str(value) || yyjson_get_len(value) == 0)
-          return "a row without a usable id";
-        r.id = id_.get(chunk_.strings, str(value));
-      } else if (field == F_PROVIDER || field == F_MODEL) {
-        bool provider = field == F_PROVIDER;
-        if (!once(provider ? F_PROVIDER : F_MODEL)) return "a repeated provider or model";
-        uint32_t got = NONE;
-        if (yyjson_is_str(value))
-          got = (provider ? provider_ : model_).get(chunk_.strings, str(value));
-        else if (!yyjson_is_null(value))
-          return "a provider or model that is not a string";
-        (provider ? r.provider : r.model) = got;
-      } else if (field == F_PASSED) {
-        if (!once(F_PASSED) || !yyjson_is_bool(value)) return "a passed that is not true or false";
-        r.passed = yyjson_get_bool(value);
-      } else if (field == F_BAIT) {
-        if (!once(F_BAIT)) return "a repeated bait";
-        if (!yyjson_is_null(value)) {
-          size_t size = 0;
-          char *json = yyjson_val_write(value, YYJSON_WRITE_NOFLAG, &size);
-          if (json == nullptr) return "a bait that cannot be written back";
-          r.bait = bait_.get(chunk_.strings, std::string_view(json, size));
-          free(json);
-        }
-      } else if (field == F_BEHAVIORS) {
-        if (!once(F_BEHAVIORS)) return "a repeated behaviors";
-        if (yyjson_is_obj(value)) {
-          has_behaviors = true;
-          const char *why = behaviors(value, r);
-          if (why != nullptr) return why;
-        } else if (!yyjson_is_null(value)) {
-          return "behaviors that are not an object";
-        }
-      } else if (field == F_REPEAT) {
-        if (!once(F_REPEAT)) return "a repeated repeat";
-        if (!yyjson_is_null(value) && !yyjson_is_int(value)) return "a repeat that is not an integer";
-      } else if (field == F_TOKENS) {
-        if (!once(F_TOKENS)) return "a repeated tokenUsage";
-        if (yyjson_is_obj(value)) {
-          yyjson_val *input = nullptr;
-          yyjson_obj_iter inner = yyjson_obj_iter_with(value);
-          yyjson_val *k;
-          while ((k = yyjson_obj_iter_next(&inner)) != nullptr) {
-            if (key_of(k) == "input") {
-              if (input != nullptr) return "a repeated tokenUsage.input";
-              input = yyjson_obj_iter_get_val(k);
-            }
+  // One top-level member's value (the reader is at it), `field` its key's.
+  const char *value(Reader &in, uint32_t field, Row &r) {
+    if (field == 0 || (!options_.headline && (field & (F_TIER | F_TITLE | F_DURATION | F_TURNS))))
+      return in.skip(1) ? nullptr : INVALID;  // most of a row: fields no verdict reads
+    if (!once(field)) return "a field given twice";
+    switch (field) {
+      case F_KEY: return text(in, key_, r.key, false, "a row without a usable resultKey");
+      case F_ID: return text(in, id_, r.id, false, "a row without a usable id");
+      case F_PROVIDER: return text(in, provider_, r.provider, true, "a provider that is not a string");
+      case F_MODEL: return text(in, model_, r.model, true, "a model that is not a string");
+      case F_TIER: return text(in, tier_, r.tier, true, "a tier that is not a string");
+      case F_TITLE: return text(in, title_, r.title, true, "a title that is not a string");
+      case F_DURATION: return number(in, &r.duration, "a durationMs that is not a number");
+      case F_TURNS: return number(in, &r.turns, "a turnsUsed that is not a number");
+      case F_PASSED:
+        if (in.next() == 't' && in.literal("true")) r.passed = true;
+        else if (in.next() == 'f' && in.literal("false")) r.passed = false;
+        else return "a passed that is not true or false";
+        return nullptr;
+      case F_REPEAT: {
+        if (in.next() == 'n') return in.literal("null") ? nullptr : INVALID;
+        Span span;
+        bool integer = false;
+        if (!in.number(span, integer) || !integer || span.end - span.begin > 18)
+          return "a repeat that is not an integer";
+        return nullptr;
+      }
+      case F_BAIT: {
+        if (in.next() == 'n') return in.literal("null") ? nullptr : INVALID;
+        // Its JSON text as written: rows of one cell must agree on it, and
+        // the caller reads it with `json.loads`.
+        const char *begin = in.here();
+        if (!in.skip(1)) return INVALID;
+        r.bait = bait_.get(chunk_.strings, std::string_view(begin, in.here() - begin));
+        return nullptr;
+      }
+      case F_TOKENS: {
+        if (in.next() == 'n') return in.literal("null") ? nullptr : INVALID;
+        if (in.next() != '{') return "a tokenUsage that is not an object";
+        bool seen_input = false;
+        const char *why = nullptr;
+        bool read = in.object(2, [&](const Span &key) {
+          const char *begin = in.here();
+          if (strict_json::decode(key, scratch_) != "input") {
+            bool ok = in.skip(2);
+            mark(begin, in.here(), NESTED);
+            return ok;
           }
-          if (input != nullptr && !nullable_number(input, &r.tokens))
-            return "a tokenUsage.input that is not a number";
-        } else if (!yyjson_is_null(value)) {
-          return "a tokenUsage that is not an object";
-        }
-      } else if (options_.headline) {
-        const char *why = headline(field, value, r);
-        if (why != nullptr) return why;
+          why = seen_input ? "a tokenUsage.input given twice"
+                           : number(in, &r.tokens, "a tokenUsage.input that is not a number");
+          seen_input = true;
+          mark(begin, in.here(), TOKEN_INPUT);
+          return why == nullptr;
+        });
+        return read ? nullptr : why != nullptr ? why : INVALID;
+      }
+      case F_BEHAVIORS: {
+        if (in.next() == 'n') return in.literal("null") ? nullptr : INVALID;
+        if (in.next() != '{') return "behaviors that are not an object";
+        has_behaviors_ = true;
+        return behaviors(in, r);
       }
     }
-    if (r.key == NONE || r.id == NONE) return "a row without resultKey or id";
-    if (!(seen_ & F_PASSED)) return "a row without passed";
-    // DuckDB's rule for a legacy row; those are the DuckDB path's to read.
-    if (has_behaviors && std::isnan(r.m[options_.legacy])) return "a row that predates taskToolCallCount";
-    chunk_.add(r, options_);
+    return INVALID;  // not reached: every field is a case above
+  }
+
+  // A string field (or null, when `nullable`); `out` gets its string id.
+  const char *text(Reader &in, Recent &recent, uint32_t &out, bool nullable, const char *why) {
+    char next = in.next();
+    if (nullable && next == 'n') return in.literal("null") ? nullptr : INVALID;
+    if (next != '"') return why;
+    Span span;
+    if (!in.string(span)) return INVALID;
+    std::string_view value = strict_json::decode(span, scratch_);
+    if (!nullable && value.empty()) return why;
+    out = recent.get(chunk_.strings, value);
     return nullptr;
   }
 
-  const char *headline(uint32_t field, yyjson_val *value, Row &r) {
-    if (field == F_TIER || field == F_TITLE) {
-      bool tier = field == F_TIER;
-      if (!once(tier ? F_TIER : F_TITLE)) return "a repeated tier or title";
-      if (yyjson_is_str(value))
-        (tier ? r.tier : r.title) = (tier ? tier_ : title_).get(chunk_.strings, str(value));
-      else if (!yyjson_is_null(value))
-        return "a tier or title that is not a string";
-    } else if (field == F_DURATION || field == F_TURNS) {
-      bool duration = field == F_DURATION;
-      if (!once(duration ? F_DURATION : F_TURNS)) return "a repeated durationMs or turnsUsed";
-      if (!nullable_number(value, duration ? &r.duration : &r.turns))
-        return "a durationMs or turnsUsed that is not a number";
+  // A nullable number field: NaN for null; refused if a double would not
+  // hold it as the reference reader does.
+  static const char *number(Reader &in, double *out, const char *why) {
+    char next = in.next();
+    if (next == 'n') {
+      *out = NAN;
+      return in.literal("null") ? nullptr : INVALID;
     }
-    return nullptr;
+    if (next != '-' && !strict_json::is_digit(next)) return why;
+    Span span;
+    bool integer = false;
+    if (!in.number(span, integer)) return INVALID;
+    return strict_json::number_value(span, integer, out) ? nullptr : why;
   }
 
-  const char *behaviors(yyjson_val *object, Row &r) {
+  const char *behaviors(Reader &in, Row &r) {
     uint64_t found = 0;
     size_t count = options_.metrics.size();
     size_t guess = 0;  // writers keep the metrics in one order: try the next one first
-    yyjson_obj_iter it = yyjson_obj_iter_with(object);
-    yyjson_val *key;
-    while ((key = yyjson_obj_iter_next(&it)) != nullptr) {
-      std::string_view name = key_of(key);
+    const char *why = nullptr;
+    bool read = in.object(2, [&](const Span &key) {
+      std::string_view name = strict_json::decode(key, scratch_);
+      const char *begin = in.here();
       for (size_t k = 0; k < count; ++k) {
         size_t i = (guess + k) % count;
         const std::string &metric = options_.metrics[i];
-        if (name.size() != metric.size() || memcmp(name.data(), metric.data(), name.size()) != 0)
-          continue;
-        if (found & (1ull << i)) return "a repeated behavior metric";
+        if (!same(name, metric)) continue;
+        if (found & (1ull << i)) {
+          why = "a repeated behavior metric";
+          return false;
+        }
         found |= 1ull << i;
-        if (!nullable_number(yyjson_obj_iter_get_val(key), &r.m[i]))
-          return "a behavior metric that is not a finite number";
         guess = i + 1;
-        break;
+        why = number(in, &r.m[i], "a behavior metric that is not a finite number");
+        mark(begin, in.here(), METRIC | static_cast<uint32_t>(i));
+        return why == nullptr;
       }
-    }
-    return nullptr;
-  }
-
-  static std::string_view str(yyjson_val *value) {
-    return std::string_view(yyjson_get_str(value), yyjson_get_len(value));
+      bool ok = in.skip(2);  // toolCallsByName and metrics no verdict reads
+      mark(begin, in.here(), NESTED);
+      return ok;
+    });
+    return read ? nullptr : why != nullptr ? why : INVALID;
   }
 
   const Options &options_;
   Chunk &chunk_;
-  yyjson_alc *alc_;
   uint32_t seen_ = 0;
+  bool has_behaviors_ = false;
+  std::string scratch_;  // an escaped key or value, decoded
+  std::vector<Shape> shapes_;  // the latest first-read rows' shapes, oldest first
+  std::vector<Mark> marks_;    // where the values of the row read in full lie
+  bool learning_ = false;      // reading a row in full: nested members leave marks
   Recent key_, id_, provider_, model_, bait_, tier_, title_;
 };
 
@@ -488,8 +632,12 @@ void scan_chunk(const Options &options, Chunk &chunk, std::vector<char> &buffer,
   bool skip = chunk.start > 0;
   for (;;) {
     if (failure.failed.load(std::memory_order_relaxed)) return;
-    if (buffer.size() < have + BLOCK + YYJSON_PADDING_SIZE)
-      buffer.resize(have + BLOCK + YYJSON_PADDING_SIZE);
+    if (generation.load(std::memory_order_relaxed) != failure.started) {
+      failure.set("the scan was cancelled");
+      return;
+    }
+    if (buffer.size() < have + BLOCK + strict_json::PADDING)
+      buffer.resize(have + BLOCK + strict_json::PADDING);
     ssize_t got = 0;
     if (read_to < chunk.size) {
       do {
@@ -502,6 +650,8 @@ void scan_chunk(const Options &options, Chunk &chunk, std::vector<char> &buffer,
     }
     read_to += got;
     have += static_cast<size_t>(got);
+    // A file's last line may lack its newline: a NUL ends it for the reader.
+    memset(buffer.data() + have, 0, strict_json::PADDING);
     bool eof = got == 0;
     char *p = buffer.data();
     char *end = p + have;
@@ -734,16 +884,23 @@ bool read_options(PyObject *metrics, int headline, int with_values, Options &opt
 }
 
 PyObject *scan(PyObject *, PyObject *args, PyObject *kwargs) {
-  static const char *names[] = {"sides",   "metrics",     "legacy", "headline",
-                                "with_values", "threads", "chunk_bytes", nullptr};
-  PyObject *sides_arg = nullptr, *metrics = nullptr;
+  static const char *names[] = {"sides",   "metrics",     "legacy", "headline", "with_values",
+                                "threads", "chunk_bytes", "token",  nullptr};
+  PyObject *sides_arg = nullptr, *metrics = nullptr, *token_arg = Py_None;
   const char *legacy_name = nullptr;
   int headline = 0, with_values = 0, threads = 1;
   long long chunk_bytes = 0;  // 0: about 16 chunks a thread; tests cut lines finer
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOs|ppiL", const_cast<char **>(names),
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOs|ppiLO", const_cast<char **>(names),
                                    &sides_arg, &metrics, &legacy_name, &headline, &with_values,
-                                   &threads, &chunk_bytes))
+                                   &threads, &chunk_bytes, &token_arg))
     return nullptr;
+  // A scan started on another thread is cancelled by any `cancel()` after
+  // its `token()` was taken, even one that came before the scan began.
+  unsigned long started = generation.load();
+  if (token_arg != Py_None) {
+    started = PyLong_AsUnsignedLong(token_arg);
+    if (PyErr_Occurred()) return nullptr;
+  }
   Options options;
   if (!read_options(metrics, headline, with_values, options)) return nullptr;
   size_t legacy = std::find(options.metrics.begin(), options.metrics.end(), legacy_name) -
@@ -792,7 +949,8 @@ PyObject *scan(PyObject *, PyObject *args, PyObject *kwargs) {
   for (size_t s = 0; s < sides.size() && why.empty(); ++s) {
     for (const std::string &path : sides[s]) {
       OpenFile &file = files[index++];
-      file.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      // O_NONBLOCK: a FIFO named by mistake is refused below, never waited on.
+      file.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
       struct stat info;
       if (file.fd < 0 || fstat(file.fd, &info) != 0 || !S_ISREG(info.st_mode) ||
           info.st_size == 0) {
@@ -815,6 +973,7 @@ PyObject *scan(PyObject *, PyObject *args, PyObject *kwargs) {
       for (size_t f = 0; f < sides[s].size(); ++f)
         split(static_cast<int>(s), files[index++], target, chunks);
     Failure failure;
+    failure.started = started;
     std::atomic<size_t> next{0};
     auto work = [&]() {
       try {  // an exception must not leave a thread: that would abort the process
@@ -877,19 +1036,31 @@ PyObject *scan(PyObject *, PyObject *args, PyObject *kwargs) {
   return out;
 }
 
+PyObject *cancel(PyObject *, PyObject *) {
+  generation.fetch_add(1);
+  Py_RETURN_NONE;
+}
+
+PyObject *token(PyObject *, PyObject *) { return PyLong_FromUnsignedLong(generation.load()); }
+
 PyMethodDef methods[] = {
     {"scan", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(scan)),
      METH_VARARGS | METH_KEYWORDS,
-     "scan(sides, metrics, legacy, headline=False, with_values=False, threads=1, chunk_bytes=0)\n"
+     "scan(sides, metrics, legacy, headline=False, with_values=False, threads=1, chunk_bytes=0,\n"
+     "     token=None)\n"
      "-> list[dict]\n\n"
      "One record per (side, resultKey) cell of the JSON Lines files of each side; raises\n"
      "Unavailable when a line is anything this path does not judge."},
+    {"token", token, METH_NOARGS,
+     "token() -> int\n\nFor scan(token=...): a scan given it stops at any cancel() after now."},
+    {"cancel", cancel, METH_NOARGS,
+     "cancel() -> None\n\nStop every scan running now: each raises Unavailable at its next block."},
     {nullptr, nullptr, 0, nullptr},
 };
 
 PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_jsonl_cells",
-    "Cells of JSON Lines result files, parsed by yyjson (see jsonl_cells.cpp).", -1, methods,
+    "Cells of JSON Lines result files, read in native code (see jsonl_cells.cpp).", -1, methods,
 };
 
 }  // namespace
