@@ -1,15 +1,17 @@
 """The console script's entry: standard library only until it knows the command.
 
-A command whose first real work is a DuckDB scan (`gate`, `compare`,
-`report`) starts DuckDB here, before click and capeval's own modules import,
-so the two overlap (`capeval.analysis.engine` says how much that saves).
+A command whose first real work is a scan of result files (`gate`, `compare`,
+`report`) starts it here, before click and capeval's own modules import, so
+the two overlap: the native scan itself when the command line names JSON
+Lines files plainly (`capeval.analysis.prefetch`), else DuckDB's engine
+(`capeval.analysis.engine` says how much that saves).
 """
 
 from __future__ import annotations
 
 import sys
 
-# Commands that read result files through DuckDB as soon as their options parse.
+# Commands that read result files as soon as their options parse.
 EARLY_DUCKDB = frozenset({"gate", "compare", "report"})
 # What a shell reports for a program stopped by SIGINT (128 + 2); `capeval.cli` agrees.
 EXIT_INTERRUPTED = 130
@@ -24,9 +26,10 @@ def entry() -> None:
     """`capeval`: start DuckDB early when the command will want it, then run the CLI."""
     try:
         if len(sys.argv) > 1 and sys.argv[1] in EARLY_DUCKDB:
-            from capeval.analysis import engine
+            from capeval.analysis import engine, prefetch
 
-            engine.start()
+            if not prefetch.start(sys.argv[1:]):
+                engine.start()
         from capeval.cli import entry as cli_entry
     except KeyboardInterrupt:
         # Ctrl-C before click is there to catch it: the same words and code as

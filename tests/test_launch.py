@@ -64,6 +64,29 @@ def test_duckdb_starts_early_only_for_commands_that_scan_with_it(
         engine.connect().close()
 
 
+def test_a_plain_gate_on_jsonl_files_begins_its_scan_instead(
+    tmp_path: Path, fresh_engine: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from capeval.analysis import prefetch
+    from capeval.analysis.native_reader import native_reader
+
+    if native_reader() is None:
+        pytest.skip("the native reader is not built here (no C++ compiler)")
+    import capeval.cli
+
+    base = tmp_path / "b.jsonl"
+    write_jsonl(base, [result_row("a", r) for r in range(2)])
+    monkeypatch.setattr(prefetch, "_pending", None)
+    monkeypatch.setattr(capeval.cli, "entry", lambda: None)
+    monkeypatch.setattr(
+        sys, "argv", ["capeval", "gate", "--baseline", str(base), "--candidate", str(base)]
+    )
+    launch.entry()
+    assert prefetch._pending is not None and engine._started is None  # no DuckDB to warm
+    assert prefetch.take([[str(base)], [str(base)]], fastload.METRIC_NAMES, with_values=False,
+                         headline=False, threads=prefetch._threads())  # fmt: skip
+
+
 def test_the_early_connection_is_handed_out_once(fresh_engine: None) -> None:
     engine.start()
     engine.start()  # a second start opens nothing more

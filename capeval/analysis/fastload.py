@@ -5,8 +5,10 @@ Python dict per row costs seconds. Two fast readers come first, in order:
 
 - the native reader (`_load_native`; capeval/analysis/native/jsonl_cells.cpp,
   compiled on install when a compiler is there): JSON Lines only, every line
-  validated in full by yyjson, cells aggregated in the same pass on every
-  core. It is stricter than DuckDB's: any line it does not judge exactly (a
+  validated in full by its strict JSON reader (strict_json.h), cells
+  aggregated in the same pass on every core; the launcher may have begun
+  that very scan while capeval imported (`capeval.analysis.prefetch`). It is
+  stricter than DuckDB's: any line it does not judge exactly (a
   legacy row, a numeric string, a duplicated field, rows of one cell that
   disagree about id or bait) makes it give way, whole, to
 - DuckDB (`_load_duckdb`), which reads only the columns the verdicts need
@@ -50,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capeval.analysis import engine
+from capeval.analysis import engine, prefetch
 from capeval.analysis.cells import Cell, cells_from_rows, parse_bait, unread_bait, variant_of
 from capeval.analysis.duckdb_paths import reads_as_pattern
 from capeval.analysis.native_reader import native_reader
@@ -352,7 +354,7 @@ def _load_native(
 ) -> list[dict[str, Cell]]:
     """Cells per side from the native reader: JSON Lines files only, nothing odd in them.
 
-    It validates every line in full (yyjson, strict JSON) and refuses, rather
+    It validates every line in full (strict JSON) and refuses, rather
     than reads leniently, anything the DuckDB reader would cast or the
     reference reader would refuse; the DuckDB reader then takes the files.
     """
@@ -362,16 +364,27 @@ def _load_native(
     sources = [[_probe(Path(p)) for p in paths] for paths in sides]
     if any(s.fmt != "jsonl" for side in sources for s in side):
         raise FastPathUnavailable("v3 files are the DuckDB reader's")
+    paths = [[str(s.path) for s in side] for side in sources]
+    threads = threads or len(os.sched_getaffinity(0))
     try:
-        records = native.scan(
-            [[str(s.path) for s in side] for side in sources],
-            METRIC_NAMES,
-            "taskToolCallCount",
-            headline=headline,
-            with_values=with_values,
-            threads=threads or len(os.sched_getaffinity(0)),
-            chunk_bytes=chunk_bytes,  # tests cut files into many chunks; 0: by size
+        # The launcher may have begun this very scan while capeval imported.
+        records = (
+            None
+            if chunk_bytes
+            else prefetch.take(
+                paths, METRIC_NAMES, with_values=with_values, headline=headline, threads=threads
+            )
         )
+        if records is None:
+            records = native.scan(
+                paths,
+                METRIC_NAMES,
+                "taskToolCallCount",
+                headline=headline,
+                with_values=with_values,
+                threads=threads,
+                chunk_bytes=chunk_bytes,  # tests cut files into many chunks; 0: by size
+            )
     except native.Unavailable as exc:
         raise FastPathUnavailable(str(exc)) from exc
     resolved: dict[tuple[int, str], tuple[tuple[str | None, str | None], ...]] = {}
