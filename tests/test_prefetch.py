@@ -48,7 +48,7 @@ def _ask(base: Path, cand: Path, **options: Any) -> list[dict[str, Any]] | None:
         METRIC_NAMES,
         with_values=options.get("with_values", False),
         headline=options.get("headline", False),
-        threads=options.get("threads", len(os.sched_getaffinity(0))),
+        threads=options.get("threads", prefetch.threads()),
     )
 
 
@@ -189,3 +189,30 @@ def test_the_gate_process_says_what_it_says_without_the_guess(tmp_path: Path) ->
     )
     assert guessed.returncode == plain.returncode == 1, guessed.stderr
     assert json.loads(guessed.stdout) == json.loads(plain.stdout)
+
+
+def test_ctrl_c_while_waiting_for_the_guess_stops_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base, cand = _files(tmp_path)
+    assert prefetch.start(["gate", "--baseline", str(base), "--candidate", str(cand)])
+    scan = prefetch._pending
+    assert scan is not None
+    scan.thread.join()
+    native = native_reader()
+    token = native.token()  # type: ignore[union-attr]
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(scan.thread, "join", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _ask(base, cand)
+    assert native.token() != token  # type: ignore[union-attr]  # cancelled
+
+
+def test_the_guess_and_the_reader_count_cores_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert prefetch.threads() == len(os.sched_getaffinity(0))
+    monkeypatch.delattr(os, "sched_getaffinity")  # macOS has no affinity call
+    assert prefetch.threads() == (os.cpu_count() or 1)
+    assert prefetch.request_of(["gate", "--baseline", "b.jsonl", "--candidate", "c.jsonl"])

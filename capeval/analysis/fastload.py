@@ -365,7 +365,7 @@ def _load_native(
     if any(s.fmt != "jsonl" for side in sources for s in side):
         raise FastPathUnavailable("v3 files are the DuckDB reader's")
     paths = [[str(s.path) for s in side] for side in sources]
-    threads = threads or len(os.sched_getaffinity(0))
+    threads = threads or prefetch.threads()
     try:
         # The launcher may have begun this very scan while capeval imported.
         records = (

@@ -94,8 +94,11 @@ def _identities(sides: Sequence[Sequence[str]]) -> list[Identity] | None:
     return out
 
 
-def _threads() -> int:
-    return len(os.sched_getaffinity(0))
+def threads() -> int:
+    """The cores this process may run on: how many threads a scan uses."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def request_of(argv: Sequence[str]) -> tuple[Any, ...] | None:
@@ -131,7 +134,7 @@ def request_of(argv: Sequence[str]) -> tuple[Any, ...] | None:
         return None
     from capeval.metrics import METRIC_NAMES
 
-    return (paths, list(METRIC_NAMES), with_values, False, _threads())
+    return (paths, list(METRIC_NAMES), with_values, False, threads())
 
 
 def start(argv: Sequence[str]) -> bool:
@@ -189,7 +192,11 @@ def take(
         scan.native.cancel()
         scan.thread.join()
         return None
-    scan.thread.join()
+    try:
+        scan.thread.join()
+    except BaseException:  # Ctrl-C while waiting: stop the scan, then exit as asked
+        scan.native.cancel()
+        raise
     if not (scan.before == scan.after == _identities(request[0])):
         return None
     if scan.error is not None:

@@ -959,7 +959,9 @@ PyObject *scan(PyObject *, PyObject *args, PyObject *kwargs) {
       }
       file.size = info.st_size;
       bytes += file.size;
+#ifdef POSIX_FADV_SEQUENTIAL  // not on macOS
       posix_fadvise(file.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+#endif
     }
   }
   if (why.empty()) {
