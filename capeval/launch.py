@@ -31,9 +31,11 @@ def entry() -> None:
             if not prefetch.start(sys.argv[1:]):
                 engine.start()
         from capeval.cli import entry as cli_entry
+
+        # Ctrl-C before click is there to catch it (its entry still imports
+        # before it runs): the same words and code as after, never a
+        # traceback and exit 1 (the gate's "regressed").
+        cli_entry()
     except KeyboardInterrupt:
-        # Ctrl-C before click is there to catch it: the same words and code as
-        # after, never a traceback and exit 1 (the gate's "regressed").
         sys.stderr.write(f"\n{interrupted_words(None)}\n")
         raise SystemExit(EXIT_INTERRUPTED) from None
-    cli_entry()

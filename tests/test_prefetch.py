@@ -216,3 +216,19 @@ def test_the_guess_and_the_reader_count_cores_alike(monkeypatch: pytest.MonkeyPa
     monkeypatch.delattr(os, "sched_getaffinity")  # macOS has no affinity call
     assert prefetch.threads() == (os.cpu_count() or 1)
     assert prefetch.request_of(["gate", "--baseline", "b.jsonl", "--candidate", "c.jsonl"])
+
+
+def test_a_cancelled_guess_does_not_warm_duckdb(tmp_path: Path) -> None:
+    """Only a refusal means the DuckDB reader comes next; a cancel may come at exit."""
+    import threading
+
+    base, cand = _files(tmp_path)
+    request = prefetch.request_of(["gate", "--baseline", str(base), "--candidate", str(cand)])
+    native = native_reader()
+    scan = prefetch._Scan(native, request, prefetch._identities(request[0]) or [])  # type: ignore[index]
+    native.cancel()  # type: ignore[union-attr]
+    thread = threading.Thread(target=scan._run)  # it blocks SIGINT in its thread
+    thread.start()
+    thread.join()
+    assert isinstance(scan.error, native.Unavailable)  # type: ignore[union-attr]
+    assert engine._started is None

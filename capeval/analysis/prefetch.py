@@ -72,11 +72,14 @@ class _Scan:
             )
         except Exception as exc:  # handed to `take`, which raises it where the scan was asked for
             self.error = exc
-            # The DuckDB reader takes refused files next: warm its engine now,
-            # as the launcher does when it guesses nothing.
-            from capeval.analysis import engine
+            if self.native.token() == self.token:
+                # Refused, not cancelled: the DuckDB reader takes the files
+                # next, so warm its engine now, as the launcher does when it
+                # guesses nothing. (A cancelled scan is one nobody waits for,
+                # perhaps at exit, when a DuckDB import must not begin.)
+                from capeval.analysis import engine
 
-            engine.start()
+                engine.start()
         self.after = _identities(sides)
 
 
