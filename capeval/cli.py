@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 import click
 
 from capeval import __version__
-from capeval.launch import EXIT_INTERRUPTED, interrupted_words
+from capeval.launch import EXIT_INTERRUPTED, interrupted_words, leave_interrupted
 
 # name -> "module:attribute". One line per command; the module is imported only
 # when the command is invoked or its help is shown.
@@ -67,6 +67,25 @@ class InterruptibleGroup(click.Group):
             return super().invoke(ctx)
         except KeyboardInterrupt:
             interrupted(_subcommand_words(ctx))
+        except Exception as exc:
+            if not query_interrupted(exc):
+                raise
+            interrupted(_subcommand_words(ctx))
+
+
+def query_interrupted(exc: BaseException) -> bool:
+    """Whether `exc` is DuckDB's answer to a Ctrl-C during a query.
+
+    DuckDB takes the SIGINT itself while a query runs and raises
+    RuntimeError("Query interrupted") (its InterruptException in some
+    releases) instead of KeyboardInterrupt: left alone, a gate stopped
+    mid-scan printed a traceback and exited 1, its "regressed".
+    """
+    for name in ("_duckdb", "duckdb"):
+        kind = getattr(sys.modules.get(name), "InterruptException", None)
+        if isinstance(kind, type) and isinstance(exc, kind):
+            return True
+    return isinstance(exc, RuntimeError) and str(exc) == "Query interrupted"
 
 
 def _subcommand_words(ctx: click.Context) -> str | None:
@@ -104,7 +123,15 @@ class LazyGroup(InterruptibleGroup):
 
 
 def interrupted(command: str | None) -> NoReturn:
-    """Say that SIGINT stopped `command` and exit 130 (raised as click's Exit)."""
+    """Say that SIGINT stopped `command` and exit 130 (raised as click's Exit).
+
+    In the console script with a background start still at work, the exit
+    is immediate instead (`capeval.launch.leave_interrupted` says why).
+    """
+    from capeval.commands import common
+
+    if common.PROMPT_EXIT:
+        leave_interrupted(command)
     click.echo(f"\n{interrupted_words(command)}", err=True)
     raise click.exceptions.Exit(EXIT_INTERRUPTED)
 

@@ -184,3 +184,47 @@ def test_ctrl_c_while_capeval_starts_exits_130_without_a_traceback(module: str) 
     assert out.returncode == 130, out.stderr
     assert "capeval: interrupted by SIGINT" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("module", ["capeval.commands", "capeval.commands.validate"])
+def test_ctrl_c_never_waits_on_a_stuck_background_start(module: str) -> None:
+    """A Ctrl-C inside an import can leave an import lock held, and a background
+    start importing the same module then never ends: exiting must not join it.
+
+    Made deterministic: a start that never ends, registered as `engine.start`
+    registers its own, and an import that raises as SIGINT would, before click
+    runs (capeval.commands) or inside it (the command's own module).
+    """
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(
+            f"""
+            import atexit, builtins, sys, threading
+            from capeval.analysis import engine
+            stuck = threading.Thread(target=threading.Event().wait, daemon=True)
+            stuck.start()
+            engine._started = stuck
+            atexit.register(stuck.join)
+            real = builtins.__import__
+            def interrupted(name, *args, **kwargs):
+                if name == {module!r}:
+                    raise KeyboardInterrupt
+                return real(name, *args, **kwargs)
+            builtins.__import__ = interrupted
+            import importlib
+            real_module = importlib.import_module
+            def interrupted_module(name, *args, **kwargs):
+                if name == {module!r}:
+                    raise KeyboardInterrupt
+                return real_module(name, *args, **kwargs)
+            importlib.import_module = interrupted_module  # how click's group loads commands
+            from capeval.launch import entry
+            sys.argv = ["capeval", "validate"]
+            entry()
+            """
+        )],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 130, out.stderr
+    assert "interrupted by SIGINT" in out.stderr and "Traceback" not in out.stderr

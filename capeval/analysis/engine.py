@@ -77,6 +77,11 @@ def start() -> None:
     atexit.register(_started.join)
 
 
+def running() -> bool:
+    """Whether the early start is still at work (importing or connecting)."""
+    return _started is not None and _started.is_alive()
+
+
 def connect() -> Any:
     """An in-memory connection: the one opened early (once), else a new one."""
     thread = _started

@@ -36,6 +36,7 @@ _FLAGS = {"--json", "--allow-provider-fallback"}
 
 _LOCK = threading.Lock()
 _pending: _Scan | None = None
+_latest: threading.Thread | None = None  # the last guess's thread, taken or not
 
 Identity = tuple[int, int, int, int]
 
@@ -157,9 +158,16 @@ def start(argv: Sequence[str]) -> bool:
         if _pending is not None:
             return False
         _pending = scan
+    global _latest
+    _latest = scan.thread
     scan.thread.start()
     atexit.register(_discard)
     return True
+
+
+def running() -> bool:
+    """Whether a guessed scan is still at work (perhaps cancelled, not yet stopped)."""
+    return _latest is not None and _latest.is_alive()
 
 
 def _discard() -> None:
