@@ -89,7 +89,8 @@ def test_what_duckdb_raises_on_sigint_mid_query_is_recognised() -> None:
         "from capeval.analysis import engine\n"
         "from capeval.cli import query_interrupted\n"
         "con = engine.connect()\n"
-        "threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()\n"
+        "con.execute('SELECT 1').fetchall()\n"  # DuckDB loaded: the signal lands in the query
+        "threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()\n"
         "try:\n"
         "    con.execute('SELECT count(*) FROM range(100000000000) t(i) WHERE i % 7 = 3').fetchall()\n"
         "except BaseException as exc:\n"

@@ -47,6 +47,7 @@ import contextlib
 import json
 import os
 import stat
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +62,7 @@ from capeval.results.errors import JSON_ERRORS, ResultFileError
 from capeval.results.v3head import read_v3_head
 
 _HEAD_CHUNK = 1 << 16
+_SMALLEST_NORMAL = sys.float_info.min  # 2.2250738585072014e-308
 
 
 class FastPathUnavailable(Exception):
@@ -288,7 +290,12 @@ def _query(
     aggregates = [
         "count_if(id IS NULL OR id = '' OR resultKey IS NULL OR resultKey = '' OR passed IS NULL "
         "OR passed::VARCHAR NOT IN ('true', 'false')"
-        + "".join(f" OR NOT isfinite(m{i})" for i, _ in enumerate(METRIC_NAMES))
+        # A subnormal value too: DuckDB's median halves the two middle values
+        # before adding them and loses it, where the reference adds first.
+        + "".join(
+            f" OR NOT isfinite(m{i}) OR (m{i} <> 0 AND abs(m{i}) < {_SMALLEST_NORMAL!r})"
+            for i, _ in enumerate(METRIC_NAMES)
+        )
         + ") AS bad",
         "count_if(behaviors IS NOT NULL AND behaviors.taskToolCallCount IS NULL) AS legacy",
         "any_value(id) AS id",
