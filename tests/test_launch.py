@@ -162,24 +162,40 @@ def test_python_m_capeval_is_the_console_script(tmp_path: Path) -> None:
     assert "Traceback" not in bad.stderr
 
 
+def _interrupted_import(module: str) -> str:
+    """Code making an import of `module` raise as a SIGINT landing there would.
+
+    Both ways in: the import statement, and importlib.import_module (how
+    click's group loads a command).
+    """
+    return textwrap.dedent(f"""
+        import builtins, importlib
+        real, real_module = builtins.__import__, importlib.import_module
+        def interrupted(name, *args, **kwargs):
+            if name == {module!r}:
+                raise KeyboardInterrupt
+            return real(name, *args, **kwargs)
+        def interrupted_module(name, *args, **kwargs):
+            if name == {module!r}:
+                raise KeyboardInterrupt
+            return real_module(name, *args, **kwargs)
+        builtins.__import__, importlib.import_module = interrupted, interrupted_module
+        """)
+
+
 @pytest.mark.parametrize("module", ["capeval.cli", "capeval.commands"])
 def test_ctrl_c_while_capeval_starts_exits_130_without_a_traceback(module: str) -> None:
     # SIGINT landing while click and the commands import (the first ~0.1 s;
     # capeval.commands is imported by the CLI's entry, before click runs) is
     # made deterministic by an import that raises as SIGINT would.
     out = run_python(
-        f"""
-        import builtins, sys
-        real = builtins.__import__
-        def interrupted(name, *args, **kwargs):
-            if name == {module!r}:
-                raise KeyboardInterrupt
-            return real(name, *args, **kwargs)
-        builtins.__import__ = interrupted
+        _interrupted_import(module)
+        + textwrap.dedent("""
+        import sys
         from capeval.launch import entry
         sys.argv = ["capeval", "gate"]
         entry()
-        """
+        """)
     )
     assert out.returncode == 130, out.stderr
     assert "capeval: interrupted by SIGINT" in out.stderr
@@ -196,27 +212,14 @@ def test_ctrl_c_never_waits_on_a_stuck_background_start(module: str) -> None:
     runs (capeval.commands) or inside it (the command's own module).
     """
     out = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(
-            f"""
-            import atexit, builtins, sys, threading
+        [sys.executable, "-c", _interrupted_import(module) + textwrap.dedent(
+            """
+            import atexit, sys, threading
             from capeval.analysis import engine
             stuck = threading.Thread(target=threading.Event().wait, daemon=True)
             stuck.start()
             engine._started = stuck
             atexit.register(stuck.join)
-            real = builtins.__import__
-            def interrupted(name, *args, **kwargs):
-                if name == {module!r}:
-                    raise KeyboardInterrupt
-                return real(name, *args, **kwargs)
-            builtins.__import__ = interrupted
-            import importlib
-            real_module = importlib.import_module
-            def interrupted_module(name, *args, **kwargs):
-                if name == {module!r}:
-                    raise KeyboardInterrupt
-                return real_module(name, *args, **kwargs)
-            importlib.import_module = interrupted_module  # how click's group loads commands
             from capeval.launch import entry
             sys.argv = ["capeval", "validate"]
             entry()
