@@ -83,8 +83,10 @@ def test_a_plain_gate_on_jsonl_files_begins_its_scan_instead(
     )
     launch.entry()
     assert prefetch._pending is not None and engine._started is None  # no DuckDB to warm
-    assert prefetch.take([[str(base)], [str(base)]], fastload.METRIC_NAMES, with_values=False,
-                         headline=False, threads=prefetch.threads())  # fmt: skip
+    request = prefetch.ScanRequest(
+        [[str(base)], [str(base)]], list(fastload.METRIC_NAMES), False, False, prefetch.threads()
+    )
+    assert prefetch.take(request)
 
 
 def test_the_early_connection_is_handed_out_once(fresh_engine: None) -> None:

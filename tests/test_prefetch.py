@@ -44,11 +44,13 @@ def _files(tmp_path: Path, n: int = 3) -> tuple[Path, Path]:
 
 def _ask(base: Path, cand: Path, **options: Any) -> list[dict[str, Any]] | None:
     return prefetch.take(
-        [[str(base)], [str(cand)]],
-        METRIC_NAMES,
-        with_values=options.get("with_values", False),
-        headline=options.get("headline", False),
-        threads=options.get("threads", prefetch.threads()),
+        prefetch.ScanRequest(
+            [[str(base)], [str(cand)]],
+            list(METRIC_NAMES),
+            options.get("with_values", False),
+            options.get("headline", False),
+            options.get("threads", prefetch.threads()),
+        )
     )
 
 
@@ -225,7 +227,8 @@ def test_a_cancelled_guess_does_not_warm_duckdb(tmp_path: Path) -> None:
     base, cand = _files(tmp_path)
     request = prefetch.request_of(["gate", "--baseline", str(base), "--candidate", str(cand)])
     native = native_reader()
-    scan = prefetch._Scan(native, request, prefetch._identities(request[0]) or [])  # type: ignore[index]
+    assert request is not None
+    scan = prefetch._Scan(native, request, prefetch._identities(request.sides) or [])
     native.cancel()  # type: ignore[union-attr]
     thread = threading.Thread(target=scan._run)  # it blocks SIGINT in its thread
     thread.start()

@@ -371,27 +371,18 @@ def _load_native(
     sources = [[_probe(Path(p)) for p in paths] for paths in sides]
     if any(s.fmt != "jsonl" for side in sources for s in side):
         raise FastPathUnavailable("v3 files are the DuckDB reader's")
-    paths = [[str(s.path) for s in side] for side in sources]
-    threads = threads or prefetch.threads()
+    request = prefetch.ScanRequest(
+        [[str(s.path) for s in side] for side in sources],
+        list(METRIC_NAMES),
+        with_values,
+        headline,
+        threads or prefetch.threads(),
+    )
     try:
         # The launcher may have begun this very scan while capeval imported.
-        records = (
-            None
-            if chunk_bytes
-            else prefetch.take(
-                paths, METRIC_NAMES, with_values=with_values, headline=headline, threads=threads
-            )
-        )
+        records = None if chunk_bytes else prefetch.take(request)
         if records is None:
-            records = native.scan(
-                paths,
-                METRIC_NAMES,
-                "taskToolCallCount",
-                headline=headline,
-                with_values=with_values,
-                threads=threads,
-                chunk_bytes=chunk_bytes,  # tests cut files into many chunks; 0: by size
-            )
+            records = request.run(native, chunk_bytes=chunk_bytes)
     except native.Unavailable as exc:
         raise FastPathUnavailable(str(exc)) from exc
     resolved: dict[tuple[int, str], tuple[tuple[str | None, str | None], ...]] = {}

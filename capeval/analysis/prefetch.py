@@ -27,9 +27,9 @@ import stat
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-# What each command asks the scan for: (values for advisory statistics, headline fields).
+# Whether each command asks the scan for values (for advisory statistics) by default.
 _COMMANDS = {"gate": False, "compare": True}
 _VALUED = {"--baseline", "--candidate", "--bait", "--root", "--seed"}
 _FLAGS = {"--json", "--allow-provider-fallback"}
@@ -41,10 +41,36 @@ _latest: threading.Thread | None = None  # the last guess's thread, taken or not
 Identity = tuple[int, int, int, int]
 
 
+class ScanRequest(NamedTuple):
+    """One native scan: the files of each side, and what to read of them.
+
+    The guess and the reader build it alike; equal requests are the same scan.
+    """
+
+    sides: list[list[str]]
+    metrics: list[str]
+    with_values: bool
+    headline: bool
+    threads: int
+
+    def run(self, native: Any, *, chunk_bytes: int = 0, token: int | None = None) -> Any:
+        """The native reader's records; raises its `Unavailable` when it refuses the files."""
+        return native.scan(
+            self.sides,
+            self.metrics,
+            "taskToolCallCount",  # a row without it predates it: the DuckDB reader's
+            headline=self.headline,
+            with_values=self.with_values,
+            threads=self.threads,
+            chunk_bytes=chunk_bytes,  # tests cut files into many chunks; 0: by size
+            token=token,
+        )
+
+
 class _Scan:
     """One guessed scan: its request, what the files were, and its outcome."""
 
-    def __init__(self, native: Any, request: tuple[Any, ...], before: list[Identity]) -> None:
+    def __init__(self, native: Any, request: ScanRequest, before: list[Identity]) -> None:
         self.native = native
         self.request = request
         self.before = before
@@ -60,17 +86,8 @@ class _Scan:
         # SIGINT and SIGTERM stay with the main thread (and its handlers); the
         # scan's own threads inherit this mask.
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-        sides, metrics, with_values, headline, threads = self.request
         try:
-            self.records = self.native.scan(
-                sides,
-                metrics,
-                "taskToolCallCount",
-                headline=headline,
-                with_values=with_values,
-                threads=threads,
-                token=self.token,
-            )
+            self.records = self.request.run(self.native, token=self.token)
         except Exception as exc:  # handed to `take`, which raises it where the scan was asked for
             self.error = exc
             if self.native.token() == self.token:
@@ -81,7 +98,7 @@ class _Scan:
                 from capeval.analysis import engine
 
                 engine.start()
-        self.after = _identities(sides)
+        self.after = _identities(self.request.sides)
 
 
 def _identities(sides: Sequence[Sequence[str]]) -> list[Identity] | None:
@@ -105,7 +122,7 @@ def threads() -> int:
     return os.cpu_count() or 1
 
 
-def request_of(argv: Sequence[str]) -> tuple[Any, ...] | None:
+def request_of(argv: Sequence[str]) -> ScanRequest | None:
     """The scan `capeval <argv>` will ask for, when the command line says so plainly.
 
     `argv` is what follows the program's name. None for anything else: another
@@ -138,7 +155,7 @@ def request_of(argv: Sequence[str]) -> tuple[Any, ...] | None:
         return None
     from capeval.metrics import METRIC_NAMES
 
-    return (paths, list(METRIC_NAMES), with_values, False, threads())
+    return ScanRequest(paths, list(METRIC_NAMES), with_values, False, threads())
 
 
 def start(argv: Sequence[str]) -> bool:
@@ -150,7 +167,7 @@ def start(argv: Sequence[str]) -> bool:
     from capeval.analysis.native_reader import native_reader
 
     native = native_reader()
-    before = _identities(request[0])
+    before = _identities(request.sides)
     if native is None or before is None:
         return False
     scan = _Scan(native, request, before)
@@ -180,14 +197,7 @@ def _discard() -> None:
         scan.thread.join()
 
 
-def take(
-    sides: Sequence[Sequence[str]],
-    metrics: Sequence[str],
-    *,
-    with_values: bool,
-    headline: bool,
-    threads: int,
-) -> list[dict[str, Any]] | None:
+def take(request: ScanRequest) -> list[dict[str, Any]] | None:
     """The guessed scan's records, if it was this scan of these unchanged files.
 
     Raises what the scan raised (the native reader's `Unavailable`), exactly
@@ -198,7 +208,6 @@ def take(
         scan, _pending = _pending, None
     if scan is None:
         return None
-    request = ([list(paths) for paths in sides], list(metrics), with_values, headline, threads)
     if request != scan.request:
         scan.native.cancel()
         scan.thread.join()
@@ -208,7 +217,7 @@ def take(
     except BaseException:  # Ctrl-C while waiting: stop the scan, then exit as asked
         scan.native.cancel()
         raise
-    if not (scan.before == scan.after == _identities(request[0])):
+    if not (scan.before == scan.after == _identities(request.sides)):
         return None
     if scan.error is not None:
         raise scan.error

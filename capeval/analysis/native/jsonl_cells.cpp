@@ -443,7 +443,6 @@ class Parser {
     return nullptr;
   }
 
- private:
   // Top-level fields, as bits of a row's `seen_`.
   static constexpr uint32_t F_KEY = 1u << 0;
   static constexpr uint32_t F_ID = 1u << 1;
