@@ -63,7 +63,7 @@ def compare_process(base: Path, cand: Path, *extra: str) -> float:
 def in_process(base: Path, cand: Path, subset: int) -> dict[str, Any]:
     from capeval.analysis import stats
     from capeval.analysis.fastload import load_sides
-    from capeval.metrics import METRIC_NAMES
+    from capeval.core.metrics import METRIC_NAMES
 
     (b, c), _ = load_sides([[base], [cand]], with_values=True)
     keys = sorted(b.keys() & c.keys())[:subset]

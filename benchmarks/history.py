@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO))
 
 from capeval.analysis.history import connect, ingest, open_db  # noqa: E402
 from capeval.analysis.queries import find_query  # noqa: E402
-from capeval.metrics import METRIC_NAMES  # noqa: E402
+from capeval.core.metrics import METRIC_NAMES  # noqa: E402
 
 VARIANTS = ("baseline", "candidate", "model-b", "model-c")
 CASES = tuple(f"case-{i:02d}" for i in range(50))

@@ -27,7 +27,8 @@ from pathlib import Path
 
 from machine import cpu_model
 
-from capeval.runner.run import RunOptions, execute
+from capeval.runner.options import RunOptions
+from capeval.runner.run import execute
 
 
 def make_case(root: Path, case_id: str, turns: list[dict]) -> None:

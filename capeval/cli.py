@@ -16,7 +16,12 @@ from typing import Any, NoReturn
 import click
 
 from capeval import __version__
-from capeval.launch import EXIT_INTERRUPTED, interrupted_words, leave_interrupted
+from capeval.interrupt import (
+    EXIT_INTERRUPTED,
+    interrupted_words,
+    leave_interrupted,
+    query_interrupted,
+)
 
 # name -> "module:attribute". One line per command; the module is imported only
 # when the command is invoked or its help is shown.
@@ -73,21 +78,6 @@ class InterruptibleGroup(click.Group):
             interrupted(_subcommand_words(ctx))
 
 
-def query_interrupted(exc: BaseException) -> bool:
-    """Whether `exc` is DuckDB's answer to a Ctrl-C during a query.
-
-    DuckDB takes the SIGINT itself while a query runs and raises
-    RuntimeError("Query interrupted") (its InterruptException in some
-    releases) instead of KeyboardInterrupt: left alone, a gate stopped
-    mid-scan printed a traceback and exited 1, its "regressed".
-    """
-    for name in ("_duckdb", "duckdb"):
-        kind = getattr(sys.modules.get(name), "InterruptException", None)
-        if isinstance(kind, type) and isinstance(exc, kind):
-            return True
-    return isinstance(exc, RuntimeError) and str(exc) == "Query interrupted"
-
-
 def _subcommand_words(ctx: click.Context) -> str | None:
     """The words after `capeval` of the command Ctrl-C stopped (None: none chosen yet)."""
     if ctx.invoked_subcommand is None:
@@ -126,7 +116,7 @@ def interrupted(command: str | None) -> NoReturn:
     """Say that SIGINT stopped `command` and exit 130 (raised as click's Exit).
 
     In the console script with a background start still at work, the exit
-    is immediate instead (`capeval.launch.leave_interrupted` says why).
+    is immediate instead (`capeval.interrupt.leave_interrupted` says why).
     """
     from capeval.commands import common
 

@@ -5,7 +5,7 @@ Reading is strict for the same reason case loading is: a misspelt key
 measures the wrong thing. Every unknown key, wrong type and incomplete agent
 table becomes a `Problem` naming the file and the key path, all at once.
 
-Built-in agents (`capeval.agents.registry.builtin_agents`) exist without any
+Built-in agents (`capeval.core.agentconfig.builtin_agents`) exist without any
 configuration; an `[agents.NAME]` table with a built-in's name overrides just
 the keys it sets.
 """
@@ -23,17 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from capeval.agents.base import AgentConfig
-from capeval.agents.registry import builtin_agents
-from capeval.case import DEFAULT_TIERS, ID_PATTERN, MAX_TURNS, schema_problems
-from capeval.jsonschemas import is_finite_number, strict_validator
-from capeval.problems import UTF8_BOM, Problem, ProblemsError, bom_message
+from capeval.core.agentconfig import AGENT_TYPES, AgentConfig, builtin_agents
+from capeval.core.case import DEFAULT_TIERS, ID_PATTERN, MAX_TURNS, schema_problems
+from capeval.core.jsonschemas import is_finite_number, strict_validator
+from capeval.core.problems import UTF8_BOM, Problem, ProblemsError, bom_message
 
 CONFIG_FILE = "capeval.toml"
 PYPROJECT = "pyproject.toml"
 DEFAULT_RESULTS = Path("evals", "capability", "results")
 
-AGENT_TYPES: tuple[str, ...] = ("scripted", "command", "claude-code", "codex", "gemini", "opencode")
 # Longer than any eval should take. TOML also writes `inf` and `nan`: an
 # infinite (or merely astronomical) timeout overflowed the platform's timers
 # mid-run with a traceback, and NaN timed every agent out before it started.
@@ -332,8 +330,7 @@ def _path_and_env_problems(name: str, spec: Mapping[str, Any], *, file: str) -> 
     run cannot disagree (imported here: the command adapter pulls in runner
     modules reading a configuration has no use for).
     """
-    from capeval.agents.command import hook_problem
-    from capeval.agents.scripted import trajectory_problem
+    from capeval.core.agentconfig import hook_problem, trajectory_problem
 
     out: list[Problem] = []
     hook = spec.get("hook")
@@ -491,7 +488,7 @@ def matrix_problems(config: Config, root: Path) -> list[Problem]:
     A cell missing its provider or model is not reported: `--provider` or
     `--model` on the command line may fill it.
     """
-    from capeval.runner.matrix import IncompleteCell, duplicate_ids, parse_cell
+    from capeval.core.matrix import IncompleteCell, duplicate_ids, parse_cell
 
     if not config.matrix:
         return []

@@ -9,44 +9,12 @@ Lines files plainly (`capeval.analysis.prefetch`), else DuckDB's engine
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
-from typing import NoReturn
+
+from capeval.interrupt import leave_interrupted
 
 # Commands that read result files as soon as their options parse.
 EARLY_DUCKDB = frozenset({"gate", "compare", "report"})
-# What a shell reports for a program stopped by SIGINT (128 + 2); `capeval.cli` agrees.
-EXIT_INTERRUPTED = 130
-
-
-def interrupted_words(command: str | None) -> str:
-    """What capeval says when SIGINT stops it, before click is loaded or after."""
-    return f"{f'capeval {command}' if command else 'capeval'}: interrupted by SIGINT"
-
-
-def leave_interrupted(command: str | None) -> NoReturn:
-    """Say that SIGINT stopped `command` and exit 130, never hanging on the way out.
-
-    A Ctrl-C that lands inside an import can leave one of Python's import
-    locks held; a background start (DuckDB's, or a guessed scan) importing
-    the same module then waits forever, and so would the normal exit, which
-    joins it (a gate hung in 1 of about 150 interrupted). With one still at
-    work, output is flushed and the process ends at once: these commands
-    hold no file open for writing.
-    """
-    sys.stderr.write(f"\n{interrupted_words(command)}\n")
-    busy = False
-    engine = sys.modules.get("capeval.analysis.engine")
-    prefetch = sys.modules.get("capeval.analysis.prefetch")
-    for module in (engine, prefetch):
-        busy = busy or (module is not None and module.running())
-    if busy:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):
-                stream.flush()
-        os._exit(EXIT_INTERRUPTED)
-    raise SystemExit(EXIT_INTERRUPTED)
 
 
 def entry() -> None:

@@ -1,6 +1,6 @@
 """The workspace: where it is, and loading every case in it (spec sections 2, 10).
 
-This is the I/O shell around `capeval.case`: it finds the root, reads each
+This is the I/O shell around `capeval.core.case`: it finds the root, reads each
 case.json, gathers the filesystem facts the pure rules need and collects
 every problem in every case before giving up, so one `capeval validate`
 shows a broken workspace in full.
@@ -18,10 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from capeval.case import (
+from capeval.core.case import (
     DEFAULT_TIERS,
     DEFAULT_VERIFY,
-    ORACLE_TRAJECTORY,
     PLAIN_FILE_PATTERN,
     Bait,
     Case,
@@ -34,7 +33,7 @@ from capeval.case import (
     unpassable_text,
     validate_case_dict,
 )
-from capeval.problems import Problem, ProblemsError, bom_message
+from capeval.core.problems import Problem, ProblemsError, bom_message
 
 if TYPE_CHECKING:
     from capeval.config import Config
@@ -143,7 +142,7 @@ def check_cases(
             Problem(rel(base, root), "", "missing; a workspace keeps its cases in this directory")
         )
         return out
-    dirs = _case_dirs(base)
+    dirs = case_dirs(base)
     if ids:
         wanted = list(dict.fromkeys(ids))
         present = {p.name for p in dirs}
@@ -205,7 +204,7 @@ def check_cases(
     return out
 
 
-def _case_dirs(base: Path) -> list[Path]:
+def case_dirs(base: Path) -> list[Path]:
     """Every case directory under `base`, by name; `.x` and `_x` are not cases."""
     return sorted(
         (p for p in base.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))),
@@ -236,14 +235,14 @@ def read_baits(root: Path) -> tuple[dict[str, Bait], list[Problem]]:
     also means one case broken mid-edit does not drop every other case's bait.
     A case whose `id` or `bait` is unusable is left out with a problem.
     """
-    from capeval.metrics import METRIC_NAMES
+    from capeval.core.metrics import METRIC_NAMES
 
     base = cases_dir(root)
     baits: dict[str, Bait] = {}
     problems: list[Problem] = []
     if not base.is_dir():
         return baits, [Problem(rel(base, root), "", "missing; no cases, so no bait declarations")]
-    for case_dir in _case_dirs(base):
+    for case_dir in case_dirs(base):
         file = case_dir / CASE_FILE
         file_rel = rel(file, root)
         read = read_case_json(file, file_rel)
@@ -552,187 +551,3 @@ def fixture_fact(root: Path, fixture: str) -> FixtureState:
     if not target.is_dir():
         return "not_dir"
     return "ok"
-
-
-def validate_workspace(
-    root: Path | None = None,
-    *,
-    config_path: Path | None = None,
-    ids: Sequence[str] | None = None,
-    graders: bool = False,
-    start: Path | None = None,
-) -> CaseCheck:
-    """Everything `capeval validate` checks, as data: root, configuration, cases
-    and optionally grader honesty. Never raises for bad input.
-    """
-    from capeval.config import load_config, tiers_despite
-
-    try:
-        found = find_root(start=start, explicit=root)
-    except ProblemsError as exc:
-        return CaseCheck(problems=exc.problems)
-    try:
-        config = load_config(found, config_path)
-    except ProblemsError as exc:
-        # Still check the cases, so one run shows everything, tiers included
-        # when the configuration's `tiers` can be told despite its other problems.
-        tiers = tiers_despite(found, config_path, exc.problems)
-        result = check_cases(found, None, ids, check_tiers=bool(tiers), tiers=tiers)
-        result.problems[:0] = exc.problems
-        result.problems += trajectory_problems(found, _checked_dirs(found, ids))
-        return result
-    from capeval.config import matrix_problems
-
-    result = check_cases(found, config, ids)
-    result.problems[:0] = matrix_problems(config, found)
-    # Of invalid cases too: "every problem at once", not one more round per fix.
-    result.problems += trajectory_problems(found, _checked_dirs(found, ids))
-    result.problems += configured_trajectory_problems(found, config, _checked_dirs(found, ids))
-    if result.ok and not result.cases:
-        # "ok: 0 cases" passed a CI check of a workspace whose cases were never
-        # added (or sit in a misspelt folder), while `capeval run` refuses it.
-        result.problems.append(
-            Problem(
-                rel(cases_dir(found), found),
-                "",
-                f"holds no case; add one as {CASES_SUBDIR.as_posix()}/<id>/{CASE_FILE} "
-                "(capeval run has nothing to run)",
-            )
-        )
-    if graders and result.cases:
-        # The grader check reports an unplayable or missing oracle too, in its
-        # own words: keep one problem per message, and one per whole file.
-        shown = {str(p) for p in result.problems}
-        whole = {p.file for p in result.problems if not p.field}
-        found_problems = grader_problems(found, result.cases, config)
-        result.problems += [
-            p
-            for p in found_problems
-            if str(p) not in shown and not (not p.field and p.file in whole)
-        ]
-    return result
-
-
-def _checked_dirs(root: Path, ids: Sequence[str] | None) -> list[Path]:
-    """The case directories `check_cases` looked at that hold a case.json."""
-    base = cases_dir(root)
-    if not base.is_dir():
-        return []
-    return [d for d in _case_dirs(base) if (not ids or d.name in ids) and (d / CASE_FILE).is_file()]
-
-
-def trajectory_problems(root: Path, case_dirs: Sequence[Path]) -> list[Problem]:
-    """Every case ships an oracle trajectory, and every trajectory must be playable.
-
-    The default `capeval run` plays the oracle and grader honesty is judged on
-    it. Loading does not demand either (a run of a real agent needs none), so
-    `capeval validate` is where they are checked: a broken trajectory would
-    otherwise surface as a failed repeat (a regression, to the gate).
-    """
-    from capeval.agents.trajectory import TrajectoryError, load_trajectory
-
-    out: list[Problem] = []
-    for case_dir in case_dirs:
-        oracle = case_dir / "trajectories" / f"{ORACLE_TRAJECTORY}.json"
-        if not oracle.is_file():
-            out.append(
-                Problem(
-                    _relative(oracle, root),
-                    "",
-                    "missing; every case ships an oracle trajectory (the default "
-                    "`capeval run` plays it); add one",
-                )
-            )
-        for path in sorted(oracle.parent.glob("*.json")):
-            try:
-                load_trajectory(path, file=_relative(path, root))
-            except TrajectoryError as exc:
-                out += exc.problems
-    return out
-
-
-def configured_trajectory_problems(
-    root: Path, config: Config, case_dirs: Sequence[Path]
-) -> list[Problem]:
-    """Trajectories the configured matrix's scripted cells play but a case lacks.
-
-    `capeval run` refuses such a run before any agent starts ("no trajectory
-    to play"); validate said ok. Cells that `--provider`/`--model` must
-    complete, or that name an unknown agent, are left to `matrix_problems`.
-    """
-    from capeval.runner.matrix import parse_cell, played_trajectory
-
-    default = config.agent or "scripted"
-    cells: list[str] = list(config.matrix)
-    if not cells and config.provider and config.model:
-        cells = [f"{config.provider}:{config.model}"]
-    wanted: dict[str, str] = {}  # trajectory name -> the cell that plays it
-    for cell in cells:
-        try:
-            variant = parse_cell(
-                cell, provider=config.provider, model=config.model, default_agent=default
-            )
-        except ValueError:
-            continue
-        name = played_trajectory(variant, config.agents)
-        if name is not None:
-            wanted.setdefault(name, cell)
-    out: list[Problem] = []
-    for name, cell in wanted.items():
-        if name == ORACLE_TRAJECTORY:
-            continue  # every case's oracle is checked on its own
-        for case_dir in case_dirs:
-            path = case_dir / "trajectories" / f"{name}.json"
-            if not path.is_file():
-                out.append(
-                    Problem(
-                        _relative(path, root),
-                        "",
-                        f"missing; the configured matrix cell {cell!r} plays it with a scripted "
-                        "agent (capeval run refuses to start without it); add one, or change "
-                        "the matrix",
-                    )
-                )
-    return out
-
-
-def _relative(path: Path, root: Path) -> str:
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return str(path)
-
-
-def grader_problems(root: Path, cases: list[Case], config: Config | None = None) -> list[Problem]:
-    """Grader honesty (oracle passes, untouched fixture fails), from the runner.
-
-    Under the configured timeouts and turn budget, as a run grades: with the
-    defaults, a grader that needs longer than 2 minutes (and is configured for
-    it) was reported as failing after the oracle (exit 124), and one too slow
-    for a shorter configured timeout (or an oracle over the configured
-    `max_turns`) passed here but failed every repeat.
-    """
-    try:
-        from capeval.runner.graders import check_graders
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("capeval.runner.graders", "capeval.runner"):
-            raise
-        return [
-            Problem(
-                "capeval.runner.graders",
-                "--graders",
-                "grader checks are not available in this installation (module missing); "
-                "run without --graders",
-            )
-        ]
-    if config is None:
-        return list(check_graders(root, cases))
-    return list(
-        check_graders(
-            root,
-            cases,
-            verify_timeout_s=config.verify_timeout_s,
-            agent_timeout_s=config.agent_timeout_s,
-            max_turns=config.max_turns,
-        )
-    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from capeval.metrics import METRIC_NAMES
+from capeval.core.metrics import METRIC_NAMES
 
 
 def result_row(

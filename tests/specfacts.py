@@ -1,7 +1,7 @@
 """Facts the spec states, written out by hand so tests check the code against the spec.
 
 Importing them from capeval instead would test the code against itself: a
-wrong direction in `capeval.metrics` would then pass every test that uses it.
+wrong direction in `capeval.core.metrics` would then pass every test that uses it.
 """
 
 from __future__ import annotations

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from capeval.agents.base import AgentConfig
 from capeval.agents.check import check_agent, list_agents
 from capeval.cli import main
+from capeval.core.agentconfig import AgentConfig
 
 STAND_IN = f"#!{sys.executable}\nimport sys\nprint('9.8.7 (stand-in)')\n"
 

@@ -19,13 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from capeval.agents.base import AgentConfig, AgentRequest
+from capeval.agents.base import AgentRequest
 from capeval.agents.claude_code import ClaudeCodeAdapter
 from capeval.agents.codex import CodexAdapter
 from capeval.agents.gemini import GeminiAdapter
 from capeval.agents.opencode import OpencodeAdapter
 from capeval.agents.registry import make_adapter
-from capeval.turns import TokenUsage
+from capeval.core.agentconfig import AgentConfig
+from capeval.core.turns import TokenUsage
 
 DATA = Path(__file__).parent / "data" / "streams"
 
@@ -422,7 +423,7 @@ def test_codex_turns_are_timed_in_whole_milliseconds(agent_streams: Path) -> Non
     parsed = CodexAdapter.parse_timed(list(zip(lines, arrivals, strict=True)))
     durations = [t.durationMs for t in parsed.summary.turns]
     assert durations and all(d is not None and float(d).is_integer() for d in durations)
-    from capeval.behaviors import derive_behaviors
+    from capeval.core.behaviors import derive_behaviors
 
     assert isinstance(derive_behaviors(parsed.summary)["maxTurnDurationMs"], int)
 
@@ -463,7 +464,7 @@ def test_strays_get_sigterm_first_so_their_exit_traps_run(tmp_path: Path) -> Non
     import subprocess
 
     from capeval.agents.cliadapter import AGENT_MARK_VAR
-    from capeval.runner import strays
+    from capeval.proc import strays
 
     mark, done, ready = strays.new_mark(), tmp_path / "trap-ran", tmp_path / "trap-set"
     # The shell carries the mark from exec on, before it has read its `trap`: wait

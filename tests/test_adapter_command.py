@@ -19,15 +19,10 @@ import pytest
 from agentrun import agent_table, capeval_run, read_rows
 from test_run_helpers import write_case
 
-from capeval.agents.base import AgentConfig, AgentRequest
-from capeval.agents.command import (
-    DEFAULT_HOOK,
-    CommandAdapter,
-    CommandTemplateError,
-    hook_path,
-    render_command,
-)
-from capeval.turns import SHELL, TokenUsage
+from capeval.agents.base import AgentRequest
+from capeval.agents.command import CommandAdapter, CommandTemplateError, hook_path, render_command
+from capeval.core.agentconfig import DEFAULT_HOOK, AgentConfig
+from capeval.core.turns import SHELL, TokenUsage
 
 FAKE_PRODUCT = textwrap.dedent(
     '''
@@ -161,7 +156,7 @@ def test_hook_summary_becomes_the_result(tmp_path: Path, product: Path) -> None:
 
 
 def test_behaviors_derive_from_the_hook_summary(tmp_path: Path, product: Path) -> None:
-    from capeval.behaviors import derive_behaviors
+    from capeval.core.behaviors import derive_behaviors
 
     result = adapter(product).run(make_request(tmp_path))
     assert result.summary is not None
@@ -189,7 +184,7 @@ def test_prompt_is_one_argument_and_never_reaches_a_shell(tmp_path: Path, produc
 def test_no_hook_call_means_no_behaviors_and_a_budget_fails_closed(
     tmp_path: Path, product: Path
 ) -> None:
-    from capeval.runner.passrule import decide, is_over_budget
+    from capeval.core.passrule import decide, is_over_budget
 
     result = adapter(product, "nohook").run(make_request(tmp_path, max_turns=10))
     assert result.exitCode == 0 and result.status == "done"

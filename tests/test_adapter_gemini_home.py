@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from capeval.agents.base import AgentConfig, AgentRequest
+from capeval.agents.base import AgentRequest
 from capeval.agents.gemini import GeminiAdapter, auth_type
 from capeval.agents.registry import make_adapter
+from capeval.core.agentconfig import AgentConfig
 
 RECORDING_CLI = textwrap.dedent(
     f"""\

@@ -18,13 +18,13 @@ from agent_clis import find_cli, missing_reason
 from agentrun import agent_table, capeval_run, read_rows
 from casefactory import write_case
 
-from capeval.agents.base import AgentConfig
 from capeval.agents.check import ENDPOINTS
 from capeval.agents.claude_code import ClaudeCodeAdapter, parse_claude_stream
 from capeval.agents.gemini import parse_gemini_stream
 from capeval.agents.modelserver import ModelServer
 from capeval.agents.opencode import parse_opencode_stream
 from capeval.agents.streams import ParsedStream, unparsed_error
+from capeval.core.agentconfig import AgentConfig
 from tests.test_adapter_cli import FAKE_CLI, request
 
 DATA = Path(__file__).parent / "data" / "streams"

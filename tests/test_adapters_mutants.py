@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 
 from capeval.agents import claude_code
-from capeval.agents.base import AgentConfig, AgentRequest
+from capeval.agents.base import AgentRequest
 from capeval.agents.claude_code import ClaudeCodeAdapter
 from capeval.agents.cliadapter import agent_environment, probe_version, resolve_binary
 from capeval.agents.modelserver import Script, ScriptedCall, ScriptStep
+from capeval.core.agentconfig import AgentConfig
 
 
 def make_request(tmp_path: Path, **kw: object) -> AgentRequest:
@@ -126,7 +127,7 @@ def test_agents_check_aims_a_vertex_configured_gemini_at_the_scripted_server(
 def _check_result(command: str, turns: int) -> Any:
     from capeval.agents.base import AgentResult
     from capeval.agents.streams import make_call
-    from capeval.turns import RunSummary, Turn
+    from capeval.core.turns import RunSummary, Turn
 
     shown = [Turn(0, ("Checking.",), (make_call("c1", "Bash", {"command": command}),))]
     shown += [Turn(i, ("done",)) for i in range(1, turns)]

@@ -14,8 +14,8 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from capeval.aggregate import aggregate, median, row_result_key, totals
 from capeval.cli import main
+from capeval.core.aggregate import aggregate, median, row_result_key, totals
 from capeval.results.jsonl import JsonlWriter
 from capeval.results.v3 import write_v3
 from tests.rowfactory import result_row
@@ -141,7 +141,7 @@ def test_totals_sum_every_repeat_and_treat_missing_as_zero() -> None:
 
 
 def test_aggregate_module_is_pure_and_light() -> None:
-    code = "import sys, capeval.aggregate; print(sorted(m for m in ('polars','duckdb','scipy') if m in sys.modules))"
+    code = "import sys, capeval.core.aggregate; print(sorted(m for m in ('polars','duckdb','scipy') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from capeval.behaviors import backfill_legacy, derive_behaviors, normalize_arguments
-from capeval.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME
-from capeval.runsummary import summary_from_json
-from capeval.turns import RunSummary, ToolCall, Turn
+from capeval.core.behaviors import backfill_legacy, derive_behaviors, normalize_arguments
+from capeval.core.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME
+from capeval.core.runsummary import summary_from_json
+from capeval.core.turns import RunSummary, ToolCall, Turn
 from tests.clirun import capeval
 
 DATA = Path(__file__).parent / "data" / "summaries"
@@ -320,7 +320,7 @@ def test_calls_built_without_kind_are_classified_here() -> None:
 
 
 def test_sample_summary_end_to_end() -> None:
-    from capeval.runsummary import read_summary
+    from capeval.core.runsummary import read_summary
 
     result = derive_behaviors(read_summary(DATA / "sloppy.json"))
     assert result == {

@@ -1,7 +1,7 @@
 """Behavior-metric rules that a mutation audit found no test guarding.
 
 Each test pins one rule of spec sections 5 and 6 (or a documented decision
-in `capeval.behaviors`) that a one-line break of the code left unnoticed.
+in `capeval.core.behaviors`) that a one-line break of the code left unnoticed.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from specfacts import LOWER_IS_BETTER
 
-from capeval.behaviors import backfill_legacy, derive_behaviors
-from capeval.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME, direction
-from capeval.runsummary import summary_from_json
-from capeval.toolkinds import unwrap_shell
+from capeval.core.behaviors import backfill_legacy, derive_behaviors
+from capeval.core.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME, direction
+from capeval.core.runsummary import summary_from_json
+from capeval.core.toolkinds import unwrap_shell
 
 
 def shell(*commands: str) -> dict[str, Any]:

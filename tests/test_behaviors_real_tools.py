@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 from system_tools import find_gawk
 
-from capeval.behaviors import derive_behaviors
-from capeval.runsummary import summary_from_json
+from capeval.core.behaviors import derive_behaviors
+from capeval.core.runsummary import summary_from_json
 
 ORIGINAL = "a\n"
 SED = "s/a/b/"

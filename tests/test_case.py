@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from capeval.case import (
+from capeval.core.case import (
     Bait,
     Case,
     CaseFacts,
@@ -18,9 +18,9 @@ from capeval.case import (
     field_path,
     validate_case_dict,
 )
-from capeval.metrics import METRIC_NAMES
-from capeval.problems import Problem, ProblemsError
-from capeval.runner.passrule import decide
+from capeval.core.metrics import METRIC_NAMES
+from capeval.core.passrule import decide
+from capeval.core.problems import Problem, ProblemsError
 
 FILE = "evals/capability/cases/demo/case.json"
 OK_FACTS = CaseFacts(fixture="ok", grader="ok")

@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from capeval.agents.trajectory import validate_trajectory
-from capeval.case import MAX_ID_LENGTH, MAX_PROMPT_BYTES, MAX_TURNS
 from capeval.cli import main
+from capeval.core.case import MAX_ID_LENGTH, MAX_PROMPT_BYTES, MAX_TURNS
+from capeval.runner.validate import validate_workspace
 from capeval.runner.workdir import prepare_workdir
-from capeval.workspace import validate_workspace
 from tests.casefactory import CASES, FIXTURES, write_case
 
 
@@ -208,8 +208,8 @@ def test_empty_turns_does_not_offer_dropping_the_required_field() -> None:
 
 
 def test_empty_optional_list_still_offers_dropping_it() -> None:
-    from capeval.case import schema_problems
-    from capeval.jsonschemas import strict_validator
+    from capeval.core.case import schema_problems
+    from capeval.core.jsonschemas import strict_validator
 
     schema: dict[str, Any] = {
         "type": "object",

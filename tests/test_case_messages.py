@@ -6,8 +6,8 @@ import json
 import re
 from pathlib import Path
 
-from capeval.case import show, validate_case_dict
-from capeval.workspace import validate_workspace
+from capeval.core.case import show, validate_case_dict
+from capeval.runner.validate import validate_workspace
 from tests.casefactory import CASES, FIXTURES, case_fields, write_case
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from capeval.case import validate_case_dict
-from capeval.workspace import validate_workspace
+from capeval.core.case import validate_case_dict
+from capeval.runner.validate import validate_workspace
 from tests.casefactory import CASES, FIXTURES, case_fields, write_case
 
 

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from capeval.case import Requirement
 from capeval.config import MAX_TIMEOUT_S, is_timeout, load_config
-from capeval.problems import ProblemsError
-from capeval.workspace import check_cases, read_baits, validate_workspace
+from capeval.core.case import Requirement
+from capeval.core.problems import ProblemsError
+from capeval.runner.validate import validate_workspace
+from capeval.workspace import check_cases, read_baits
 from tests.casefactory import CASES, write_case
 
 

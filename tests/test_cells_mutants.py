@@ -117,7 +117,7 @@ def test_a_frame_repeat_that_left_one_metric_out_keeps_the_others() -> None:
     import polars as pl
 
     from capeval.analysis.cells import cells_from_frame
-    from capeval.metrics import METRIC_NAMES
+    from capeval.core.metrics import METRIC_NAMES
 
     def repeat(i: int, **metrics: float | None) -> dict[str, Any]:
         values = dict.fromkeys(METRIC_NAMES, None) | metrics

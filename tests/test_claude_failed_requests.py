@@ -19,9 +19,10 @@ from agentrun import agent_table, capeval_run, read_rows
 from casefactory import write_case
 
 from capeval.agents import modelserver
-from capeval.agents.base import AgentConfig, AgentRequest
+from capeval.agents.base import AgentRequest
 from capeval.agents.check import ENDPOINTS
 from capeval.agents.claude_code import ClaudeCodeAdapter, session_responses
+from capeval.core.agentconfig import AgentConfig
 
 ENDPOINT = ENDPOINTS["claude-code"]
 

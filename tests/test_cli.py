@@ -93,7 +93,7 @@ def test_what_duckdb_raises_on_sigint_mid_query_is_recognised(tmp_path: Path) ->
     code = (
         "import os, signal, sys, threading\n"
         "from capeval.analysis import engine\n"
-        "from capeval.cli import query_interrupted\n"
+        "from capeval.interrupt import query_interrupted\n"
         "con = engine.connect()\n"
         "query = f\"SELECT count(*) FROM read_json('{sys.argv[1]}', format='newline_delimited')\"\n"
         "con.execute(query).fetchall()\n"

@@ -11,7 +11,7 @@ import pytest
 from capeval.analysis.cells import BaitDecl, cells_from_rows, format_number
 from capeval.analysis.compare import compare_cells, normalize_baits, parse_bait_override
 from capeval.analysis.fastload import load_sides
-from capeval.metrics import METRIC_NAMES
+from capeval.core.metrics import METRIC_NAMES
 from tests.rowfactory import gate_row as row
 
 

@@ -27,7 +27,7 @@ from capeval.analysis import fastload
 from capeval.analysis.cells import Cell
 from capeval.analysis.compare import compare_cells
 from capeval.analysis.fastload import load_sides
-from capeval.metrics import METRIC_NAMES
+from capeval.core.metrics import METRIC_NAMES
 
 CASES = ("alpha", "beta", "web-bait")
 VARIANTS = ("v1", "fast=prov:m")

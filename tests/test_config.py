@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from capeval.agents.base import AgentConfig
 from capeval.config import Config, builtin_agents, config_from_table, load_config
-from capeval.problems import ProblemsError
+from capeval.core.agentconfig import AgentConfig
+from capeval.core.problems import ProblemsError
 
 BUILTINS = {"scripted", "claude-code", "codex", "gemini", "opencode"}
 

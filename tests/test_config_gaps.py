@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from capeval.agents.base import AgentConfig, AgentRequest
-from capeval.agents.command import CommandTemplateError, hook_path, hook_problem
+from capeval.agents.base import AgentRequest
+from capeval.agents.command import CommandTemplateError, hook_path
 from capeval.agents.scripted import ScriptedAdapter
 from capeval.config import load_config
-from capeval.problems import ProblemsError
+from capeval.core.agentconfig import AgentConfig, hook_problem
+from capeval.core.problems import ProblemsError
 from tests.casefactory import write_case
 from tests.clirun import capeval
 

@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 
-from capeval.agents.base import AgentConfig, AgentRequest, AgentResult
+from capeval.agents.base import AgentRequest, AgentResult
 from capeval.agents.scripted import ScriptedAdapter
 from capeval.agents.trajectory import load_trajectory
-from capeval.case import Case
+from capeval.core.agentconfig import AgentConfig
+from capeval.core.case import Case
+from capeval.proc.process import run_process
 from capeval.runner.httpfixture import HttpFixture
-from capeval.runner.process import run_process
 from capeval.runner.workdir import prepare_workdir
 from capeval.workspace import load_cases
 
@@ -132,7 +133,7 @@ class _null:
 
 
 def behaviors_of(result: AgentResult | None) -> dict[str, Any]:
-    from capeval.behaviors import derive_behaviors
+    from capeval.core.behaviors import derive_behaviors
 
     assert result is not None and result.summary is not None, result
     return dict(derive_behaviors(result.summary))

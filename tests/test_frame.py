@@ -9,8 +9,9 @@ from typing import Any
 import polars as pl
 import pytest
 
-from capeval.analysis.frame import FIXED_COLUMNS, FrameError, load_frame, rows_to_frame
-from capeval.metrics import METRIC_NAMES
+from capeval.analysis.frame import FIXED_COLUMNS, load_frame, rows_to_frame
+from capeval.core.metrics import METRIC_NAMES
+from capeval.results.columns import ColumnTypeError
 from capeval.results.jsonl import JsonlWriter
 from capeval.results.v3 import write_v3
 
@@ -80,7 +81,7 @@ def test_unknown_fields_become_extra_columns() -> None:
 
 
 def test_wrong_type_in_known_column_names_source_and_field() -> None:
-    with pytest.raises(FrameError, match=r"f\.jsonl \(row 1, case 'b'\): field 'turnsUsed'"):
+    with pytest.raises(ColumnTypeError, match=r"f\.jsonl \(row 1, case 'b'\): field 'turnsUsed'"):
         rows_to_frame(
             [make_row("a", turnsUsed=3), make_row("b", turnsUsed="many")], source="f.jsonl"
         )
@@ -310,7 +311,7 @@ def test_odd_types_fall_back_with_the_reference_error(
     tmp_path: Path, field: str, value: Any
 ) -> None:
     path = write_jsonl(tmp_path / "odd.jsonl", [make_row("a"), make_row("b", **{field: value})])
-    falls_back_alike(path, FrameError)
+    falls_back_alike(path, ColumnTypeError)
 
 
 def test_integral_float_in_integer_column_matches(tmp_path: Path) -> None:
@@ -417,9 +418,9 @@ def test_integer_past_int64_is_an_error_not_a_silent_null(tmp_path: Path) -> Non
         r"big\.jsonl:1: field 'shellCommandCount' must be an integer from -2\*\*63 to "
         r"2\*\*63 - 1, found 9223372036854775808, which does not fit"
     )
-    with pytest.raises(FrameError, match=message):
+    with pytest.raises(ColumnTypeError, match=message):
         load_frame([path])
-    with pytest.raises(FrameError, match="does not fit a 64-bit integer"):
+    with pytest.raises(ColumnTypeError, match="does not fit a 64-bit integer"):
         rows_to_frame(rows)
     assert rows_to_frame([make_row(turnsUsed=2**63 - 1)])["turnsUsed"][0] == 2**63 - 1
 
@@ -431,7 +432,7 @@ def test_a_backfilled_task_count_past_int64_is_an_error_on_both_paths(tmp_path: 
     path = write_jsonl(tmp_path / "legacy.jsonl", [make_row("a", 0, behaviors=legacy)])
     for fast in (True, False):
         with pytest.raises(
-            FrameError, match=r"'taskToolCallCount' must be .*, found 1180591620717411303424"
+            ColumnTypeError, match=r"'taskToolCallCount' must be .*, found 1180591620717411303424"
         ):
             load_frame([path], fast=fast)
 
@@ -445,7 +446,7 @@ def test_number_past_the_float_range_is_null_on_both_paths(tmp_path: Path) -> No
     # As the gate reads it (no usable number); DuckDB alone made it infinity.
     path = write_jsonl(tmp_path / "huge.jsonl", [make_row("a", durationMs=10**400)])
     assert load_frame([path])["durationMs"].to_list() == [None]
-    falls_back_alike(path, FrameError)
+    falls_back_alike(path, ColumnTypeError)
 
 
 def copy_real_results(real_results: Path, into: Path) -> list[Path]:
@@ -565,7 +566,7 @@ def test_a_misfit_value_is_named_by_its_own_file_and_row(tmp_path: Path) -> None
     # Small files read together must still name the file and its own row.
     a = write_jsonl(tmp_path / "a.jsonl", [make_row("x"), make_row("y")])
     b = write_jsonl(tmp_path / "b.jsonl", [make_row("x"), make_row("y", turnsUsed="many")])
-    with pytest.raises(FrameError, match=r"b\.jsonl:2: field 'turnsUsed' must be an integer"):
+    with pytest.raises(ColumnTypeError, match=r"b\.jsonl:2: field 'turnsUsed' must be an integer"):
         load_frame([a, b], fast=False)
 
 

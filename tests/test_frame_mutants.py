@@ -16,8 +16,9 @@ import pytest
 from specfacts import LOWER_IS_BETTER
 
 from capeval.analysis import frame as frame_module
-from capeval.analysis.frame import FIXED_COLUMNS, FrameError, load_frame, rows_to_frame
-from capeval.metrics import METRIC_NAMES
+from capeval.analysis.frame import FIXED_COLUMNS, load_frame, rows_to_frame
+from capeval.core.metrics import METRIC_NAMES
+from capeval.results.columns import ColumnTypeError
 
 
 def row(case: str = "c", repeat: int = 0, **extra: Any) -> dict[str, Any]:
@@ -103,12 +104,12 @@ def test_a_count_that_is_no_integer_is_refused_not_rounded(
     if field in METRIC_NAMES:
         extra = {"behaviors": {field: value, "taskToolCallCount": 0}}
     bad = {**row("b", 1), **extra}
-    with pytest.raises(FrameError, match=f"field '{field}'"):
+    with pytest.raises(ColumnTypeError, match=f"field '{field}'"):
         rows_to_frame([row("a"), bad])
     path = write_jsonl(tmp_path / "odd.jsonl", [row("a"), bad])
     monkeypatch.setattr(frame_module, "FAST_MIN_BYTES", 0)
     for fast in (True, False):
-        with pytest.raises(FrameError, match=f"field '{field}'"):
+        with pytest.raises(ColumnTypeError, match=f"field '{field}'"):
             load_frame([path], fast=fast)
 
 
@@ -168,8 +169,8 @@ def test_slowest_cases_reports_each_time_of_its_own(con: Any) -> None:
 
     import numpy as np
 
-    from capeval.aggregate import median
     from capeval.analysis.queries import run_query
+    from capeval.core.aggregate import median
     from tests.test_history import sample_rows
 
     times: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))

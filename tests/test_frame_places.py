@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 import capeval.analysis.frame as frame_module
-from capeval.analysis.frame import FrameError, load_frame
+from capeval.analysis.frame import load_frame
+from capeval.results.columns import ColumnTypeError
 from capeval.results.v3 import write_v3
 from tests.test_frame import make_row, write_jsonl
 
@@ -24,7 +25,7 @@ def test_a_misfit_value_names_file_and_line_counted_from_one(
     path = tmp_path / "r.jsonl"
     lines = [json.dumps(r) for r in rows]
     path.write_text(f"{lines[0]}\n\n{lines[1]}\n{lines[2]}\n")
-    with pytest.raises(FrameError) as raised:
+    with pytest.raises(ColumnTypeError) as raised:
         load_frame([path], fast=fast)
     assert str(raised.value) == f"{path}:4: field 'turnsUsed' must be an integer, found \"6\""
 
@@ -33,7 +34,7 @@ def test_a_misfit_in_a_v3_file_is_named_as_the_v3_reader_names_rows(tmp_path: Pa
     rows = [make_row("a"), make_row("b", durationMs=True)]
     path = tmp_path / "r.json"
     write_v3(path, rows, started_at="2026-01-02T00:00:00Z", finished_at=None)
-    with pytest.raises(FrameError) as raised:
+    with pytest.raises(ColumnTypeError) as raised:
         load_frame([path])
     assert str(raised.value) == f"{path}: cases[1]: field 'durationMs' must be a number, found true"
 
@@ -41,7 +42,9 @@ def test_a_misfit_in_a_v3_file_is_named_as_the_v3_reader_names_rows(tmp_path: Pa
 def test_each_file_of_several_is_named_by_its_own_line(tmp_path: Path) -> None:
     a = write_jsonl(tmp_path / "a.jsonl", [make_row("x"), make_row("y")])
     b = write_jsonl(tmp_path / "b.jsonl", [make_row("x"), make_row("y", overBudget=1)])
-    with pytest.raises(FrameError, match=r"b\.jsonl:2: field 'overBudget' must be true or false"):
+    with pytest.raises(
+        ColumnTypeError, match=r"b\.jsonl:2: field 'overBudget' must be true or false"
+    ):
         load_frame([a, b], fast=False)
 
 

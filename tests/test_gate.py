@@ -505,7 +505,7 @@ def test_gate_start_up_imports_no_polars_scipy_or_matplotlib(
         f"{str(files['clean'])!r}, '--root', {str(repo_root)!r}])\n"
         "except SystemExit as exc:\n"
         "    code = exc.code\n"
-        "unwanted = ('polars', 'scipy', 'matplotlib', 'numpy', 'jsonschema', 'capeval.behaviors')\n"
+        "unwanted = ('polars', 'scipy', 'matplotlib', 'numpy', 'jsonschema', 'capeval.core.behaviors')\n"
         "loaded = sorted(m for m in unwanted if m in sys.modules)\n"
         "print(code, loaded, 'duckdb' in sys.modules)\n"
     )

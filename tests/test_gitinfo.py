@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from capeval.gitinfo import GitInfo, git_info
+from capeval.runner.gitinfo import GitInfo, git_info
 from tests.casefactory import write_case
 
 IDENTITY = ["-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgsign=false"]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from capeval.problems import ProblemsError
+from capeval.core.problems import ProblemsError
 from capeval.runner.graders import check_graders
 from capeval.workspace import load_cases
 from tests.casefactory import write_case
@@ -247,7 +247,7 @@ def test_validate_graders_grades_under_the_configured_verify_timeout(tmp_path: P
     # It always allowed the default 120 s: a grader too slow for the workspace's
     # own timeout passed here and then failed every repeat of a run (and one
     # configured for longer than 120 s was reported as failing).
-    from capeval.workspace import validate_workspace
+    from capeval.runner.validate import validate_workspace
 
     add_case(tmp_path, "slow", verify=HONEST + "sleep 5\n")
     (tmp_path / "capeval.toml").write_text("[timeouts]\nverify = 0.5\n")
@@ -259,7 +259,7 @@ def test_validate_graders_grades_under_the_configured_verify_timeout(tmp_path: P
 def test_validate_graders_holds_the_oracle_to_the_configured_max_turns(tmp_path: Path) -> None:
     # `max_turns` overrides every case's budget in a run; the check used only
     # the case's own, so an oracle over the configured budget passed it.
-    from capeval.workspace import validate_workspace
+    from capeval.runner.validate import validate_workspace
 
     add_case(tmp_path, "long")
     (tmp_path / "capeval.toml").write_text("max_turns = 1\n")

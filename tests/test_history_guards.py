@@ -13,9 +13,10 @@ import duckdb
 import pytest
 
 from capeval.analysis import frame as frame_module
-from capeval.analysis.frame import FrameError, load_frame
+from capeval.analysis.frame import load_frame
 from capeval.analysis.history import TYPED_FIELDS, connect, ingest, open_db, records
 from capeval.commands.common import history_connection
+from capeval.results.columns import ColumnTypeError
 from capeval.results.errors import ResultFileError
 from capeval.results.v3 import write_v3
 from tests.clirun import capeval
@@ -149,7 +150,7 @@ def test_a_mistyped_field_is_refused_naming_file_line_and_field(
     tmp_path: Path, name: str, value: Any, right: str, shown: str
 ) -> None:
     stream = bad_stream(tmp_path / "r.jsonl", name, value)
-    with pytest.raises(FrameError, match=rf"field '[^']+' must be {right}"):
+    with pytest.raises(ColumnTypeError, match=rf"field '[^']+' must be {right}"):
         load_frame(stream)
     # Ingested (what `capeval query --from` and `history` do): file, line, field.
     with pytest.raises(ResultFileError) as ingested:

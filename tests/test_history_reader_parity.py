@@ -15,8 +15,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from capeval.aggregate import aggregate
 from capeval.analysis.history import connect, ingest, open_db, records
+from capeval.core.aggregate import aggregate
 from capeval.results.errors import ResultFileError, ResultFileWarning
 from capeval.results.load import read_rows
 from capeval.results.v3 import write_v3

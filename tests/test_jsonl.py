@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from capeval.core.row import ROW_FIELDS
 from capeval.results.errors import ResultFileError, ResultFileWarning
 from capeval.results.jsonl import JsonlWriter, StreamBusy, read_jsonl, torn_sidecar
-from capeval.row import ROW_FIELDS
 from tests.rowfactory import result_row
 
 

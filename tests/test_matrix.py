@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from capeval.runner.matrix import Variant, parse_matrix
+from capeval.core.matrix import Variant, parse_matrix
 
 
 @pytest.mark.parametrize(

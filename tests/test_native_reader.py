@@ -25,7 +25,7 @@ from test_compare_differential import _fields, _write, result_rows
 from capeval.analysis import fastload
 from capeval.analysis.fastload import FastPathUnavailable, load_sides
 from capeval.analysis.native_reader import native_reader
-from capeval.metrics import METRIC_NAMES
+from capeval.core.metrics import METRIC_NAMES
 
 REAL = Path(__file__).resolve().parents[1] / "evals" / "capability" / "samples"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
-from capeval.analysis.paperclip_counts import as_frame, group_counts
+from capeval.paperclip.counts import as_frame, group_counts
 
 
 def write_rows(path: Path, groups: list[tuple[str, str, bool]]) -> Path:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from capeval.core.problems import ProblemsError
 from capeval.paperclip.derivative import (
     Row,
     check_derivative,
@@ -21,7 +22,6 @@ from capeval.paperclip.derivative import (
 )
 from capeval.paperclip.fakeagent import check_plans, derive_plan
 from capeval.paperclip.policy import CORPUS_CASE_IDS, GROUP_COUNTS, GROUPS
-from capeval.problems import ProblemsError
 
 REPO = Path(__file__).resolve().parents[1]
 DERIVATIVE = REPO / "evals" / "paperclip" / "eval-traceability.yaml"

@@ -19,8 +19,8 @@ import pytest
 from agent_clis import find_cli, missing_reason
 from click.testing import CliRunner
 
-from capeval.analysis.paperclip_counts import group_counts
 from capeval.cli import main
+from capeval.paperclip.counts import group_counts
 from capeval.paperclip.derivative import Row
 from capeval.paperclip.fakeagent import derive_plan
 from capeval.paperclip.live import LiveSettings, run_matrix, run_turn

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from capeval.analysis.paperclip_counts import group_counts
 from capeval.paperclip import controlplane
 from capeval.paperclip.catalog import CATALOG
+from capeval.paperclip.counts import group_counts
 from capeval.paperclip.derivative import Row
 from capeval.paperclip.fakeagent import CALL, PROBE, WITHHELD, Step, derive_plan
 from capeval.paperclip.policy import ALWAYS, GROUP_COUNTS

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from capeval.case import Requirement
-from capeval.runner.passrule import decide, effective_budget, is_over_budget, provider_mismatch
+from capeval.core.case import Requirement
+from capeval.core.passrule import decide, effective_budget, is_over_budget, provider_mismatch
 
 WEB = (Requirement("webFetchToolCallCount", min=1),)
 GOOD = {"webFetchToolCallCount": 2}

@@ -250,7 +250,7 @@ def _rows_file(tmp_path: Path, rows: list[dict]) -> Path:
 
 
 def test_a_clean_run_still_plots_its_behaviors(tmp_path: Path) -> None:
-    from capeval.metrics import METRIC_NAMES
+    from capeval.core.metrics import METRIC_NAMES
 
     clean = dict.fromkeys(METRIC_NAMES, 0)
     rows = [

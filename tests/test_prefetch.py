@@ -20,7 +20,7 @@ from rowfactory import result_row
 
 from capeval.analysis import engine, fastload, prefetch
 from capeval.analysis.native_reader import native_reader
-from capeval.metrics import METRIC_NAMES
+from capeval.core.metrics import METRIC_NAMES
 
 
 @pytest.fixture(autouse=True)

@@ -21,10 +21,10 @@ import pytest
 from test_graders import FETCHES_TOKEN, SOLVES, add_case, check
 from test_run_helpers import alive, eventually
 
-from capeval.runner import process, strays
+from capeval.core.passrule import provider_mismatch
+from capeval.proc import process, strays
+from capeval.proc.process import MAX_OUTPUT_BYTES, process_scope, run_process
 from capeval.runner.httpfixture import HttpFixture
-from capeval.runner.passrule import provider_mismatch
-from capeval.runner.process import MAX_OUTPUT_BYTES, process_scope, run_process
 from capeval.runner.workdir import WorkdirCache, WorkdirError, prepare_workdir
 
 HAS_PROC = Path("/proc/self/environ").exists()
@@ -126,7 +126,7 @@ def test_a_child_never_reads_capevals_own_stdin(tmp_path: Path) -> None:
     # stdin took capeval's input, or waited for it, instead of seeing EOF.
     probe = textwrap.dedent(
         f"""
-        from capeval.runner.process import run_process
+        from capeval.proc.process import run_process
         r = run_process(["cat"], cwd={str(tmp_path)!r}, timeout_s=20)
         print(r.exit_code, r.stdout)
         """
@@ -164,7 +164,7 @@ def test_a_process_carrying_the_mark_never_lists_itself(tmp_path: Path) -> None:
     probe = textwrap.dedent(
         """
         import os, subprocess, sys
-        from capeval.runner import strays
+        from capeval.proc import strays
         child = subprocess.Popen(["sleep", "30"])
         try:
             print(os.getpid(), child.pid, strays.marked_pids("CAPEVAL_TEST_MARK", sys.argv[1]))
@@ -188,7 +188,7 @@ _GROUP_KILLED = textwrap.dedent(
     """
     import os, signal, subprocess, sys
     from pathlib import Path
-    from capeval.runner import reaper
+    from capeval.proc import reaper
 
     out = Path(sys.argv[1])
     with reaper.running(), reaper.temp_dir("capeval-run-", out) as scratch:

@@ -14,14 +14,9 @@ from pathlib import Path
 import pytest
 from test_run_helpers import alive, eventually, group_gone
 
-from capeval.runner import process
-from capeval.runner.process import (
-    TIMEOUT_EXIT_CODE,
-    ProcessCancelled,
-    live_groups,
-    process_scope,
-    run_process,
-)
+from capeval.core.passrule import TIMEOUT_EXIT_CODE
+from capeval.proc import process
+from capeval.proc.process import ProcessCancelled, live_groups, process_scope, run_process
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,6 @@ from typing import Any
 import duckdb
 import pytest
 
-from capeval.aggregate import median
 from capeval.analysis.history import VIEWS, connect
 from capeval.analysis.queries import (
     QueryFileError,
@@ -24,7 +23,8 @@ from capeval.analysis.queries import (
     query_frame,
     run_query,
 )
-from capeval.metrics import METRIC_NAMES, NUMERIC_METRICS
+from capeval.core.aggregate import median
+from capeval.core.metrics import METRIC_NAMES, NUMERIC_METRICS
 from tests.clirun import capeval
 from tests.test_history import SAMPLES, sample_rows
 

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from capeval.metrics import METRIC_NAMES, NUMERIC_METRICS
+from capeval.core.metrics import METRIC_NAMES, NUMERIC_METRICS
+from capeval.core.row import result_key, triple
 from capeval.results import jsonl, v3head
 from capeval.results.errors import ResultFileError, ResultFileWarning
 from capeval.results.jsonl import JsonlWriter, torn_sidecar
@@ -25,7 +26,6 @@ from capeval.results.overlap import same_run_warnings, v3_header
 from capeval.results.provenance import mixed_writer_warnings, written_by_capeval
 from capeval.results.v3 import write_v3
 from capeval.results.v3head import V3Head, read_v3_head
-from capeval.row import result_key, triple
 from tests.rowfactory import result_row
 
 

@@ -22,7 +22,7 @@ import pytest
 from agent_clis import find_cli, missing_reason
 from agentrun import agent_table, capeval_run, read_rows
 
-from capeval.agents.base import AgentConfig, AgentRequest
+from capeval.agents.base import AgentRequest
 from capeval.agents.check import ENDPOINTS
 from capeval.agents.modelserver import (
     INPUT_TOKENS,
@@ -32,6 +32,7 @@ from capeval.agents.modelserver import (
     Script,
 )
 from capeval.agents.registry import make_adapter
+from capeval.core.agentconfig import AgentConfig
 from capeval.runner.httpfixture import HttpFixture
 
 pytestmark = [pytest.mark.slow, pytest.mark.realcli]
@@ -232,7 +233,7 @@ def test_adapter_runs_the_real_cli(name: str, tmp_path: Path) -> None:
     if name == "claude-code":
         assert result.model == model  # from init.model
     assert result.summary is not None
-    from capeval.behaviors import derive_behaviors
+    from capeval.core.behaviors import derive_behaviors
 
     assert_behaviors(derive_behaviors(result.summary), name)
 
@@ -446,7 +447,7 @@ def run_scripted(
 def test_a_family_alias_passes_the_provider_check(name: str, alias: str, tmp_path: Path) -> None:
     # The CLI resolves the alias itself and reports the concrete model it ran;
     # that model is what was asked for, not a fallback.
-    from capeval.runner.passrule import provider_mismatch
+    from capeval.core.passrule import provider_mismatch
 
     provider, _ = MODELS[name]
     result, _ = run_scripted(name, [{"text": "done"}], tmp_path, model=alias)
@@ -530,7 +531,7 @@ OFFERED_KINDS: dict[str, dict[str, str]] = {
 
 @pytest.mark.parametrize("name", CLIS)
 def test_the_tools_a_real_cli_offers_have_their_kinds(name: str, tmp_path: Path) -> None:
-    from capeval.toolkinds import tool_kind
+    from capeval.core.toolkinds import tool_kind
 
     result, requests = run_scripted(name, [{"text": "done"}], tmp_path)
     assert result.status == "done", result.error

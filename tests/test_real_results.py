@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from capeval.aggregate import aggregate, totals
 from capeval.cli import main
-from capeval.metrics import METRIC_NAMES
+from capeval.core.aggregate import aggregate, totals
+from capeval.core.metrics import METRIC_NAMES
 from capeval.results.load import read_rows
 from capeval.results.v3 import read_v3
 

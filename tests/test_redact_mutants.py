@@ -1,6 +1,6 @@
 """Secrets in the forms and pieces they really take, kept out of rows and artifacts.
 
-Each test pins a rule of `capeval.redact` or `capeval.runner.artifacts` that a
+Each test pins a rule of `capeval.core.redact` or `capeval.runner.artifacts` that a
 one-line break would otherwise slip past, or a way a key used to leak: cut by
 a preview or a streamed chunk, encoded by a log, renamed into a file name.
 """
@@ -18,9 +18,10 @@ from urllib.parse import quote, quote_plus
 import pytest
 from test_run_helpers import REPO, write_case, write_done
 
-from capeval.agents.base import AgentConfig
 from capeval.agents.scripted import ScriptedAdapter
-from capeval.redact import REDACTED, redact, redact_text, secret_values
+from capeval.core.agentconfig import AgentConfig
+from capeval.core.matrix import Variant
+from capeval.core.redact import REDACTED, redact, redact_text, secret_values
 from capeval.runner.artifacts import (
     SUMMARY_FILE,
     VERIFY_LOG,
@@ -32,7 +33,6 @@ from capeval.runner.artifacts import (
     save_repeat_artifacts,
     verify_log,
 )
-from capeval.runner.matrix import Variant
 from capeval.runner.repeat import RepeatJob, RepeatSettings, run_repeat
 from capeval.workspace import load_cases
 
@@ -48,9 +48,9 @@ def test_four_characters_make_a_secret_three_do_not() -> None:
     assert redact_text("abc abcd", ["abc", "abcd"]) == f"abc {REDACTED}"
 
 
-def test_without_envs_this_process_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_this_process_environment_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CAPEVAL_MUT_TOKEN", SECRET)
-    assert SECRET in secret_values()
+    assert SECRET in secret_values(os.environ)
 
 
 def test_more_secret_names() -> None:

@@ -180,10 +180,8 @@ def test_html_is_self_contained_with_an_embedded_plot(comparison) -> None:  # ty
 
 @pytest.mark.slow
 def test_html_carries_the_advisory_statistics() -> None:
-    from capeval.analysis.stats import annotate
-
     comparison = make_comparison()
-    annotate(comparison)
+    comparison.add_advisory()
     page = render(comparison, "html")
     assert "<h2>Advisory statistics</h2>" in page
     assert "baseline pass rate (case bootstrap)" in page and "never change the gate" in page

@@ -22,10 +22,11 @@ from test_run_helpers import (
     write_done,
 )
 
-from capeval.agents.base import AgentConfig
 from capeval.agents.claude_code import ClaudeCodeAdapter
 from capeval.agents.scripted import ScriptedAdapter
-from capeval.redact import REDACTED
+from capeval.core.agentconfig import AgentConfig
+from capeval.core.matrix import Variant
+from capeval.core.redact import REDACTED
 from capeval.runner.artifacts import (
     CLAIM_FILE,
     SUMMARY_FILE,
@@ -37,7 +38,6 @@ from capeval.runner.artifacts import (
     safe_cut,
     save_repeat_artifacts,
 )
-from capeval.runner.matrix import Variant
 from capeval.runner.repeat import RepeatJob, RepeatSettings, run_repeat
 from capeval.workspace import load_cases
 

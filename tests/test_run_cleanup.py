@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from capeval.runner import reaper
+from capeval.proc import reaper
 
 NOBODY = 65534
 
@@ -211,7 +211,8 @@ def test_a_full_tmpdir_at_the_start_is_a_clear_error_not_a_traceback(
 ) -> None:
     from test_run_helpers import write_case
 
-    from capeval.runner.run import RunError, RunOptions, execute
+    from capeval.runner.options import RunError, RunOptions
+    from capeval.runner.run import execute
 
     write_case(tmp_path, "alpha")
     _refuse_mkdtemp(monkeypatch, "capeval-run-")
@@ -225,7 +226,8 @@ def test_a_repeat_whose_temp_folder_cannot_be_made_is_a_setup_failure_row(
 ) -> None:
     from test_run_helpers import write_case
 
-    from capeval.runner.run import RunOptions, execute
+    from capeval.runner.options import RunOptions
+    from capeval.runner.run import execute
 
     write_case(tmp_path, "alpha")
     _refuse_mkdtemp(monkeypatch, "capeval-alpha-")
@@ -246,7 +248,7 @@ def test_ctrl_c_while_waiting_for_a_child_kills_its_group(tmp_path: Path) -> Non
 
     from test_run_helpers import alive, eventually
 
-    from capeval.runner import process
+    from capeval.proc import process
 
     assert threading.current_thread() is threading.main_thread()
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from test_run_helpers import capeval, read_rows, shell, write_case, write_done
 
-from capeval.row import ROW_FIELDS
+from capeval.core.row import ROW_FIELDS
 
 pytestmark = pytest.mark.slow
 
@@ -433,14 +433,16 @@ def test_ctrl_c_before_the_runs_handler_is_in_place_still_exits_130(
     # the code for "some repeat failed".
     from click.testing import CliRunner
 
-    import capeval.runner.run as runner
+    import capeval.runner.plan
+    import capeval.runner.run
     from capeval.cli import main
 
     def interrupted(*_args: object, **_kwargs: object) -> None:
         raise KeyboardInterrupt
 
     write_case(tmp_path, "alpha")
-    monkeypatch.setattr(runner, stage, interrupted)
+    module = capeval.runner.plan if stage == "plan_run" else capeval.runner.run
+    monkeypatch.setattr(module, stage, interrupted)
     result = CliRunner().invoke(main, ["run", "--root", str(tmp_path), "-q"])
     assert result.exit_code == 130, result.output
     assert "interrupted by SIGINT: no repeat was recorded" in result.output

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from test_run_helpers import interrupt_when, shell, start_capeval, write_case
 
-from capeval.runner.run import RunError, RunOptions, plan_run
+from capeval.runner.options import RunError, RunOptions
+from capeval.runner.plan import plan_run
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), 1e300])
@@ -26,7 +27,7 @@ def test_a_non_finite_or_astronomical_timeout_flag_is_refused(
 
 
 def test_a_bad_configured_timeout_names_the_file_and_key(tmp_path: Path) -> None:
-    from capeval.problems import ProblemsError
+    from capeval.core.problems import ProblemsError
 
     write_case(tmp_path, "alpha")
     (tmp_path / "capeval.toml").write_text("[timeouts]\nagent = inf\nverify = nan\n")
@@ -137,8 +138,8 @@ def test_a_resume_counts_rows_another_run_appended_after_it_planned(tmp_path: Pa
     # The stream was read at planning, the lock taken only later (after the
     # agents' version probes): repeats the run still holding the stream
     # finished in between were run again, two rows for one repeat.
+    from capeval.core.row import triple
     from capeval.results.jsonl import read_jsonl
-    from capeval.row import triple
     from capeval.runner.run import execute
 
     write_case(tmp_path, "alpha")
@@ -312,7 +313,8 @@ def test_a_resume_flag_that_contradicts_the_stored_plan_is_refused(
     # `--resume S --repeats 1` on a run of 2 (or `--tier`) quietly replaced the
     # plan: the stream's other rows left the table, the exit code and --out,
     # and the rewritten plan forgot them for every later resume.
-    from capeval.runner.run import execute, plan_path
+    from capeval.runner.options import plan_path
+    from capeval.runner.run import execute
 
     write_case(tmp_path, "alpha", verify="exit 1\n")
     write_case(tmp_path, "beta")

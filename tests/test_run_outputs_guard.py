@@ -23,6 +23,7 @@ from test_run_helpers import (
     write_done,
 )
 
+from capeval.config import MAX_TOTAL_REPEATS
 from capeval.runner.artifacts import (
     CLAIM_FILE,
     SUMMARY_FILE,
@@ -31,7 +32,9 @@ from capeval.runner.artifacts import (
     read_claim,
     taken_by_others,
 )
-from capeval.runner.run import MAX_TOTAL_REPEATS, RunError, RunOptions, execute, plan_run
+from capeval.runner.options import RunError, RunOptions
+from capeval.runner.plan import plan_run
+from capeval.runner.run import execute
 
 CELL = "scripted%3Aoracle"
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from test_run_helpers import alive, eventually
 
-from capeval.runner import process, reaper
+from capeval.proc import process, reaper
 
 # Starts two sleeping groups, tracks both and a dir, forgets the first group
 # (as run_process does before reaping), then dies or exits cleanly.
@@ -27,7 +27,7 @@ _CAPEVAL = textwrap.dedent(
     """
     import os, subprocess, sys
     from pathlib import Path
-    from capeval.runner import reaper
+    from capeval.proc import reaper
 
     out, how = Path(sys.argv[1]), sys.argv[2]
     quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -97,7 +97,7 @@ _ESCAPER = textwrap.dedent(
     """
     import os, sys
     from pathlib import Path
-    from capeval.runner import process, reaper
+    from capeval.proc import process, reaper
 
     out = Path(sys.argv[1])
     daemon = (

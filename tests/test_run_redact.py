@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from capeval.redact import REDACTED, is_secret_name, redact, secret_values
+from capeval.core.redact import REDACTED, is_secret_name, redact, secret_values
 
 
 def test_secret_names() -> None:

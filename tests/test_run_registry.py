@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from capeval.agents.base import AgentConfig
-from capeval.agents.registry import UnknownAgentError, builtin_agents, make_adapter
+from capeval.agents.registry import UnknownAgentError, make_adapter
+from capeval.core.agentconfig import AgentConfig, builtin_agents
 
 
 def test_builtin_agents_include_scripted_and_the_real_clis() -> None:

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 from test_run_helpers import write_case
 
-from capeval.agents.base import AgentConfig, AgentRequest, AgentResult
+from capeval.agents.base import AgentRequest, AgentResult
 from capeval.agents.registry import make_adapter
-from capeval.row import ROW_FIELDS
-from capeval.runner.matrix import Variant
+from capeval.core.agentconfig import AgentConfig
+from capeval.core.matrix import Variant
+from capeval.core.row import ROW_FIELDS
 from capeval.runner.repeat import RepeatJob, RepeatSettings, run_repeat
 from capeval.workspace import load_cases
 
@@ -79,7 +80,7 @@ def test_no_summary_means_null_behaviors_never_zeros(tmp_path: Path) -> None:
 def test_a_run_without_a_model_turn_has_null_behaviors_not_zeros(tmp_path: Path) -> None:
     # As real Claude Code without a login, or Codex without a network: a
     # session, no model turn. Zeros would drag the cell's medians down.
-    from capeval.runsummary import summary_from_json
+    from capeval.core.runsummary import summary_from_json
 
     class NoTurn(FakeAdapter):
         def run(self, request: AgentRequest) -> AgentResult:
@@ -236,8 +237,8 @@ def test_an_adapter_ignoring_its_timeout_is_stopped_and_the_grader_still_runs(
     # honour its own timeout: past timeout + margin it cancels the repeat's
     # processes, the row says "timeout", and the scope is reopened so the
     # grader still judges the workdir (a timed-out repeat must not pass).
+    from capeval.proc.process import run_process
     from capeval.runner import repeat
-    from capeval.runner.process import run_process
 
     class IgnoresTimeout(FakeAdapter):
         def run(self, request: AgentRequest) -> AgentResult:

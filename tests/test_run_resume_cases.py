@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from test_run_helpers import write_case
 
-from capeval.runner.run import RunError, RunOptions, execute, plan_run
+from capeval.runner.options import RunError, RunOptions
+from capeval.runner.plan import plan_run
+from capeval.runner.run import execute
 
 
 def _interrupted_run(root: Path) -> Path:
@@ -47,7 +49,7 @@ def test_a_case_of_the_run_that_is_gone_is_named_on_resume(tmp_path: Path) -> No
 
 
 def test_a_case_of_the_run_broken_since_is_still_reported(tmp_path: Path) -> None:
-    from capeval.problems import ProblemsError
+    from capeval.core.problems import ProblemsError
 
     stream = _interrupted_run(tmp_path)
     (tmp_path / "evals/capability/cases/alpha/case.json").write_text("{")

@@ -12,8 +12,8 @@ import pytest
 from test_run_repeat import FakeAdapter, _job
 
 from capeval.agents.base import AgentRequest, AgentResult
+from capeval.core.turns import RunSummary, Turn
 from capeval.runner.repeat import PREVIEW_CHARS, RepeatSettings, run_repeat
-from capeval.turns import RunSummary, Turn
 
 
 def test_the_agent_is_told_the_budget_that_max_turns_overrides(tmp_path: Path) -> None:
@@ -44,12 +44,12 @@ def test_a_long_text_preview_is_cut(tmp_path: Path) -> None:
 def test_a_metrics_bug_gives_null_behaviors_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import capeval.behaviors
+    import capeval.core.behaviors
 
     def broken(_summary: RunSummary) -> dict[str, object]:
         raise KeyError("metric")
 
-    monkeypatch.setattr(capeval.behaviors, "derive_behaviors", broken)
+    monkeypatch.setattr(capeval.core.behaviors, "derive_behaviors", broken)
 
     class WithTurn(FakeAdapter):
         def run(self, request: AgentRequest) -> AgentResult:
@@ -74,21 +74,21 @@ def test_an_adapter_diagnosis_on_a_clean_exit_reaches_the_row(tmp_path: Path) ->
 
 
 def test_an_equals_sign_after_the_provider_is_part_of_the_model_not_a_label() -> None:
-    from capeval.runner.matrix import parse_cell
+    from capeval.core.matrix import parse_cell
 
     v = parse_cell("openai:gpt=5")
     assert (v.id, v.provider, v.model) == ("openai:gpt=5", "openai", "gpt=5")
 
 
 def test_only_the_last_at_sign_names_the_agent() -> None:
-    from capeval.runner.matrix import parse_cell
+    from capeval.core.matrix import parse_cell
 
     v = parse_cell("vertex:claude@2025@claude-code")
     assert (v.provider, v.model, v.agent) == ("vertex", "claude@2025", "claude-code")
 
 
 def test_an_empty_matrix_with_one_side_given_is_refused() -> None:
-    from capeval.runner.matrix import parse_matrix
+    from capeval.core.matrix import parse_matrix
 
     with pytest.raises(ValueError, match="empty matrix"):
         parse_matrix(None, provider="anthropic")
@@ -97,7 +97,7 @@ def test_an_empty_matrix_with_one_side_given_is_refused() -> None:
 
 
 def test_secrets_are_gathered_from_every_environment_given() -> None:
-    from capeval.redact import secret_values
+    from capeval.core.redact import secret_values
 
     found = secret_values({"HOME": "/home/u"}, {"AGENT_API_KEY": "sk-agent-1"}, {"T_TOKEN": "tk-9"})
     assert set(found) == {"sk-agent-1", "tk-9"}

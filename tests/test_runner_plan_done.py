@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 from test_run_helpers import capeval, write_case
 
-from capeval.row import triple
-from capeval.runner.run import RunOptions, execute, plan_run
+from capeval.core.row import triple
+from capeval.runner.options import RunOptions
+from capeval.runner.plan import plan_run
+from capeval.runner.run import execute
 
 pytestmark = pytest.mark.slow
 

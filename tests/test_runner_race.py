@@ -17,7 +17,9 @@ import pytest
 from test_run_helpers import capeval, write_case
 
 from capeval.results.jsonl import JsonlWriter
-from capeval.runner.run import RunError, RunOptions, execute, plan_path, plan_run
+from capeval.runner.options import RunError, RunOptions, plan_path
+from capeval.runner.plan import plan_run
+from capeval.runner.run import execute
 
 pytestmark = pytest.mark.slow
 

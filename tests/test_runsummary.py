@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from capeval import turns
-from capeval.runsummary import RunSummaryError, read_summary, summary_from_json
-from capeval.turns import TokenUsage
+from capeval.core import turns
+from capeval.core.runsummary import RunSummaryError, read_summary, summary_from_json
+from capeval.core.turns import TokenUsage
 
 DATA = Path(__file__).parent / "data" / "summaries"
 
@@ -220,7 +220,7 @@ def test_non_json_number_constants_are_refused(constant: str, tmp_path: Path) ->
 
 
 def test_turns_listed_out_of_order_are_judged_in_turn_index_order() -> None:
-    from capeval.behaviors import derive_behaviors
+    from capeval.core.behaviors import derive_behaviors
 
     def turn(index: int, text: str | None) -> dict[str, Any]:
         out: dict[str, Any] = {"turnIndex": index, "toolCalls": [{"name": "Read"}]}

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from capeval.scanner import (
+from capeval.core.scanner import (
     command_word,
     command_words,
     has_heredoc,

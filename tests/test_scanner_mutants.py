@@ -1,7 +1,7 @@
 """Scanner rules that a mutation audit found no test guarding.
 
 Each case is one rule of the quote-aware scan (spec section 6) that a
-one-line break of `capeval.scanner` or `capeval.toolkinds` left unnoticed.
+one-line break of `capeval.core.scanner` or `capeval.core.toolkinds` left unnoticed.
 Where the script is straight-line shell, real bash is the judge: it runs the
 script with `curl` defined as a function that only counts its calls, and the
 network metric must count exactly the calls bash made.
@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from capeval.behaviors import derive_behaviors
-from capeval.runsummary import summary_from_json
-from capeval.scanner import command_word, unquote_word
-from capeval.toolkinds import unwrap_shell
+from capeval.core.behaviors import derive_behaviors
+from capeval.core.runsummary import summary_from_json
+from capeval.core.scanner import command_word, unquote_word
+from capeval.core.toolkinds import unwrap_shell
 
 
 def shell(command: str) -> dict[str, Any]:

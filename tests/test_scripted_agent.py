@@ -15,12 +15,13 @@ from typing import Any
 
 import pytest
 
-from capeval.agents.base import AgentConfig, AgentRequest
+from capeval.agents.base import AgentRequest
 from capeval.agents.scripted import ScriptedAdapter
 from capeval.agents.scripted_player import estimate_tokens, play
 from capeval.agents.trajectory import parse_trajectory
+from capeval.core.agentconfig import AgentConfig
+from capeval.core.turns import RunSummary
 from capeval.runner.httpfixture import HttpFixture
-from capeval.turns import RunSummary
 
 
 def call(name: str, id: str | None = None, **arguments: Any) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from capeval.agents.codex import parse_codex_stream
 from capeval.agents.gemini import parse_gemini_stream
 from capeval.agents.opencode import parse_opencode_stream
 from capeval.agents.streams import ParsedStream
-from capeval.turns import EDIT, READ, SHELL, TASK, WEB_FETCH, WRITE, TokenUsage
+from capeval.core.turns import EDIT, READ, SHELL, TASK, WEB_FETCH, WRITE, TokenUsage
 
 DATA = Path(__file__).parent / "data" / "streams"
 
@@ -279,7 +279,7 @@ def test_codex_script_stream(agent_streams: Path) -> None:
 
 
 def test_codex_edits_of_one_file_are_not_repeated_calls() -> None:
-    from capeval.behaviors import derive_behaviors
+    from capeval.core.behaviors import derive_behaviors
 
     change = {"path": "/w/a.py", "kind": "update"}
     stream = ['{"type":"thread.started","thread_id":"t"}', '{"type":"turn.started"}']
@@ -304,7 +304,7 @@ def test_codex_plan_item_does_not_merge_later_turns() -> None:
     """Codex shows a run's update_plan calls as one todo_list item that is
     completed only when the whole run ends; it must not glue every later call
     into its turn. Six model responses: plan, ls, pwd, plan again, cat, text."""
-    from capeval.behaviors import derive_behaviors
+    from capeval.core.behaviors import derive_behaviors
 
     def cmd(n: int, script: str) -> dict[str, Any]:
         return {"id": f"item_{n}", "type": "command_execution", "command": script}
@@ -335,7 +335,7 @@ def test_codex_plan_item_does_not_merge_later_turns() -> None:
 
 
 def test_codex_spawn_agent_is_a_task_call() -> None:
-    from capeval.behaviors import derive_behaviors
+    from capeval.core.behaviors import derive_behaviors
 
     spawn = {
         "id": "item_0",
@@ -587,7 +587,7 @@ def test_negative_token_counts_are_not_counted() -> None:
     assert parse_codex_stream(stream).summary.tokenUsage == TokenUsage()
 
 
-# (file, expected behavior subset): derived from the parsed turns by capeval.behaviors.
+# (file, expected behavior subset): derived from the parsed turns by capeval.core.behaviors.
 BEHAVIORS = [
     (
         "claude-stream.jsonl",
@@ -616,7 +616,7 @@ BEHAVIORS = [
 
 @pytest.mark.parametrize(("name", "expected"), BEHAVIORS)
 def test_behaviors_of_golden_streams(agent_streams: Path, name: str, expected: dict) -> None:
-    from capeval.behaviors import derive_behaviors
+    from capeval.core.behaviors import derive_behaviors
 
     parser = PARSERS[name.split("-")[0]]
     b = derive_behaviors(parser(lines(agent_streams / name)).summary)
@@ -624,7 +624,7 @@ def test_behaviors_of_golden_streams(agent_streams: Path, name: str, expected: d
 
 
 def test_behaviors_of_schema_streams() -> None:
-    from capeval.behaviors import derive_behaviors
+    from capeval.core.behaviors import derive_behaviors
 
     codex = derive_behaviors(
         parse_codex_stream(lines(DATA / "codex-parallel-stream.jsonl")).summary
@@ -674,7 +674,7 @@ def test_codex_rollout_has_every_response_and_call() -> None:
     # the exec stream; the session log has its call and its usage record, and
     # a patch asked for with a command is one response, not two.
     from capeval.agents.codex import parse_rollout, with_rollout
-    from capeval.behaviors import derive_behaviors
+    from capeval.core.behaviors import derive_behaviors
 
     patch = {"type": "custom_tool_call", "call_id": "c3", "name": "apply_patch", "input": "*** x"}
     log = rollout(

@@ -16,7 +16,7 @@ from capeval.agents.claude_code import parse_claude_stream
 from capeval.agents.codex import parse_codex_stream, parse_rollout, with_rollout
 from capeval.agents.opencode import parse_opencode_stream
 from capeval.agents.streams import ParsedStream
-from capeval.turns import TokenUsage
+from capeval.core.turns import TokenUsage
 
 
 def claude(*events: dict[str, Any]) -> list[str]:
@@ -264,8 +264,9 @@ def test_codex_provider_args_define_a_responses_provider() -> None:
 def test_codex_reads_the_session_log_of_its_own_thread(tmp_path: Path) -> None:
     # A CODEX_HOME the user shares between runs holds other threads' logs:
     # the run's own (named by its thread id) is the one read.
-    from capeval.agents.base import AgentConfig, AgentRequest
+    from capeval.agents.base import AgentRequest
     from capeval.agents.codex import CodexAdapter
+    from capeval.core.agentconfig import AgentConfig
 
     def log(responses: int) -> str:
         entry = json.dumps({"type": "token_usage_record", "payload": {}})
@@ -309,7 +310,8 @@ def claude_home(tmp_path: Path, logs: dict[str, int]) -> tuple[Any, Any]:
     Each request but the first extends the one before (its `base`, with the
     response and tool results as its `tail`), as Claude Code logs a session.
     """
-    from capeval.agents.base import AgentConfig, AgentRequest
+    from capeval.agents.base import AgentRequest
+    from capeval.core.agentconfig import AgentConfig
 
     project = tmp_path / "claude" / "projects" / "-tmp-work"
     project.mkdir(parents=True)
@@ -369,7 +371,8 @@ def test_claude_env_quiets_side_traffic(tmp_path: Path) -> None:
 
 def gemini_home(tmp_path: Path, session: str, responses: int) -> tuple[Any, Any]:
     """A Gemini CLI home holding the session's chat log with `responses` model messages."""
-    from capeval.agents.base import AgentConfig, AgentRequest
+    from capeval.agents.base import AgentRequest
+    from capeval.core.agentconfig import AgentConfig
 
     chats = tmp_path / "gemini" / ".gemini" / "tmp" / "project" / "chats"
     chats.mkdir(parents=True)
@@ -444,8 +447,9 @@ def test_codex_rollout_keeps_the_users_words_out_of_the_models_turns() -> None:
 
 
 def test_codex_unfinished_run_keeps_the_turns_its_log_never_got(tmp_path: Path) -> None:
-    from capeval.agents.base import AgentConfig, AgentRequest
+    from capeval.agents.base import AgentRequest
     from capeval.agents.codex import CodexAdapter
+    from capeval.core.agentconfig import AgentConfig
 
     day = tmp_path / "home" / "sessions" / "2026" / "12" / "01"
     day.mkdir(parents=True)

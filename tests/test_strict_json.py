@@ -23,7 +23,7 @@ from test_native_reader import _native_built, _row  # noqa: F401  (the fixture s
 
 from capeval.analysis import fastload
 from capeval.analysis.fastload import FastPathUnavailable, load_sides
-from capeval.metrics import METRIC_NAMES
+from capeval.core.metrics import METRIC_NAMES
 from capeval.results.errors import ResultFileError
 
 GOOD = json.dumps(_row(repeat=0))

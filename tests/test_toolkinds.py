@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from capeval import turns
-from capeval.toolkinds import make_tool_call, shell_command, tool_kind, unwrap_shell
+from capeval.core import turns
+from capeval.core.toolkinds import make_tool_call, shell_command, tool_kind, unwrap_shell
 
 KINDS = {
     # corbits

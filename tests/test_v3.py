@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from capeval.aggregate import aggregate, totals
+from capeval.core.aggregate import aggregate, totals
 from capeval.results.errors import ResultFileError
 from capeval.results.load import read_rows
 from capeval.results.v3 import build_v3, read_v3, write_v3

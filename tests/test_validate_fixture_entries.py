@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from capeval.case import Case, case_from_dict
+from capeval.core.case import Case, case_from_dict
 from capeval.runner.graders import check_case
+from capeval.runner.validate import validate_workspace
 from capeval.runner.workdir import WorkdirError, prepare_workdir
-from capeval.workspace import validate_workspace
 from tests.casefactory import CASES, FIXTURES, case_fields, write_case
 
 

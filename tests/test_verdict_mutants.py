@@ -45,7 +45,7 @@ def test_a_frame_row_with_no_behaviors_gives_no_stats_not_a_backfilled_zero() ->
     import polars as pl
 
     from capeval.analysis.cells import cells_from_frame
-    from capeval.metrics import METRIC_NAMES
+    from capeval.core.metrics import METRIC_NAMES
 
     frame = pl.DataFrame(
         {

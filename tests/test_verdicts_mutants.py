@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from capeval import aggregate
 from capeval.analysis import stats
 from capeval.analysis.cells import Cell, cells_from_rows
 from capeval.analysis.compare import compare_cells
+from capeval.core import aggregate
 from tests.rowfactory import gate_row as row
 
 

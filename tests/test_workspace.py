@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from capeval.config import Config
-from capeval.problems import ProblemsError
+from capeval.core.problems import ProblemsError
 from capeval.workspace import (
     cases_dir,
     check_cases,

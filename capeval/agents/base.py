@@ -10,28 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-from capeval.turns import RunSummary, TokenUsage
+from capeval.core.agentconfig import AgentConfig
+from capeval.core.turns import RunSummary, TokenUsage
 
 STATUSES = ("done", "failed", "cancelled", "timeout")
-
-
-@dataclass(frozen=True)
-class AgentConfig:
-    """An `[agents.NAME]` table from the configuration, resolved."""
-
-    name: str
-    type: str  # scripted | command | claude-code | codex | gemini | opencode
-    command: str | None = None  # binary path, or the command template for `command`
-    args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
-    hook: str | None = None  # `command` agents: hook path inside the workdir
-    trajectory: str | None = None  # `scripted` agents: trajectory name
-    # `command` agents: the template's words that skip permission prompts,
-    # dropped under --ask-permissions; None when the config does not say.
-    skip_permissions_args: tuple[str, ...] | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

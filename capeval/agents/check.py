@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from capeval.agents.base import AgentConfig, AgentRequest, AgentResult
+from capeval.agents.base import AgentRequest, AgentResult
 from capeval.agents.cliadapter import resolve_binary
 from capeval.agents.modelserver import ModelServer, Script, ScriptedCall, ScriptStep
+from capeval.core.agentconfig import AgentConfig
 
 CHECK_COMMAND = "echo capeval-check > check.txt && cat check.txt"
 CHECK_FILE = "check.txt"
@@ -291,7 +292,7 @@ def _judge_run(report: CheckReport, result: AgentResult, workdir: Path, requests
     )
     if summary is None:
         return
-    from capeval.behaviors import derive_behaviors
+    from capeval.core.behaviors import derive_behaviors
 
     behaviors = derive_behaviors(summary)
     report.behaviors = behaviors

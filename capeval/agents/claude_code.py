@@ -44,7 +44,7 @@ from capeval.agents.streams import (
     unfinished,
     with_session_counts,
 )
-from capeval.turns import TokenUsage
+from capeval.core.turns import TokenUsage
 
 
 def _usage(raw: Any) -> TokenUsage | None:

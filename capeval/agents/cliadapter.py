@@ -20,12 +20,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from capeval.agents.base import AgentConfig, AgentRequest, AgentResult
+from capeval.agents.base import AgentRequest, AgentResult
 from capeval.agents.streams import ParsedStream, reported_error, unparsed_error
-from capeval.runner import reaper, strays
+from capeval.core.agentconfig import AgentConfig
+from capeval.proc import reaper, strays
 
 if TYPE_CHECKING:
-    from capeval.runner.process import ProcessResult
+    from capeval.proc.process import ProcessResult
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ def probe_version(
     cwd: Path | None = None,
 ) -> str | None:
     """The first version-looking token `exe --version` prints, or None."""
-    from capeval.runner.process import run_process
+    from capeval.proc.process import run_process
 
     try:
         proc = run_process(
@@ -102,7 +103,7 @@ def launch(
     However it ends, nothing it started outlives it: its group is killed by
     `run_process`, and what it started in sessions of its own by `strays`.
     """
-    from capeval.runner.process import ProcessCancelled, run_process
+    from capeval.proc.process import ProcessCancelled, run_process
 
     exe = resolve_binary(argv[0])
     if exe is None:

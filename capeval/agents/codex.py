@@ -58,7 +58,7 @@ from capeval.agents.streams import (
     unfinished,
     with_session_counts,
 )
-from capeval.turns import TokenUsage, ToolCall
+from capeval.core.turns import TokenUsage, ToolCall
 
 TEXT_ITEMS = ("agent_message", "reasoning")
 PLAN_ITEM = "todo_list"

@@ -34,7 +34,7 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from capeval.agents.base import AgentConfig, AgentRequest, AgentResult
+from capeval.agents.base import AgentRequest, AgentResult
 from capeval.agents.cliadapter import (
     agent_environment,
     classify,
@@ -44,9 +44,9 @@ from capeval.agents.cliadapter import (
     stderr_tail,
 )
 from capeval.agents.streams import preview
-from capeval.turns import RunSummary
+from capeval.core.agentconfig import DEFAULT_HOOK, AgentConfig, hook_problem
+from capeval.core.turns import RunSummary
 
-DEFAULT_HOOK = ".corbits/hooks/eval-run-capture.sh"
 CAPTURE_FILE = "run-summary.json"
 _PLACEHOLDER = re.compile(r"\{(workdir|prompt|provider|model|max_turns)\}")
 
@@ -132,22 +132,6 @@ def hook_script(destination: Path) -> str:
     )
 
 
-def hook_problem(configured: str) -> str | None:
-    """Why a configured `hook` path cannot be installed, or None.
-
-    One rule for `capeval validate` and the run: validate said ok and every
-    repeat was then refused (an absolute or `..` path), or failed writing the
-    hook (`.`, the workdir itself; a NUL byte).
-    """
-    rel = PurePosixPath(configured)
-    if "\0" in configured or rel.is_absolute() or ".." in rel.parts or not rel.parts:
-        return (
-            f"hook path {configured!r} must be relative to the workdir and name a file "
-            f"inside it, e.g. {DEFAULT_HOOK!r}"
-        )
-    return None
-
-
 def hook_path(workdir: Path, configured: str | None) -> Path:
     rel = configured or DEFAULT_HOOK
     problem = hook_problem(rel)
@@ -173,7 +157,7 @@ def install_hook(workdir: Path, configured: str | None, destination: Path) -> Pa
 
 def read_capture(path: Path) -> tuple[RunSummary | None, Mapping[str, Any], str | None]:
     """(summary, the raw JSON object, error). No file: (None, {}, None)."""
-    from capeval.runsummary import RunSummaryError, read_summary
+    from capeval.core.runsummary import RunSummaryError, read_summary
 
     if not path.exists():
         return None, {}, None
@@ -227,7 +211,7 @@ class CommandAdapter:
             return None
         if exe is None:
             return None
-        from capeval.runner import reaper
+        from capeval.proc import reaper
 
         with reaper.temp_dir("capeval-version-") as tmp:
             return probe_version(exe, cwd=tmp)

@@ -45,7 +45,7 @@ from capeval.agents.streams import (
     unfinished,
     with_session_counts,
 )
-from capeval.turns import TokenUsage
+from capeval.core.turns import TokenUsage
 
 
 def parse_gemini_stream(lines: Iterable[str]) -> ParsedStream:

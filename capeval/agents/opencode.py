@@ -28,7 +28,7 @@ from capeval.agents.streams import (
     make_call,
     timestamp_ms,
 )
-from capeval.turns import TokenUsage
+from capeval.core.turns import TokenUsage
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -11,7 +11,8 @@ import importlib
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from capeval.agents.base import Adapter, AgentConfig
+from capeval.agents.base import Adapter
+from capeval.core.agentconfig import AGENT_TYPES, AgentConfig
 
 if TYPE_CHECKING:
     from capeval.agents.streams import ParsedStream
@@ -30,27 +31,13 @@ ADAPTERS: dict[str, str] = {
 # that a saved stream can be measured: `capeval behaviors --stream TYPE`.
 STREAM_TYPES: tuple[str, ...] = ("claude-code", "codex", "gemini", "opencode")
 
-# Agents usable by name without any [agents.NAME] table: name -> type.
-BUILTIN_AGENTS: dict[str, str] = {
-    "scripted": "scripted",
-    "claude-code": "claude-code",
-    "codex": "codex",
-    "gemini": "gemini",
-    "opencode": "opencode",
-}
-
 
 class UnknownAgentError(ValueError):
     """An agent type with no adapter; the message lists the known types."""
 
 
 def agent_types() -> list[str]:
-    return sorted(ADAPTERS)
-
-
-def builtin_agents() -> dict[str, AgentConfig]:
-    """The agents that exist without configuration, keyed by name."""
-    return {name: AgentConfig(name=name, type=kind) for name, kind in BUILTIN_AGENTS.items()}
+    return sorted(AGENT_TYPES)
 
 
 def adapter_class(agent_type: str) -> type:

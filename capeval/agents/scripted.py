@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from capeval import __version__
-from capeval.agents.base import AgentConfig, AgentRequest, AgentResult
+from capeval.agents.base import AgentRequest, AgentResult
 from capeval.agents.trajectory import TrajectoryError, load_trajectory
+from capeval.core.agentconfig import AgentConfig, trajectory_problem
 
 if TYPE_CHECKING:
-    from capeval.turns import RunSummary
+    from capeval.core.turns import RunSummary
 
 SUMMARY_FILE = "scripted-summary.json"
 PROMPT_FILE = "scripted-prompt.txt"
@@ -32,20 +33,6 @@ PREVIEW_CHARS = 300
 # The agent must discover per-repeat secrets itself (the web bait case reads
 # the token from the HTTP fixture); the grader alone gets them.
 _HIDDEN_ENV = ("EVAL_HTTP_TOKEN",)
-
-
-def trajectory_problem(name: str) -> str | None:
-    """Why `name` cannot be a trajectory name, or None.
-
-    The name becomes `trajectories/<name>.json`: `../../x` played
-    `cases/x.json`, a file outside the trajectories the case ships.
-    """
-    if not name or any(ch in name for ch in "/\\\0") or name in (".", ".."):
-        return (
-            f"trajectory name {name!r} must be a file name in the case's trajectories/ "
-            "folder without .json (no '/', '\\' or '..'), e.g. oracle"
-        )
-    return None
 
 
 class ScriptedAdapter:
@@ -61,7 +48,7 @@ class ScriptedAdapter:
         return self.config.trajectory or request.model
 
     def run(self, request: AgentRequest) -> AgentResult:
-        from capeval.runner.process import run_process
+        from capeval.proc.process import run_process
 
         name = self.trajectory_name(request)
         session = str(uuid.uuid4())
@@ -145,7 +132,7 @@ class ScriptedAdapter:
 
 
 def _read(path: Path) -> tuple[RunSummary | None, str | None]:
-    from capeval.runsummary import RunSummaryError, read_summary
+    from capeval.core.runsummary import RunSummaryError, read_summary
 
     if not path.is_file():
         return None, "no run summary was written"

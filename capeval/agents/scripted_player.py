@@ -4,9 +4,9 @@ Run by `ScriptedAdapter` as `python -P -m capeval.agents.scripted_player ...`
 with the workdir as cwd, in its own process group, so a timeout stops it
 (and every shell it started) exactly like a real agent CLI. It executes each
 tool call for real, times each turn, and writes the run summary (the corbits
-shape of `capeval.turns.RunSummary`) to a file outside the workdir.
+shape of `capeval.core.turns.RunSummary`) to a file outside the workdir.
 
-Kept to the standard library plus `capeval.turns` and the trajectory parser:
+Kept to the standard library plus `capeval.core.turns` and the trajectory parser:
 it starts once per repeat, so its import time is per-repeat overhead.
 
 Turn duration = the turn's `thinkMs` (simulated model time) plus the wall time
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from capeval.agents.trajectory import Call, TemplateError, Trajectory, parse_trajectory, render
-from capeval.turns import RunSummary, TokenUsage, ToolCall, Turn
+from capeval.core.turns import RunSummary, TokenUsage, ToolCall, Turn
 
 SHELL_TIMEOUT_S = 600.0
 FETCH_TIMEOUT_S = 30.0

@@ -15,8 +15,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from capeval.toolkinds import make_tool_call
-from capeval.turns import RunSummary, TokenUsage, ToolCall, Turn
+from capeval.core.toolkinds import make_tool_call
+from capeval.core.turns import RunSummary, TokenUsage, ToolCall, Turn
 
 log = logging.getLogger(__name__)
 

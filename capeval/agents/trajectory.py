@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from capeval.problems import Problem
+    from capeval.core.problems import Problem
 
 TOOLS: tuple[str, ...] = (
     "run_shell",
@@ -347,7 +347,7 @@ def validate_trajectory(obj: Any, *, file: str) -> list[Problem]:
     """
     import jsonschema
 
-    from capeval.case import schema_problems
+    from capeval.core.case import schema_problems
 
     validator = jsonschema.Draft202012Validator(SCHEMA)
     errors = sorted(validator.iter_errors(obj), key=lambda e: list(map(str, e.absolute_path)))
@@ -364,7 +364,7 @@ def validate_trajectory(obj: Any, *, file: str) -> list[Problem]:
 def _check_call(
     call: Mapping[str, Any], where: str, default_id: str, seen: set[str], file: str
 ) -> list[Problem]:
-    from capeval.problems import Problem
+    from capeval.core.problems import Problem
 
     problems: list[Problem] = []
     args = call["arguments"]
@@ -405,7 +405,7 @@ def load_trajectory(path: Path, *, name: str | None = None, file: str | None = N
 
     `file` is how the path is named in errors (repo-relative when known).
     """
-    from capeval.problems import Problem, bom_message
+    from capeval.core.problems import Problem, bom_message
 
     label = file or str(path)
     name = name or path.stem

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from capeval.metrics import METRIC_NAMES
+from capeval.core.metrics import METRIC_NAMES
 
 if TYPE_CHECKING:
     import polars as pl
@@ -182,7 +182,7 @@ def cells_from_rows(
     """
     # The reference path only: the gate's DuckDB path never needs the row
     # helpers, nor the behavior scanner they import.
-    from capeval.aggregate import row_result_key
+    from capeval.core.aggregate import row_result_key
 
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
@@ -191,7 +191,7 @@ def cells_from_rows(
 
 
 def _cell(key: str, rows: Sequence[Mapping[str, Any]], keep_values: bool) -> Cell:
-    from capeval.aggregate import backfill_behaviors, median
+    from capeval.core.aggregate import backfill_behaviors, median
 
     first = rows[0]
     values: dict[str, list[float]] = {m: [] for m in METRIC_NAMES}

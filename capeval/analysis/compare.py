@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from capeval.analysis.cells import BaitDecl, Cell, format_number, json_number
-from capeval.metrics import METRIC_NAMES, NUMERIC_METRICS, direction
+from capeval.core.metrics import METRIC_NAMES, NUMERIC_METRICS, direction
 
 Status = Literal["improved", "regressed", "unchanged", "new", "missing"]
 Verdict = Literal["improve", "regress", "neutral"]
@@ -117,6 +117,14 @@ class Comparison:
     allow_provider_fallback: bool = False
     matched_on_case_id: bool = False
     advisory: dict[str, Any] = field(default_factory=dict)
+
+    def add_advisory(self, *, seed: int = 0) -> None:
+        """Put the advisory statistics beside the verdicts (they never change one)."""
+        from capeval.analysis import stats
+
+        per_cell, self.advisory = stats.advisory(self.cells, seed=seed)
+        for cell, advisory in zip(self.cells, per_cell, strict=True):
+            cell.advisory = advisory
 
     @property
     def bait_flag_cells(self) -> list[CellComparison]:
@@ -379,9 +387,7 @@ def compare_cells(
     if comparison.nothing_compared:
         warnings.append(comparison.nothing_compared)
     if advisory:
-        from capeval.analysis import stats
-
-        stats.annotate(comparison, seed=seed)
+        comparison.add_advisory(seed=seed)
     return comparison
 
 
@@ -560,7 +566,7 @@ def comparison_frame(comparison: Comparison) -> Any:
 
     The advisory columns are always there, typed, and null where nothing was
     computed: the comparison was made without `advisory` (run
-    `capeval.analysis.stats.annotate(comparison)` to add it afterwards), the
+    `comparison.add_advisory()` to add it afterwards), the
     side is absent, or the statistic is undefined for the cell. A stable
     schema lets a notebook select, filter, plot and `pl.concat` frames the same
     way whether or not statistics were on; a null never passes for a number.

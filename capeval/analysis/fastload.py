@@ -55,9 +55,9 @@ from typing import Any
 
 from capeval.analysis import engine, prefetch
 from capeval.analysis.cells import Cell, cells_from_rows, parse_bait, unread_bait, variant_of
-from capeval.analysis.duckdb_paths import reads_as_pattern
 from capeval.analysis.native_reader import native_reader
-from capeval.metrics import METRIC_NAMES
+from capeval.core.metrics import METRIC_NAMES
+from capeval.results.duckdb_paths import reads_as_pattern
 from capeval.results.errors import JSON_ERRORS, ResultFileError
 from capeval.results.v3head import read_v3_head
 

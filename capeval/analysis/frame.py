@@ -22,7 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from capeval.analysis.columns import (  # noqa: F401 (re-exported: the frame's schema)
+from capeval.analysis.history import run_identity_exprs, run_stem
+from capeval.core.behaviors import backfill_legacy
+from capeval.core.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME
+from capeval.results.columns import (  # noqa: F401 (re-exported: the frame's schema)
     BAIT_COLUMNS,
     BOOL,
     FIXED_COLUMNS,
@@ -34,11 +37,11 @@ from capeval.analysis.columns import (  # noqa: F401 (re-exported: the frame's s
     STR,
     TOKEN_COLUMNS,
     TOKEN_KEYS,
+    ColumnTypeError,
+    convert,
+    fits_int64,
 )
-from capeval.analysis.duckdb_paths import reads_as_pattern
-from capeval.analysis.history import run_identity_exprs, run_stem
-from capeval.behaviors import backfill_legacy
-from capeval.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME
+from capeval.results.duckdb_paths import reads_as_pattern
 from capeval.results.jsonl import first_line_is_row
 from capeval.results.load import read_rows
 from capeval.results.overlap import distinct_files, shared_repeats_warning, v3_header
@@ -54,54 +57,6 @@ FAST_TYPES: dict[str, set[type]] = {
     FLOAT: {int, float, _NONE},
     BOOL: {bool, _NONE},
 }
-
-
-class FrameError(ValueError):
-    """A row field whose value cannot take its column's type."""
-
-
-# Int64 bounds: polars turns a Python int past them into a silent null.
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-
-
-def _fits_int64(value: int) -> bool:
-    return INT64_MIN <= value <= INT64_MAX
-
-
-# What a value of each column kind must be, in a misfit's message.
-_RIGHT = {INT: "an integer", FLOAT: "a number", BOOL: "true or false"}
-
-
-def _convert(value: Any, kind: str, where: Callable[[], str]) -> Any:
-    """`value` as a `kind` column holds it; a misfit is a FrameError whose message
-    starts with `where()` (the file, line and field) and says what would be right."""
-    if value is None:
-        return None
-    if kind == STR:
-        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    if kind == BOOL:
-        if isinstance(value, bool):
-            return value
-    elif isinstance(value, bool):
-        pass
-    elif kind == INT:
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, int):
-            if not _fits_int64(value):
-                # The gate reads such a value as a number; a null here would
-                # silently move the medians a notebook computes.
-                raise FrameError(
-                    f"{where()} must be an integer from -2**63 to 2**63 - 1, found "
-                    f"{json.dumps(value)[:60]}, which does not fit a 64-bit integer column"
-                )
-            return value
-    elif kind == FLOAT and isinstance(value, int | float):
-        try:
-            return float(value)
-        except OverflowError:  # as the gate reads it (`cells._number`): no usable number
-            return None
-    raise FrameError(f"{where()} must be {_RIGHT[kind]}, found {json.dumps(value)[:60]}")
 
 
 def _extra_kind(values: Sequence[Any]) -> str:
@@ -137,7 +92,7 @@ def _flatten(row: Mapping[str, Any], source: str | None) -> dict[str, Any]:
 
 
 def _column(name: str, raw: list[Any], kind: str, where: Callable[[int], str]) -> pl.Series:
-    """One column of `kind` from raw row values (FrameError naming `where(i)` for a misfit)."""
+    """One column of `kind` from raw row values (ColumnTypeError naming `where(i)` for a misfit)."""
     import polars as pl
 
     dtypes = {STR: pl.String, INT: pl.Int64, FLOAT: pl.Float64, BOOL: pl.Boolean}
@@ -145,7 +100,7 @@ def _column(name: str, raw: list[Any], kind: str, where: Callable[[int], str]) -
         # Common case: every value already has the column's type (ints in
         # a float column are exact below 2**53), so skip per-cell checks.
         return pl.Series(name, raw, dtype=dtypes[kind], strict=False)
-    values = [_convert(v, kind, functools.partial(where, i)) for i, v in enumerate(raw)]
+    values = [convert(v, kind, functools.partial(where, i)) for i, v in enumerate(raw)]
     return pl.Series(name, values, dtype=dtypes[kind])
 
 
@@ -159,7 +114,7 @@ def _in_range(raw: Sequence[Any], kind: str) -> bool:
     if kind != INT:
         return True
     ints = [v for v in raw if type(v) is int]
-    return not ints or (_fits_int64(min(ints)) and _fits_int64(max(ints)))
+    return not ints or (fits_int64(min(ints)) and fits_int64(max(ints)))
 
 
 def _build(flat_rows: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
@@ -245,7 +200,7 @@ def load_frame(
     started = {str(path): _header_started(path) for path in paths}
     try:
         frame = _assemble(parts)
-    except FrameError:
+    except ColumnTypeError:
         # The message must name the row's position among all rows, as the
         # reference does; errors are rare, so build that way only now.
         frame = _build(
@@ -414,7 +369,7 @@ def _default_warn(message: str) -> None:
 
 
 def _repeat_key() -> pl.Expr:
-    """A row's cell as `capeval.aggregate.row_result_key` names it."""
+    """A row's cell as `capeval.core.aggregate.row_result_key` names it."""
     import polars as pl
 
     return (
@@ -487,7 +442,7 @@ def _value_class(value: Any) -> str:
         return _BOOL_VALUES
     if isinstance(value, int):
         # An extra field's int past Int64 is kept as its JSON text, not nulled.
-        return _INT_VALUES if _fits_int64(value) else _OTHER_VALUES
+        return _INT_VALUES if fits_int64(value) else _OTHER_VALUES
     if isinstance(value, float):
         return _FLOAT_VALUES
     return _OTHER_VALUES
@@ -540,7 +495,7 @@ class _Part:
     def from_flat(
         cls, flat: Sequence[Mapping[str, Any]], where: Callable[[str, int], str] = _where_in_part
     ) -> _Part:
-        """A part read by the reference reader (FrameError if a fixed value does not fit)."""
+        """A part read by the reference reader (ColumnTypeError if a fixed value does not fit)."""
         import polars as pl
 
         fixed = pl.DataFrame(
@@ -917,7 +872,7 @@ def _fast_part(rows: pl.DataFrame, scan: _Scan, extras: Sequence[str]) -> _Part:
         backfilled = backfill_legacy({TOOL_CALLS_BY_NAME: value})
         assert backfilled is not None  # given behaviors, it returns behaviors
         task_calls[text] = backfilled["taskToolCallCount"]
-        if not _fits_int64(task_calls[text]):
+        if not fits_int64(task_calls[text]):
             raise _NotExact  # replace_strict would null it; the reference names the row
     calls = pl.col("calls")
     task = pl.col("taskToolCallCount")

@@ -57,7 +57,7 @@ def workspace_baits(
     unusable declaration is an error (ProblemsError); a workspace merely found
     around the current directory gives a warning and the usable ones.
     """
-    from capeval.problems import ProblemsError
+    from capeval.core.problems import ProblemsError
     from capeval.workspace import find_root, read_baits
 
     try:
@@ -168,7 +168,7 @@ def gate_files(
     `headline=True` also reads what reports show (durations, turns, tokens).
     """
     from capeval.analysis.report import render_text
-    from capeval.problems import ProblemsError
+    from capeval.core.problems import ProblemsError
     from capeval.results.errors import ResultFileError
 
     # One path or several on either side: a lone string must not be iterated
@@ -201,9 +201,7 @@ def gate_files(
         )
         return GateResult(EXIT_BAD_INPUT, text, None, comparison, refusals, read_warnings)
     if advisory:
-        from capeval.analysis import stats
-
-        stats.annotate(comparison, seed=seed)
+        comparison.add_advisory(seed=seed)
     return GateResult(
         comparison.exit_code, render_text(comparison, gate=gate), comparison.to_json(), comparison
     )

@@ -52,9 +52,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from capeval.analysis.columns import BAIT_COLUMNS, BOOL, FLOAT, INT, ROW_COLUMNS, STR, TOKEN_KEYS
-from capeval.analysis.duckdb_paths import reads_as_pattern
-from capeval.metrics import METRIC_NAMES, NUMERIC_METRICS
+from capeval.core.metrics import METRIC_NAMES, NUMERIC_METRICS
+from capeval.results.columns import (
+    BAIT_COLUMNS,
+    BOOL,
+    FLOAT,
+    INT,
+    ROW_COLUMNS,
+    STR,
+    TOKEN_KEYS,
+    ColumnTypeError,
+    convert,
+)
+from capeval.results.duckdb_paths import reads_as_pattern
 from capeval.results.errors import ResultFileError
 
 if TYPE_CHECKING:
@@ -85,7 +95,7 @@ UTC_OFFSET_PATTERN = r"(?:[zZ]|[+-][0-9]{2}(?::?[0-9]{2})?)$"
 
 
 # The typed fields of a row and their kinds, as `load_frame` types its
-# columns (`capeval.analysis.columns`); `passed` and `repeat` have checks of
+# columns (`capeval.results.columns`); `passed` and `repeat` have checks of
 # their own below, whose errors say what the value means.
 TYPED_FIELDS: dict[str, str] = {
     **{n: k for n, k in ROW_COLUMNS.items() if k != STR and n not in ("passed", "repeat")},
@@ -203,16 +213,14 @@ def _typed_problem(row: Mapping[str, Any]) -> str | None:
 
     The Python side of `_typed_sql`, for the error that names the line.
     """
-    from capeval.analysis.frame import FrameError, _convert
-
     for name, kind in TYPED_FIELDS.items():
         parent, _, key = name.rpartition(".")
         holder = row.get(parent) if parent else row
         if not isinstance(holder, Mapping):
             continue
         try:
-            _convert(holder.get(key), kind, functools.partial(str, f"field {name!r}"))
-        except FrameError as exc:
+            convert(holder.get(key), kind, functools.partial(str, f"field {name!r}"))
+        except ColumnTypeError as exc:
             return f"{exc} (case {row.get('id')!r})"
     return None
 
@@ -231,7 +239,7 @@ def _refuse(source: str, name: str, right: str, value: str) -> str:
 
 
 def _legacy_calls(tool: str) -> str:
-    """A legacy row's count of `tool` calls, as `capeval.behaviors.backfill_legacy` reads it.
+    """A legacy row's count of `tool` calls, as `capeval.core.behaviors.backfill_legacy` reads it.
 
     Only a JSON integer counts: a cast also read "2", 2.5 and true as calls,
     so the views disagreed with the gate, the frames and `capeval aggregate`.

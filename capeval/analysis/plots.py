@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from capeval.metrics import METRIC_NAMES
+from capeval.core.metrics import METRIC_NAMES
 
 if TYPE_CHECKING:
     import polars as pl

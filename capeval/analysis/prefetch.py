@@ -153,7 +153,7 @@ def request_of(argv: Sequence[str]) -> ScanRequest | None:
     paths = [sides["--baseline"], sides["--candidate"]]
     if not all(paths) or not all(p.endswith(".jsonl") for side in paths for p in side):
         return None
-    from capeval.metrics import METRIC_NAMES
+    from capeval.core.metrics import METRIC_NAMES
 
     return ScanRequest(paths, list(METRIC_NAMES), with_values, False, threads())
 

@@ -668,7 +668,7 @@ def _behavior_plot(comparison: Comparison) -> str:
     """Cells whose median improved / regressed, per lower-is-better metric; base64 PNG."""
     from matplotlib.figure import Figure
 
-    from capeval.metrics import METRIC_NAMES, direction
+    from capeval.core.metrics import METRIC_NAMES, direction
 
     metrics = [m for m in METRIC_NAMES if direction(m) == "lower"]
     counts = {m: [0, 0] for m in metrics}

@@ -21,11 +21,28 @@ import math
 import warnings
 import zlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from capeval.analysis.cells import Cell
-    from capeval.analysis.compare import Comparison
+
+
+class ComparedCell(Protocol):
+    """What the advisory statistics read of one compared cell."""
+
+    @property
+    def resultKey(self) -> str: ...
+    @property
+    def variantId(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def baseline(self) -> Cell | None: ...
+    @property
+    def candidate(self) -> Cell | None: ...
+    @property
+    def behaviors(self) -> Sequence[Any]: ...
+
 
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 2000
@@ -229,7 +246,7 @@ def _median(x: Any, axis: int = -1) -> Any:
             return (low + mid) / 2
     except FloatingPointError:
         # Two finite values near the float limit sum to inf: halve those
-        # first, as `capeval.aggregate.median` does, or an interval reads
+        # first, as `capeval.core.aggregate.median` does, or an interval reads
         # Infinity (a token `--json` output cannot carry).
         with np.errstate(over="ignore"):
             total = low + mid
@@ -570,21 +587,28 @@ def paired_cases(pairs: Sequence[tuple[Cell, Cell]], seed: int) -> dict[str, Any
     return out
 
 
-def annotate(comparison: Comparison, *, seed: int = 0) -> None:
-    """Fill each cell's `advisory` and the comparison's top-level `advisory`."""
+def advisory(
+    cells: Sequence[ComparedCell], *, seed: int = 0
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Each compared cell's advisory statistics, and the comparison's own.
+
+    Returned, not stored: the comparison decides where they go, and they never
+    change a verdict.
+    """
     intervals = behavior_intervals(
-        [(c.baseline, c.candidate, [b.metric for b in c.behaviors]) for c in comparison.cells],
-        seed,
+        [(c.baseline, c.candidate, [b.metric for b in c.behaviors]) for c in cells], seed
     )
-    for cell, behaviors in zip(comparison.cells, intervals, strict=True):
-        cell.advisory = cell_advisory(
+    per_cell: list[dict[str, Any]] = []
+    for cell, behaviors in zip(cells, intervals, strict=True):
+        one = cell_advisory(
             cell.baseline, cell.candidate, changed=cell.status in ("improved", "regressed")
         )
         if behaviors:
-            cell.advisory["behaviors"] = behaviors
+            one["behaviors"] = behaviors
+        per_cell.append(one)
     variants: dict[str, Any] = {}
-    for variant in sorted({c.variantId for c in comparison.cells}):
-        mine = [c for c in comparison.cells if c.variantId == variant]
+    for variant in sorted({c.variantId for c in cells}):
+        mine = [c for c in cells if c.variantId == variant]
         base = [c.baseline for c in mine if c.baseline is not None]
         cand = [c.candidate for c in mine if c.candidate is not None]
         pairs = [
@@ -597,7 +621,7 @@ def annotate(comparison: Comparison, *, seed: int = 0) -> None:
             "candidate": variant_rate(cand, _seed(seed, variant, "candidate")) if cand else None,
             "paired": paired_cases(pairs, _seed(seed, variant, "paired")) if pairs else None,
         }
-    comparison.advisory = {
+    overall = {
         "confidence": CONFIDENCE,
         "seed": seed,
         "bootstrapResamples": BOOTSTRAP_RESAMPLES,
@@ -605,7 +629,8 @@ def annotate(comparison: Comparison, *, seed: int = 0) -> None:
         f"bootstrap (medians up to {BOOTSTRAP_MAX_REPEATS} repeats; exact order statistics and "
         "MOVER differences above), case-resampling bootstrap (variant pass rates).",
         "flakyBaselineCells": [
-            c.resultKey for c in comparison.cells if c.advisory.get("flakyBaseline")
+            c.resultKey for c, adv in zip(cells, per_cell, strict=True) if adv.get("flakyBaseline")
         ],
         "variants": variants,
     }
+    return per_cell, overall

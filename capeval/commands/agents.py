@@ -15,7 +15,7 @@ import click
 
 from capeval.cli import InterruptibleGroup
 from capeval.commands.common import EXIT_BAD_INPUT, SECONDS, config_option, fail, root_option
-from capeval.problems import ProblemsError
+from capeval.core.problems import ProblemsError
 
 
 def _agents(root: Path | None, config_path: Path | None) -> tuple[dict, str | None, list[str]]:
@@ -27,10 +27,10 @@ def _agents(root: Path | None, config_path: Path | None) -> tuple[dict, str | No
     `capeval agents check` checked the built-in `scripted` and said "ok"; and
     with two agents in the matrix it checked neither of them.
     """
-    from capeval.agents.registry import builtin_agents
     from capeval.config import load_config
-    from capeval.runner.matrix import parse_cell, split_cells
-    from capeval.runner.run import DEFAULT_AGENT
+    from capeval.core.agentconfig import builtin_agents
+    from capeval.core.matrix import parse_cell, split_cells
+    from capeval.runner.options import DEFAULT_AGENT
     from capeval.workspace import find_root
 
     try:

@@ -1,7 +1,7 @@
 """`capeval aggregate FILE...`: per-cell aggregates recomputed from the rows.
 
 A thin wrapper over `capeval.results.load.read_many` and
-`capeval.aggregate.aggregate`; stored aggregates in v3 files are ignored.
+`capeval.core.aggregate.aggregate`; stored aggregates in v3 files are ignored.
 Rows of all files are pooled, so a cell that appears in several files is
 aggregated over all of its repeats.
 """
@@ -14,8 +14,8 @@ from typing import Any
 
 import click
 
-from capeval.aggregate import aggregate as aggregate_rows
-from capeval.metrics import METRIC_NAMES
+from capeval.core.aggregate import aggregate as aggregate_rows
+from capeval.core.metrics import METRIC_NAMES
 from capeval.results.errors import ResultFileError
 from capeval.results.load import read_many
 

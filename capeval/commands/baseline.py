@@ -48,7 +48,7 @@ def baseline_cells(cells: Sequence[str], agent: str) -> tuple[str, ...]:
     cell got `@sloppy`). The agent is the text after the *last* `@`, as
     `parse_cell` reads it, so a model name holding `@` keeps it.
     """
-    from capeval.runner.matrix import split_cells
+    from capeval.core.matrix import split_cells
 
     return tuple(
         f"{c.rpartition('@')[0].strip() if '@' in c else c}@{agent}" for c in split_cells(cells)
@@ -74,7 +74,8 @@ def freeze(
     from capeval.analysis.gatecheck import workspace_baits
     from capeval.commands.common import cannot_write, config_home, shown_path
     from capeval.config import load_config
-    from capeval.runner.run import RunOptions, execute
+    from capeval.runner.options import RunOptions
+    from capeval.runner.run import execute
 
     cfg = load_config(root, config)
     if agent not in cfg.agents:
@@ -270,7 +271,7 @@ def freeze_command(
     jsonl: Path | None,
 ) -> None:
     """Re-record the baseline (exit 0 frozen, 3 a bait did not reproduce, 2 bad input)."""
-    from capeval.problems import ProblemsError
+    from capeval.core.problems import ProblemsError
     from capeval.workspace import find_root
 
     ctx = click.get_current_context()

@@ -1,9 +1,9 @@
 """`capeval behaviors FILE...`: behavior metrics of run-summary files or saved agent streams.
 
-A thin wrapper over `capeval.runsummary.read_summary` (or, with `--stream
+A thin wrapper over `capeval.core.runsummary.read_summary` (or, with `--stream
 TYPE`, the adapter's own stream parser, so a transcript saved from `claude -p
 --output-format stream-json` or `codex exec --json` is measured exactly as a
-run would measure it) and `capeval.behaviors.derive_behaviors`; a notebook
+run would measure it) and `capeval.core.behaviors.derive_behaviors`; a notebook
 calls those directly. Every file is read before anything is printed, so a bad
 file never leaves a half-written JSON Lines stream behind: it is reported
 (file, field, what is wrong) and the command exits 2.
@@ -21,9 +21,9 @@ import click
 
 from capeval.agents.registry import STREAM_TYPES, stream_parser
 from capeval.agents.streams import ParsedStream
-from capeval.behaviors import derive_behaviors
-from capeval.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME
-from capeval.runsummary import RunSummary, RunSummaryError, read_summary
+from capeval.core.behaviors import derive_behaviors
+from capeval.core.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME
+from capeval.core.runsummary import RunSummary, RunSummaryError, read_summary
 
 
 def behaviors_of_files(

@@ -202,7 +202,7 @@ def configured_baseline(root: Path | None, config_path: Path | None = None) -> P
     """The configuration's `baseline` (of `--config` when given), or why there is
     none usable (naming the fix)."""
     from capeval.config import load_config
-    from capeval.problems import ProblemsError
+    from capeval.core.problems import ProblemsError
     from capeval.workspace import find_root
 
     try:

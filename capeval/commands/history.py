@@ -69,7 +69,7 @@ def table_records(runs: list[dict]) -> list[dict]:
 def history(paths: tuple[Path, ...], db: Path | None, root: Path | None, as_json: bool) -> None:
     """List the runs found in result files (JSON Lines and v3 JSON, recursively)."""
     from capeval.analysis.history import default_paths, ingest, open_db, runs
-    from capeval.problems import ProblemsError
+    from capeval.core.problems import ProblemsError
     from capeval.results.errors import ResultFileError
 
     try:

@@ -47,9 +47,9 @@ def _checked_rows(file: Path | None) -> tuple[Path, list[Row]]:
     evidence has no call its grant unlocks) is a problem `validate` reports,
     not a traceback in the middle of `run`.
     """
+    from capeval.core.problems import ProblemsError
     from capeval.paperclip.derivative import find_derivative, load_derivative
     from capeval.paperclip.fakeagent import check_plans
-    from capeval.problems import ProblemsError
 
     path = file or find_derivative()
     rows = load_derivative(path)
@@ -61,7 +61,7 @@ def _checked_rows(file: Path | None) -> tuple[Path, list[Row]]:
 
 def _load(file: Path | None) -> tuple[Path, list[Row]]:
     """`_checked_rows` for the commands that go on to run: problems on stderr, exit 2."""
-    from capeval.problems import ProblemsError
+    from capeval.core.problems import ProblemsError
 
     try:
         return _checked_rows(file)
@@ -94,9 +94,9 @@ def _evidence_dir(derivative: Path) -> tuple[Path, str | None]:
     directory; each of those comes with a notice naming the place, so a report
     never lands somewhere the user did not expect without a word.
     """
+    from capeval.core.problems import ProblemsError
     from capeval.paperclip.derivative import DERIVATIVE_PATH
     from capeval.paperclip.report import DEFAULT_OUT
-    from capeval.problems import ProblemsError
     from capeval.workspace import CASES_SUBDIR, find_root
 
     try:
@@ -175,7 +175,7 @@ def paperclip() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
 def validate(file: Path | None, as_json: bool) -> None:
     """Check the traceability derivative against every rule; exit 2 listing each problem."""
-    from capeval.problems import ProblemsError
+    from capeval.core.problems import ProblemsError
 
     try:
         path, rows = _checked_rows(file)

@@ -130,14 +130,14 @@ def _guard(action: Callable[[], None]) -> None:
     """Turn the errors users cause into exit 2 with a message naming the problem."""
     import duckdb
 
-    from capeval.analysis.frame import FrameError
     from capeval.analysis.plots import PlotError
-    from capeval.problems import ProblemsError
+    from capeval.core.problems import ProblemsError
+    from capeval.results.columns import ColumnTypeError
     from capeval.results.errors import ResultFileError
 
     try:
         action()
-    except (PlotError, ResultFileError, FrameError, duckdb.Error) as exc:
+    except (PlotError, ResultFileError, ColumnTypeError, duckdb.Error) as exc:
         fail("plot", str(exc))
     except ProblemsError as exc:
         fail("plot", problems_text(exc.problems) + "\n(pass result files or folders)")

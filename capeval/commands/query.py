@@ -88,7 +88,7 @@ def query(
         )
 
     from capeval.analysis.history import records
-    from capeval.problems import ProblemsError
+    from capeval.core.problems import ProblemsError
     from capeval.results.errors import ResultFileError
 
     try:

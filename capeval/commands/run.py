@@ -1,6 +1,6 @@
 """`capeval run`: the matrix of variants x cases x repeats against the agents.
 
-A thin wrapper over `capeval.runner.run.plan_run`/`execute` (a notebook can
+A thin wrapper over `capeval.runner.plan.plan_run` and `capeval.runner.run.execute` (a notebook can
 call those directly). Exit codes: 0 every repeat passed, 1 some repeat failed,
 2 bad input, 130/143 interrupted (every finished row kept; resume with
 --resume). With --baseline, the gate's exit code instead.
@@ -18,9 +18,9 @@ from typing import Any, NoReturn
 
 import click
 
-from capeval.case import MAX_TURNS
 from capeval.commands.common import config_option, fail, root_option, shown_path
-from capeval.problems import ProblemsError
+from capeval.core.case import MAX_TURNS
+from capeval.core.problems import ProblemsError
 
 # What `--baseline` given alone stands for: the configuration's baseline.
 CONFIGURED_BASELINE = "<configured baseline>"
@@ -212,8 +212,10 @@ def run(
 ) -> None:
     """Run cases against agents; one JSON Lines row per repeat, as each ends."""
     from capeval.results.errors import ResultFileError
+    from capeval.runner.options import RunError, RunOptions, counted
+    from capeval.runner.plan import plan_run
     from capeval.runner.progress import ProgressPrinter, cell_summaries, format_table
-    from capeval.runner.run import RunError, RunOptions, counted, execute, plan_run
+    from capeval.runner.run import execute
 
     if resume is not None and jsonl is not None and resume != jsonl:
         _fail("--resume appends to its own stream; drop --jsonl")

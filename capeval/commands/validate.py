@@ -1,6 +1,6 @@
 """`capeval validate`: check the workspace before any agent starts.
 
-A thin wrapper over `capeval.workspace.validate_workspace`; exit 0 when
+A thin wrapper over `capeval.runner.validate.validate_workspace`; exit 0 when
 everything is valid, 2 when anything is not (the spec's "bad input" code).
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from capeval.commands.common import EXIT_BAD_INPUT, config_option, root_option
-from capeval.workspace import validate_workspace
+from capeval.runner.validate import validate_workspace
 
 
 @click.command()

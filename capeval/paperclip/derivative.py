@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from capeval.core.problems import Problem, ProblemsError
 from capeval.paperclip.corpus import CORPUS_FACTS
 from capeval.paperclip.fixtures import FIXTURE_NAMES, ROLE_CLAIMS
 from capeval.paperclip.policy import (
@@ -29,7 +30,6 @@ from capeval.paperclip.policy import (
     GroupPolicy,
 )
 from capeval.paperclip.semantics import entry_problem
-from capeval.problems import Problem, ProblemsError
 
 DERIVATIVE_PATH = Path("evals/paperclip/eval-traceability.yaml")
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from capeval.core.problems import Problem
 from capeval.paperclip.authorization import (
     ACTOR_ROLE_NOT_AUTHORIZED,
     CONTROL_PLANE_OWNED_OPERATION,
@@ -39,7 +40,6 @@ from capeval.paperclip.policy import (
     claims_for_grants,
 )
 from capeval.paperclip.semantics import OTHER_TASK, classify, parse
-from capeval.problems import Problem
 
 CALL = "call"  # attempted; must be allowed (or fail with `error`)
 PROBE = "probe"  # attempted; must be refused (absent or denied) and change nothing

@@ -28,7 +28,7 @@ from typing import Any
 from capeval.agents.cliadapter import resolve_binary
 from capeval.paperclip.livejudge import LiveCase, judge, live_row, prompt, scripted_turn
 from capeval.paperclip.mcpserver import SERVER_NAME
-from capeval.runner.process import run_process
+from capeval.proc.process import run_process
 
 SCRIPTED_PROVIDER = "capeval-live"
 SCRIPTED_KEY_VAR = "CAPEVAL_LIVE_API_KEY"

@@ -31,12 +31,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
+from capeval.core.problems import ProblemsError
 from capeval.paperclip.bindings import codex_binding
 from capeval.paperclip.controlplane import ControlPlane
 from capeval.paperclip.derivative import Row, find_derivative, load_derivative
 from capeval.paperclip.diff import state_diff
 from capeval.paperclip.fakeagent import auth_context, derive_plan, plan_fixture
-from capeval.problems import ProblemsError
 
 SERVER_NAME = "paperclip"
 PROTOCOL_VERSION = "2025-06-18"

@@ -271,7 +271,7 @@ def _failures_md(report: dict[str, Any]) -> list[str]:
 
 def write_report(result: SuiteResult, out_dir: str | Path) -> tuple[Path, Path, Path]:
     """Write the row stream, then the JSON and Markdown reports computed from it."""
-    from capeval.analysis.paperclip_counts import group_counts
+    from capeval.paperclip.counts import group_counts
 
     out_dir = Path(out_dir)  # a notebook passes a string, as load_frame and connect allow
     rows_path = out_dir / ROWS_JSONL

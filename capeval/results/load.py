@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from capeval.aggregate import backfill_behaviors, row_result_key
+from capeval.core.aggregate import backfill_behaviors, row_result_key
 from capeval.results.errors import (
     JSON_ERRORS,
     ResultFileError,

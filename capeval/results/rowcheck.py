@@ -11,7 +11,7 @@ from __future__ import annotations
 from math import isfinite
 from typing import Any
 
-from capeval.metrics import NUMERIC_METRICS
+from capeval.core.metrics import NUMERIC_METRICS
 
 _NUMBER_TYPES = (int, float)
 _FLOAT_LIMIT = 2**1023  # an integer past this has no float: it cannot be a median

@@ -3,7 +3,7 @@
 `{version: 3, startedAt, finishedAt, provider, model, repeats, variants,
 aggregates, totals, cases}`. On write, aggregates and totals are computed from
 the rows; on read they are dropped and callers recompute them with
-`capeval.aggregate`, so a hand-edited aggregate can never reach a verdict.
+`capeval.core.aggregate`, so a hand-edited aggregate can never reach a verdict.
 Unknown fields, at the top level and in rows, are kept.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from capeval.aggregate import aggregate, totals
+from capeval.core.aggregate import aggregate, totals
 from capeval.results.errors import JSON_ERRORS, ResultFileError, json_error_detail
 from capeval.results.rowcheck import row_problem
 

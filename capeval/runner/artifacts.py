@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from capeval.redact import (
+from capeval.core.redact import (
     redact,
     redact_data,
     redact_text,

@@ -16,10 +16,10 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from capeval.problems import Problem
+from capeval.core.problems import Problem
 
 if TYPE_CHECKING:
-    from capeval.case import Case
+    from capeval.core.case import Case
     from capeval.runner.httpfixture import HttpFixture
 
 ORACLE = "oracle"
@@ -119,8 +119,9 @@ def _check_oracle(
     agent_timeout_s: float,
     budget: int | None,
 ) -> list[Problem]:
-    from capeval.agents.base import AgentConfig, AgentRequest
+    from capeval.agents.base import AgentRequest
     from capeval.agents.scripted import ScriptedAdapter
+    from capeval.core.agentconfig import AgentConfig
 
     url = http.url if http is not None else None
     with tempfile.TemporaryDirectory(prefix="capeval-capture-") as capture:
@@ -159,7 +160,7 @@ def _check_oracle(
             )
         )
     if case.requireBehaviors:
-        from capeval.behaviors import derive_behaviors
+        from capeval.core.behaviors import derive_behaviors
 
         behaviors = derive_behaviors(result.summary) if result.summary is not None else None
         for req in case.requireBehaviors:
@@ -189,8 +190,8 @@ def _grade(
     case: Case, workdir: Path, http: HttpFixture | None, timeout_s: float
 ) -> tuple[int, str]:
     """Run the grader as a repeat does; returns (exit code, tail of its output)."""
-    from capeval.runner.process import run_process
-    from capeval.runner.reaper import remove_tree
+    from capeval.proc.process import run_process
+    from capeval.proc.reaper import remove_tree
     from capeval.runner.workdir import own_repo_env
 
     # A repeat gives its grader a private, empty $TMPDIR; a grader relying on
@@ -212,7 +213,7 @@ def _grade(
 
 @contextmanager
 def _workdir(root: Path, case: Case) -> Iterator[Path]:
-    from capeval.runner.reaper import remove_tree
+    from capeval.proc.reaper import remove_tree
     from capeval.runner.workdir import WorkdirError, prepare_workdir
 
     try:

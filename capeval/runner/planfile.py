@@ -115,7 +115,7 @@ def _wrong_field(doc: Any, path: list[str | int]) -> str:
     """The innermost described field on `path` (the schema's error), and what it should be."""
     import json
 
-    from capeval.case import json_type
+    from capeval.core.case import json_type
 
     described: Mapping[str, Any] = PLAN_SCHEMA
     value, field = doc, []
@@ -139,6 +139,6 @@ def looks_like_plan(doc: Any) -> bool:
 
 @functools.lru_cache(maxsize=1)
 def _validator() -> Any:
-    from capeval.jsonschemas import strict_validator
+    from capeval.core.jsonschemas import strict_validator
 
     return strict_validator(PLAN_SCHEMA)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from capeval.aggregate import median
+from capeval.core.aggregate import median
 
 
 class ProgressPrinter:

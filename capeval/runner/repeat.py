@@ -30,11 +30,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from capeval.agents.base import Adapter, AgentConfig, AgentRequest, AgentResult
-from capeval.case import Case
-from capeval.redact import redact, secret_values
-from capeval.row import IDENTITY_FIELDS, Row, result_key
-from capeval.runner import process, reaper
+from capeval.agents.base import Adapter, AgentRequest, AgentResult
+from capeval.core.agentconfig import AgentConfig
+from capeval.core.case import Case
+from capeval.core.matrix import Variant
+from capeval.core.passrule import decide, effective_budget, is_over_budget, provider_mismatch
+from capeval.core.redact import redact, secret_values
+from capeval.core.row import IDENTITY_FIELDS, Row, result_key
+from capeval.proc import process, reaper
 from capeval.runner.artifacts import (
     relative_to_rows,
     repeat_dir,
@@ -42,8 +45,6 @@ from capeval.runner.artifacts import (
     verify_log,
 )
 from capeval.runner.httpfixture import HttpFixture
-from capeval.runner.matrix import Variant
-from capeval.runner.passrule import decide, effective_budget, is_over_budget, provider_mismatch
 from capeval.runner.workdir import WorkdirCache, WorkdirError, own_repo_env, prepare_workdir
 
 VERIFY_KILL_GRACE_S = 5.0
@@ -258,7 +259,7 @@ def _behaviors(result: AgentResult) -> tuple[dict[str, Any] | None, str | None]:
     if result.summary is None or not result.summary.turns:
         return None, None
     try:
-        from capeval.behaviors import derive_behaviors
+        from capeval.core.behaviors import derive_behaviors
 
         return dict(derive_behaviors(result.summary)), None
     except Exception as exc:  # a metrics bug must show up, not become zeros
@@ -381,7 +382,7 @@ def _assemble(
     artifacts: str | None = None,
     **fields: Any,
 ) -> Row:
-    """Every field of capeval.row, in its order, plus artifacts and the repeat's start/end times."""
+    """Every field of capeval.core.row, in its order, plus artifacts and the repeat's start/end times."""
     case, variant = job.case, job.variant
     row: Row = {
         "resultKey": result_key(variant.id, case.id),

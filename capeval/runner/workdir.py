@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from capeval.runner.process import GIT_LOCATION_VARS
-from capeval.runner.reaper import remove_tree
+from capeval.proc.process import GIT_LOCATION_VARS
+from capeval.proc.reaper import remove_tree
 from capeval.workspace import fixture_entry_problem
 
 GIT_IDENTITY = {

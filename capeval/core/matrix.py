@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from capeval.agents.base import AgentConfig
+    from capeval.core.agentconfig import AgentConfig
 
 _AGENT_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 

@@ -26,10 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from capeval.runner import reaper
-
-# GNU `timeout` convention: the exit code reported for a child stopped on time out.
-TIMEOUT_EXIT_CODE = 124
+from capeval.core.passrule import TIMEOUT_EXIT_CODE
+from capeval.proc import reaper
 
 # Variables that point git at a repository other than the one around its cwd.
 # Git exports them to hooks (a pre-push hook running the gate), CI sets some:
@@ -166,7 +164,7 @@ def kill_escaped(scope: ProcessScope) -> int:
     Its groups are dead by now: what is left is what moved to another group
     or session (see `strays`).
     """
-    from capeval.runner.strays import kill_marked
+    from capeval.proc.strays import kill_marked
 
     return kill_marked(SCOPE_VAR, scope.token)
 

@@ -43,9 +43,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from capeval import turns
-from capeval.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME
-from capeval.scanner import (
+from capeval.core import turns
+from capeval.core.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME
+from capeval.core.scanner import (
     Segment,
     command_words,
     is_env_assignment_word,
@@ -53,8 +53,8 @@ from capeval.scanner import (
     sets_env,
     unquote_word,
 )
-from capeval.toolkinds import shell_command, tool_kind
-from capeval.turns import RunSummary, ToolCall
+from capeval.core.toolkinds import shell_command, tool_kind
+from capeval.core.turns import RunSummary, ToolCall
 
 NETWORK_COMMANDS = frozenset(
     {"curl", "wget", "nc", "ncat", "telnet", "aria2c", "http", "xh", "httpie"}

@@ -1,6 +1,6 @@
 """The behavior-metric catalog: names and the direction in which "better" lies.
 
-Kept apart from the derivations (`capeval.behaviors`) because the runner, the
+Kept apart from the derivations (`capeval.core.behaviors`) because the runner, the
 aggregates, the case validator and the gate all need the names and directions,
 while only some of them need the scanner.
 """

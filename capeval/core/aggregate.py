@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from math import isfinite
 from typing import Any, TypeGuard
 
-from capeval.behaviors import backfill_legacy
-from capeval.metrics import METRIC_NAMES
+from capeval.core.behaviors import backfill_legacy
+from capeval.core.metrics import METRIC_NAMES
 
 TOKEN_FIELDS: tuple[str, ...] = ("input", "output", "cacheRead", "cacheWrite", "thinking")
 SUMMED_FIELDS: tuple[str, ...] = ("durationMs", "turnsUsed", "toolCallCount")
@@ -22,7 +22,7 @@ SUMMED_FIELDS: tuple[str, ...] = ("durationMs", "turnsUsed", "toolCallCount")
 def backfill_behaviors(behaviors: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """Older rows predate `taskToolCallCount`: fill it by section 6's rule.
 
-    The rule itself lives in `capeval.behaviors.backfill_legacy`; this wrapper
+    The rule itself lives in `capeval.core.behaviors.backfill_legacy`; this wrapper
     only skips rows that are already up to date, so they are not copied.
     """
     if behaviors is None or behaviors.get("taskToolCallCount") is not None:

@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from capeval.runner.process import TIMEOUT_EXIT_CODE
+# The exit code a timed-out child is recorded with (as coreutils' timeout(1) does).
+TIMEOUT_EXIT_CODE = 124
 
 
 class RequirementLike(Protocol):

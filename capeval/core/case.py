@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
-from capeval.metrics import METRIC_NAMES
-from capeval.problems import Problem
+from capeval.core.metrics import METRIC_NAMES
+from capeval.core.problems import Problem
 
 if TYPE_CHECKING:
     from jsonschema import ValidationError
@@ -289,7 +289,7 @@ FIELD_ORDER: tuple[str, ...] = tuple(_schema(DEFAULT_TIERS)["properties"])
 
 @functools.lru_cache(maxsize=8)
 def _validator(tiers: tuple[str, ...]) -> Validator:
-    from capeval.jsonschemas import strict_validator
+    from capeval.core.jsonschemas import strict_validator
 
     # A turn budget written 3.0 is a typo; NaN and Infinity have rules of their own here.
     validator: Validator = strict_validator(_schema(tiers), finite_numbers=False)

@@ -3,7 +3,7 @@
 Every agent names its tools differently (`run_shell`, `Bash`,
 `command_execution`, `run_shell_command`, `bash`). Behavior metrics must not
 care which agent ran, so each native name maps onto one kind from
-`capeval.turns`, and a shell call's command is recovered as the script the
+`capeval.core.turns`, and a shell call's command is recovered as the script the
 model wrote: without the `bash -lc '…'` wrapper some agents add themselves.
 """
 
@@ -15,8 +15,8 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from capeval import turns
-from capeval.scanner import literal_word, scan_segments
+from capeval.core import turns
+from capeval.core.scanner import literal_word, scan_segments
 
 # Native tool name -> kind, per agent (spec sections 4 and 5, agent-streams.md).
 _CORBITS = {

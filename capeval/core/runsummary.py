@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from capeval.toolkinds import make_tool_call
-from capeval.turns import RunSummary, TokenUsage, ToolCall, Turn
+from capeval.core.toolkinds import make_tool_call
+from capeval.core.turns import RunSummary, TokenUsage, ToolCall, Turn
 
 _USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "thinking")
 

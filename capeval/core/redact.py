@@ -29,7 +29,6 @@ from __future__ import annotations
 import base64
 import functools
 import json
-import os
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
@@ -67,14 +66,14 @@ def is_secret_name(name: str) -> bool:
     return any(part in upper for part in SECRET_NAME_PARTS)
 
 
-def secret_values(*envs: Mapping[str, str]) -> list[str]:
-    """Values of secret-named variables in `envs` (default: this process), longest first.
+def secret_values(env: Mapping[str, str], *more: Mapping[str, str]) -> list[str]:
+    """Values of secret-named variables in the environments given, longest first.
 
     A value of any variable can also carry a secret inside: a JSON config
     (`OPENCODE_CONFIG_CONTENT` with a provider's `apiKey`) or a URL with a
     password (`https://user:pass@proxy`); those parts are secrets too.
     """
-    sources: Iterable[Mapping[str, str]] = envs or (os.environ,)
+    sources: Iterable[Mapping[str, str]] = (env, *more)
     found: set[str] = set()
     for env in sources:
         for name, value in env.items():

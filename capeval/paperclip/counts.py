@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from capeval.analysis.duckdb_paths import reads_as_pattern
+from capeval.results.duckdb_paths import reads_as_pattern
 
 _COUNTS = ("cases", "configurations", "passed", "failed")
 _COLUMNS = "{'caseId': 'VARCHAR', 'group': 'VARCHAR', 'grants': 'VARCHAR', 'passed': 'BOOLEAN'}"

@@ -26,7 +26,7 @@ import signal
 import time
 from pathlib import Path
 
-from capeval.runner.reaper import SWEEP_PAUSE_S, carriers, kill_carriers
+from capeval.proc.reaper import SWEEP_PAUSE_S, carriers, kill_carriers
 
 PROC = Path("/proc")
 # SIGTERM first, so that exit traps run: a login shell's `pyenv rehash` killed

@@ -1,6 +1,6 @@
 """A watchman process that cleans up after a capeval that was SIGKILLed.
 
-Agents and graders run in their own sessions (`capeval.runner.process`), so
+Agents and graders run in their own sessions (`capeval.proc.process`), so
 nothing stops them when capeval dies without a chance to run its handlers
 (SIGKILL, the OOM killer, a CI job timeout): a hung agent then runs forever,
 and the run's temp directories stay in `$TMPDIR`. Only another process can
@@ -173,7 +173,7 @@ def track_mark(var: str, mark: str) -> None:
     """An environment mark (`var=mark`) whose carriers to kill if capeval dies.
 
     Groups are not enough: a process that left its group (`setsid`, a daemon)
-    is found only by the mark its environment inherited (`capeval.runner.strays`).
+    is found only by the mark its environment inherited (`capeval.proc.strays`).
     """
     _send(b"+m" + os.fsencode(f"{var}={mark}"))
 
@@ -231,7 +231,7 @@ def temp_dir(prefix: str, parent: Path | None = None) -> Iterator[Path]:
 def carriers(marks: Collection[bytes], proc: str = "/proc") -> list[int]:
     """Live processes (not this one) whose environment holds one of `marks` (`VAR=value`).
 
-    The one /proc scan for marks: `capeval.runner.strays` uses it too, while the
+    The one /proc scan for marks: `capeval.proc.strays` uses it too, while the
     watchman, which may import only the standard library, keeps it here. A
     zombie's environment reads empty, so the dead are never listed.
     """

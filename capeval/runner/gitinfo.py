@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from capeval.runner.process import GIT_LOCATION_VARS
+from capeval.proc.process import GIT_LOCATION_VARS
 
 
 @dataclass(frozen=True)

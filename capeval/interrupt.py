@@ -1,0 +1,60 @@
+"""What Ctrl-C does to capeval: one exit code and one sentence, whenever it lands.
+
+Standard library only: the console script imports this before click, and a
+SIGINT can arrive during any import. An interrupted gate must never exit 1,
+which is the gate's "regressed".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import NoReturn
+
+# What a shell reports for a program stopped by SIGINT (128 + 2); `capeval.cli` agrees.
+EXIT_INTERRUPTED = 130
+
+
+def interrupted_words(command: str | None) -> str:
+    """What capeval says when SIGINT stops it, before click is loaded or after."""
+    return f"{f'capeval {command}' if command else 'capeval'}: interrupted by SIGINT"
+
+
+def leave_interrupted(command: str | None) -> NoReturn:
+    """Say that SIGINT stopped `command` and exit 130, never hanging on the way out.
+
+    A Ctrl-C that lands inside an import can leave one of Python's import
+    locks held; a background start (DuckDB's, or a guessed scan) importing
+    the same module then waits forever, and so would the normal exit, which
+    joins it (a gate hung in 1 of about 150 interrupted). With one still at
+    work, output is flushed and the process ends at once: these commands
+    hold no file open for writing.
+    """
+    sys.stderr.write(f"\n{interrupted_words(command)}\n")
+    busy = False
+    engine = sys.modules.get("capeval.analysis.engine")
+    prefetch = sys.modules.get("capeval.analysis.prefetch")
+    for module in (engine, prefetch):
+        busy = busy or (module is not None and module.running())
+    if busy:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(EXIT_INTERRUPTED)
+    raise SystemExit(EXIT_INTERRUPTED)
+
+
+def query_interrupted(exc: BaseException) -> bool:
+    """Whether `exc` is DuckDB's answer to a Ctrl-C during a query.
+
+    DuckDB takes the SIGINT itself while a query runs and raises
+    RuntimeError("Query interrupted") (its InterruptException in some
+    releases) instead of KeyboardInterrupt: left alone, a gate stopped
+    mid-scan printed a traceback and exited 1, its "regressed".
+    """
+    for name in ("_duckdb", "duckdb"):
+        kind = getattr(sys.modules.get(name), "InterruptException", None)
+        if isinstance(kind, type) and isinstance(exc, kind):
+            return True
+    return isinstance(exc, RuntimeError) and str(exc) == "Query interrupted"

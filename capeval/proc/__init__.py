@@ -1,0 +1,1 @@
+"""Child processes that can always be stopped, below both the agents and the runner."""

@@ -1,0 +1,358 @@
+"""From options, configuration and the workspace to the exact list of repeats.
+
+`plan_run` is pure apart from reading the workspace and the stream it would
+resume: it resolves the matrix, the cases and the agents, applies every guard,
+and stores nothing; `write_plan` stores the plan beside the stream once the
+run is about to start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from capeval import __version__
+from capeval.config import MAX_TOTAL_REPEATS
+from capeval.core.agentconfig import AgentConfig
+from capeval.core.case import Case
+from capeval.core.matrix import Variant, parse_matrix
+from capeval.core.row import Row, triple
+from capeval.runner.artifacts import taken_by_others
+from capeval.runner.guards import (
+    cells,
+    config_file,
+    config_key,
+    missing_binaries,
+    refuse_bad_timeouts,
+    refuse_broken_commands,
+    refuse_missing_trajectories,
+    refuse_replacing_the_baseline,
+    refuse_unwritable_outputs,
+    refuse_used_stream,
+    taken_message,
+)
+from capeval.runner.options import (
+    DEFAULT_AGENT,
+    DEFAULT_SCRIPTED_MODEL,
+    RunError,
+    RunOptions,
+    RunPlan,
+    counted,
+    jsonable,
+    new_run_id,
+    pick,
+    plan_path,
+    resolve_artifacts_dir,
+)
+from capeval.runner.planfile import SHAPE_FIELDS
+from capeval.runner.repeat import RepeatJob, RepeatSettings, now_iso
+from capeval.runner.resume import (
+    refuse_changed_plan,
+    resume,
+    stored_config,
+    stored_resolution,
+    stored_root,
+)
+
+
+def plan_run(options: RunOptions) -> RunPlan:
+    """Resolve everything a run needs; raises RunError/ProblemsError before anything runs."""
+    from capeval.config import load_config
+    from capeval.runner.gitinfo import git_info
+    from capeval.workspace import find_root, load_cases
+
+    done: list[Row] = []
+    skipped: list[str] = []
+    run_id, started_at = new_run_id(), now_iso()
+    if options.resume is not None:
+        # First: a stream or plan that cannot be resumed is the error to show,
+        # not the workspace lookup that a broken plan's `root` would misdirect.
+        options, done, run_id, started_at, skipped = resume(options)
+    explicit = options.root
+    if explicit is None and options.resume is not None:
+        explicit = stored_root(Path(options.resume))  # resumable from anywhere
+    root = find_root(explicit=explicit)
+    config_file = options.config
+    if config_file is None and options.resume is not None:
+        config_file = stored_config(Path(options.resume))  # the run's own --config
+    config = load_config(root, config_file)
+    jsonl = options.resume or options.jsonl or config.results_dir / f"{run_id}.jsonl"
+    if options.resume is None:
+        refuse_used_stream(Path(jsonl))
+
+    frozen = stored_resolution(options.resume) if options.resume is not None else None
+    cases = load_cases(root, config, _case_ids_to_load(options, frozen, root))
+    if frozen is not None:
+        cases = _cases_of_the_run(cases, frozen, Path(options.resume))  # type: ignore[arg-type]
+    if options.tiers:
+        unknown = [t for t in options.tiers if t not in config.tiers]
+        if unknown:
+            raise RunError(
+                f"--tier {unknown[0]}: unknown tier; expected one of: {', '.join(config.tiers)}"
+            )
+        cases = [c for c in cases if c.tier in options.tiers]
+    if not cases:
+        raise RunError(
+            "no cases selected: check --case/--tier, or add cases under evals/capability/cases"
+        )
+
+    default_agent = options.agent or config.agent or DEFAULT_AGENT
+    agents = dict(config.agents)
+    if default_agent not in agents:
+        raise RunError(_unknown_agent(default_agent, agents, "--agent", config, root))
+    variants = [
+        replace(v, agent=v.agent or default_agent)
+        for v in _variants(options, config, default_agent, agents, root)
+    ]
+    # Cells that came from the configuration are fixed there, not on the command line.
+    cells_from = "" if options.matrix else f"{config_key(config, root, 'matrix')}: "
+    used: dict[str, AgentConfig] = {}
+    for v in variants:
+        name = v.agent or default_agent
+        if name not in agents:
+            hint = (
+                f"; if '@{name}' is part of the model name, name the agent after it "
+                f"({v.provider}:{v.model}@{name}@<agent>)"
+            )
+            where = f"{cells_from}variant {v.id}"
+            raise RunError(_unknown_agent(name, agents, where, config, root) + hint)
+        used[name] = agents[name]
+
+    refuse_bad_timeouts(options, config, root)
+    repeats = options.repeats if options.repeats is not None else config.repeats
+    concurrency = options.concurrency if options.concurrency is not None else config.concurrency
+    if repeats < 1 or concurrency < 1:
+        raise RunError("--repeats and --concurrency must be at least 1")
+    total = len(variants) * len(cases) * repeats
+    if total > MAX_TOTAL_REPEATS:
+        where = (
+            f"--repeats {repeats}"
+            if options.repeats is not None
+            else f"{config_key(config, root, 'repeats')} = {repeats}"
+        )
+        raise RunError(
+            f"{where}: {counted(len(variants), 'variant')} x {counted(len(cases), 'case')} x "
+            f"{counted(repeats, 'repeat')} = {total} repeats, more than the "
+            f"{MAX_TOTAL_REPEATS:,} one run may plan; pass a smaller --repeats (or fewer "
+            "cases or variants)"
+        )
+    git = git_info(root)
+    jsonl = Path(jsonl)
+    artifacts_dir = resolve_artifacts_dir(options.artifacts, jsonl)
+    refuse_unwritable_outputs(options, config_key(config, root, "results"), jsonl, artifacts_dir)
+    refuse_replacing_the_baseline(options, config.baseline, config_key(config, root, "baseline"))
+    settings = RepeatSettings(
+        root=root,
+        agent_timeout_s=pick(options.agent_timeout_s, config.agent_timeout_s),
+        verify_timeout_s=pick(options.verify_timeout_s, config.verify_timeout_s),
+        max_turns=pick(options.max_turns, config.max_turns),
+        skip_permissions=not bool(options.ask_permissions),
+        allow_provider_fallback=bool(options.allow_provider_fallback),
+        tmp_parent=options.tmp_dir,
+        artifacts_dir=artifacts_dir,
+        rows_dir=jsonl.parent,
+        context={
+            "runId": run_id,
+            "runStartedAt": started_at,
+            "capevalVersion": __version__,
+            "gitCommit": git.commit,
+            "gitDirty": git.dirty,
+        },
+    )
+    jobs = [
+        RepeatJob(case=c, variant=v, repeat=r, agent=used[v.agent or default_agent])
+        for v in variants
+        for c in cases
+        for r in range(repeats)
+    ]
+    refuse_missing_trajectories(variants, cases, used, root)
+    refuse_broken_commands(used, ask_permissions=not settings.skip_permissions)
+    wanted = {j.triple for j in jobs}
+    shape = {name: jsonable(getattr(options, name)) for name in SHAPE_FIELDS}
+    shape["repeats"] = repeats
+    shape["runId"], shape["runStartedAt"] = run_id, started_at
+    shape["artifacts"] = _stored_artifacts(artifacts_dir, jsonl)
+    shape["resolved"] = _resolution(variants, cases, used, settings)
+    # Relative to the stream's folder, like `artifacts`, so the two can move together.
+    shape["root"] = Path(os.path.relpath(root, jsonl.resolve().parent)).as_posix()
+    if config_file is not None:
+        # Not a shape field (it is read before the stored plan), but a resume
+        # without it read capeval.toml and refused the run as "changed".
+        config_at = config_file if config_file.is_absolute() else Path.cwd() / config_file
+        shape["config"] = Path(os.path.relpath(config_at, jsonl.resolve().parent)).as_posix()
+    if frozen is not None:
+        refuse_changed_plan(frozen, shape["resolved"], Path(options.resume))  # type: ignore[arg-type]
+    plan = RunPlan(
+        root=root,
+        run_id=run_id,
+        started_at=started_at,
+        jsonl_path=jsonl,
+        variants=variants,
+        cases=cases,
+        agents=used,
+        repeats=repeats,
+        concurrency=concurrency,
+        settings=settings,
+        jobs=jobs,
+        done=[r for r in done if triple(r) in wanted],
+        shape=shape,
+        warnings=skipped,
+    )
+    if artifacts_dir is not None:
+        # A claim by a run of this very stream is left to `execute`: that run may
+        # still be writing it (the stream's lock then says so), or have stopped
+        # before its first repeat ended (nothing to lose: its claim is taken over).
+        taken = [
+            t
+            for t in taken_by_others(artifacts_dir, cells(plan.todo), run_id)
+            if not t.of_stream(jsonl)
+        ]
+        if taken:
+            raise RunError(taken_message(taken, options, artifacts_dir, jsonl))
+    missing = missing_binaries({j.agent.name: j.agent for j in plan.todo})
+    if missing and options.dry_run:
+        plan.warnings.append(f"{missing}; a real run would refuse to start")
+    elif missing:
+        raise RunError(f"{missing}; nothing was run")
+    return plan
+
+
+def _resolution(
+    variants: list[Variant],
+    cases: list[Case],
+    agents: dict[str, AgentConfig],
+    settings: RepeatSettings,
+) -> dict[str, Any]:
+    """What the run's flags resolved to through capeval.toml and the cases folder.
+
+    The flags alone do not pin a run: an unflagged run takes its matrix, agents,
+    timeouts and cases from the workspace, which may change before a resume.
+    """
+    return {
+        "variants": [
+            {
+                "id": v.id,
+                "provider": v.provider,
+                "model": v.model,
+                "agent": v.agent,
+                "agentType": agents[v.agent].type if v.agent in agents else None,
+                "agentTrajectory": agents[v.agent].trajectory if v.agent in agents else None,
+            }
+            for v in variants
+        ],
+        "cases": [c.id for c in cases],
+        "agentTimeoutS": settings.agent_timeout_s,
+        "verifyTimeoutS": settings.verify_timeout_s,
+        "maxTurns": settings.max_turns,
+    }
+
+
+def _case_ids_to_load(
+    options: RunOptions, frozen: dict[str, Any] | None, root: Path
+) -> list[str] | None:
+    """The case ids to validate and load; None: every case in the folder.
+
+    A resume loads only its run's cases: a case added since (perhaps still
+    being written, so invalid) is no part of the run and must not refuse it.
+    """
+    from capeval.workspace import cases_dir
+
+    ids = frozen.get("cases") if frozen is not None else None
+    if options.cases or not isinstance(ids, list) or not ids:
+        return list(options.cases) or None
+    gone = [i for i in ids if not (isinstance(i, str) and (cases_dir(root) / i).is_dir())]
+    if gone:
+        raise RunError(_gone_case(gone[0], Path(options.resume)))  # type: ignore[arg-type]
+    return [str(i) for i in ids]
+
+
+def _gone_case(case_id: Any, stream: Path) -> str:
+    return (
+        f"--resume {stream}: case {case_id!r} of this run is no longer in the workspace "
+        "(or no longer selected); restore it, or start a new run"
+    )
+
+
+def _cases_of_the_run(cases: list[Case], frozen: dict[str, Any], stream: Path) -> list[Case]:
+    """A resume finishes the run that was started: cases added since stay out of it."""
+    ids = frozen.get("cases")
+    if not isinstance(ids, list):
+        return cases
+    by_id = {c.id: c for c in cases}
+    gone = [i for i in ids if i not in by_id]
+    if gone:
+        raise RunError(_gone_case(gone[0], stream))
+    return [by_id[i] for i in ids]
+
+
+def _stored_artifacts(artifacts_dir: Path | None, jsonl: Path) -> str | bool:
+    """The plan's record of the choice: relative to the stream's folder, so both can move."""
+    if artifacts_dir is None:
+        return False
+    return Path(os.path.relpath(artifacts_dir, jsonl.parent)).as_posix()
+
+
+def _unknown_agent(
+    name: str, agents: dict[str, AgentConfig], where: str, config: Any, root: Path
+) -> str:
+    file, prefix = config_file(config, root)
+    return (
+        f"{where}: unknown agent {name!r}; expected one of: {', '.join(sorted(agents))}, "
+        f"or add an [{prefix}agents.{name}] table to {file}"
+    )
+
+
+def _variants(
+    options: RunOptions,
+    config: Any,
+    default_agent: str,
+    agents: dict[str, AgentConfig],
+    root: Path,
+) -> list[Variant]:
+    provider = options.provider or config.provider
+    model = options.model or config.model
+    cells: Sequence[str] = options.matrix or config.matrix
+    if not options.matrix and options.provider and options.model:
+        cells = ()  # both flags name one cell, whatever capeval.toml's matrix says
+    if not cells and not (provider and model):
+        agent = agents.get(default_agent)
+        if agent is not None and agent.type == "scripted":
+            # The embedded default: play the oracle trajectory of every case.
+            provider = provider or "scripted"
+            model = model or agent.trajectory or DEFAULT_SCRIPTED_MODEL
+        else:
+            raise RunError(
+                f"agent {default_agent!r} needs a model: pass --matrix provider:model, or "
+                "--provider and --model, or set matrix in capeval.toml"
+            )
+    try:
+        variants = parse_matrix(cells, provider=provider, model=model, default_agent=None)
+    except ValueError as exc:
+        where = "" if options.matrix or not cells else f"{config_key(config, root, 'matrix')}: "
+        raise RunError(f"{where}{exc}") from None
+    # A flag that no cell took would be ignored in silence, and the run would
+    # measure some other provider/model than the one asked for.
+    source = "--matrix" if options.matrix else f"the matrix ({config_key(config, root, 'matrix')})"
+    for flag, value, side in (
+        ("--provider", options.provider, "provider"),
+        ("--model", options.model, "model"),
+    ):
+        if cells and value and all(getattr(v, side) != value for v in variants):
+            raise RunError(
+                f"{flag} {value} is used by no cell: every cell of {source} names its own "
+                f"{side} ({', '.join(v.id for v in variants)}); pass --provider and --model "
+                "together for that one cell, or name it in --matrix"
+            )
+    return variants
+
+
+def write_plan(plan: RunPlan) -> None:
+    path = plan_path(plan.jsonl_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(plan.shape, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
