@@ -17,7 +17,7 @@ the child from wait4) beside other gates run the same way on the JSONL pair:
 
 Rounds are interleaved, so a shared machine's slow minutes hit every gate
 alike; ratios are taken within a round. Every gate must agree on the exit
-code (tests/test_benchmark_gate.py checks that on small files).
+code (tests/project/test_benchmark_gate.py checks that on small files).
 
     .venv/bin/python benchmarks/gate.py [--runs 7] [--slow-runs 3] [--data DIR] [--json]
 

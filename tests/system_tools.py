@@ -1,7 +1,7 @@
 """GNU awk for the real-tool tests, unpacked from Debian's packages without root.
 
 `editViaShellCount` is checked against the real sed, perl and gawk
-(tests/test_behaviors_real_tools.py). Debian images ship mawk as `awk`, and
+(tests/core/test_behaviors_real_tools.py). Debian images ship mawk as `awk`, and
 `-i inplace` / `--include` are gawk's, so those spellings would only be
 checked against a table. `.ci/run` calls `python3 tests/system_tools.py
 install`, which leaves a gawk installed system-wide alone and otherwise

@@ -1,0 +1,1 @@
+"""capeval's tests, one folder per package layer (see docs/development.md)."""

@@ -1,0 +1,1 @@
+"""End-to-end tests: the capeval command as a user runs it."""

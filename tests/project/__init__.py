@@ -1,0 +1,1 @@
+"""Tests of the project itself: lint, types, layers, packaging, benchmarks."""

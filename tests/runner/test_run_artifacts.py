@@ -1,0 +1,357 @@
+"""Each repeat's evidence kept beside the stream: what is copied, redacted, capped, replaced.
+
+Repeats run for real (scripted agent subprocess, git workdir, bash grader);
+the CLI tests go through `capeval run` in a subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+from capeval.agents.claude_code import ClaudeCodeAdapter
+from capeval.agents.scripted import ScriptedAdapter
+from capeval.core.agentconfig import AgentConfig
+from capeval.core.matrix import Variant
+from capeval.core.redact import REDACTED
+from capeval.runner.artifacts import (
+    CLAIM_FILE,
+    SUMMARY_FILE,
+    VERIFY_LOG,
+    copy_capped,
+    default_artifacts_dir,
+    path_component,
+    repeat_dir,
+    safe_cut,
+    save_repeat_artifacts,
+)
+from capeval.runner.repeat import RepeatJob, RepeatSettings, run_repeat
+from capeval.workspace import load_cases
+from tests.runhelpers import (
+    capeval,
+    interrupt_when,
+    read_rows,
+    shell,
+    start_capeval,
+    write_case,
+    write_done,
+)
+
+SECRET = "sk-test-9f8e7d6c5b4a"
+FAILING_GRADER = 'echo "grader looked at done.txt"\necho "expected ok, found nothing" >&2\nexit 3\n'
+
+
+def _repeat(
+    tmp_path: Path,
+    *,
+    artifacts: bool = True,
+    variant: str = "scripted:oracle",
+    **case_fields: object,
+) -> tuple[dict, Path]:
+    """Run case `alpha`'s oracle once in-process; (row, the stream's folder)."""
+    write_case(tmp_path, "alpha", **case_fields)
+    (case,) = load_cases(tmp_path)
+    rows_dir = tmp_path / "results"
+    settings = RepeatSettings(
+        root=tmp_path,
+        artifacts_dir=default_artifacts_dir(rows_dir / "run.jsonl") if artifacts else None,
+        rows_dir=rows_dir,
+    )
+    agent = AgentConfig(name="scripted", type="scripted")
+    job = RepeatJob(case, Variant(variant, "scripted", "oracle"), 0, agent)
+    return run_repeat(job, ScriptedAdapter(agent), settings), rows_dir
+
+
+def test_scripted_repeat_keeps_summary_capture_and_verify_log(tmp_path: Path) -> None:
+    row, rows_dir = _repeat(tmp_path)
+    assert row["passed"] is True
+    assert row["artifacts"] == "run.artifacts/scripted%3Aoracle/alpha/0"
+    folder = rows_dir / row["artifacts"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "scripted-prompt.txt",
+        "scripted-summary.json",
+        SUMMARY_FILE,
+        VERIFY_LOG,
+    ]
+    summary = json.loads((folder / SUMMARY_FILE).read_text())
+    assert summary["turnsUsed"] == row["turnsUsed"] == 1
+    assert summary["turns"][0]["toolCalls"][0]["name"] == "write_file"
+    assert (folder / "scripted-prompt.txt").read_text() == "write ok to done.txt"
+    log = (folder / VERIFY_LOG).read_text()
+    assert log.startswith("$ bash verify.sh\n# exit code 0 after ")
+    # Nothing of the machine's temp paths leaks into the header.
+    assert str(tmp_path) not in log
+
+
+def test_failing_graders_output_is_in_verify_log(tmp_path: Path) -> None:
+    row, rows_dir = _repeat(tmp_path, verify=FAILING_GRADER)
+    assert row["passed"] is False and row["verifyExitCode"] == 3
+    log = (rows_dir / row["artifacts"] / VERIFY_LOG).read_text()
+    assert "# exit code 3 after " in log
+    stdout, stderr = log.split("--- stderr ---")
+    assert "grader looked at done.txt" in stdout
+    assert "expected ok, found nothing" in stderr
+
+
+def test_no_artifacts_dir_keeps_nothing_and_row_says_null(tmp_path: Path) -> None:
+    row, rows_dir = _repeat(tmp_path, artifacts=False)
+    assert row["artifacts"] is None and row["passed"] is True
+    assert not rows_dir.exists()
+
+
+def test_secret_in_agent_output_is_redacted_in_every_artifact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CAPEVAL_TEST_API_KEY", SECRET)
+    leak = shell('echo "key=$CAPEVAL_TEST_API_KEY"; echo ok > done.txt')
+    grader = 'echo "grader saw $CAPEVAL_TEST_API_KEY"\ntest "$(cat done.txt)" = ok\n'
+    row, rows_dir = _repeat(tmp_path, trajectories={"oracle": [leak]}, verify=grader)
+    assert row["passed"] is True
+    folder = rows_dir / row["artifacts"]
+    files = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert {"scripted-summary.json", SUMMARY_FILE, VERIFY_LOG} <= set(files)
+    for name, data in files.items():
+        assert SECRET.encode() not in data, name
+    assert (
+        f"key={REDACTED}" in json.loads(files[SUMMARY_FILE])["turns"][0]["toolCalls"][0]["result"]
+    )
+    assert f"key={REDACTED}".encode() in files["scripted-summary.json"]
+    assert f"grader saw {REDACTED}".encode() in files[VERIFY_LOG]
+
+
+def test_artifacts_that_cannot_be_saved_cost_the_evidence_not_the_row(tmp_path: Path) -> None:
+    write_case(tmp_path, "alpha")
+    (case,) = load_cases(tmp_path)
+    blocker = tmp_path / "results"
+    blocker.write_text("a file where the artifacts folder should go\n")
+    settings = RepeatSettings(root=tmp_path, artifacts_dir=blocker / "run.artifacts")
+    agent = AgentConfig(name="scripted", type="scripted")
+    job = RepeatJob(case, Variant("v", "scripted", "oracle"), 0, agent)
+    row = run_repeat(job, ScriptedAdapter(agent), settings)
+    assert row["passed"] is True and row["artifacts"] is None
+    assert "artifacts not saved to run.artifacts/v/alpha/0: " in row["error"]
+    assert str(tmp_path) not in row["error"]
+
+
+# -- the copy itself --------------------------------------------------------
+
+
+def test_cap_truncates_with_a_marker(tmp_path: Path) -> None:
+    src = tmp_path / "big.log"
+    src.write_bytes(b"x" * 5000)
+    truncated = copy_capped(src, tmp_path / "copy.log", [], max_bytes=1000)
+    data = (tmp_path / "copy.log").read_bytes()
+    assert truncated is True
+    assert data.startswith(b"x" * 1000) and not data.startswith(b"x" * 1001)
+    assert data.endswith(b"[capeval: truncated, kept the first 1000 of 5000 bytes]\n")
+    small = tmp_path / "small.log"
+    small.write_bytes(b"y" * 1000)
+    assert copy_capped(small, tmp_path / "small-copy.log", [], max_bytes=1000) is False
+    assert (tmp_path / "small-copy.log").read_bytes() == b"y" * 1000
+
+
+def test_cap_never_keeps_part_of_a_secret_cut_in_two(tmp_path: Path) -> None:
+    data = b"a" * 95 + SECRET.encode() + b"b" * 100
+    assert safe_cut(data, 100, [SECRET]) == 95
+    src = tmp_path / "log"
+    src.write_bytes(data)
+    copy_capped(src, tmp_path / "copy", [SECRET], max_bytes=100)
+    kept = (tmp_path / "copy").read_bytes()
+    assert kept.startswith(b"a" * 95 + b"\n[capeval: truncated, kept the first 95 of 215 bytes]")
+    assert SECRET[:5].encode() not in kept
+
+
+def test_verify_log_and_summary_are_capped_too(tmp_path: Path) -> None:
+    dest = tmp_path / "a" / "0"
+    summary = {"turns": [{"text": "t" * 4000}]}
+    save_repeat_artifacts(dest, verify=b"v" * 4000, summary=summary, max_bytes=500)
+    for name in (VERIFY_LOG, SUMMARY_FILE):
+        data = (dest / name).read_bytes()
+        assert len(data) < 600 and b"[capeval: truncated, kept the first 500 of " in data
+
+
+def test_only_top_level_files_of_the_capture_are_copied(tmp_path: Path) -> None:
+    capture = tmp_path / "capture"
+    (capture / "claude-config").mkdir(parents=True)
+    (capture / "claude-config" / ".credentials.json").write_text('{"token": "login"}')
+    (capture / "claude-code-stream.jsonl").write_text('{"type": "system"}\n')
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not the agent's")
+    (capture / "link.txt").symlink_to(outside)
+    (capture / VERIFY_LOG).write_text("the agent's own file of that name")
+    dest = save_repeat_artifacts(tmp_path / "out" / "0", capture_dir=capture, verify=b"grader\n")
+    assert sorted(p.name for p in dest.iterdir()) == [
+        "capture-verify.log",
+        "claude-code-stream.jsonl",
+        VERIFY_LOG,
+    ]
+    assert (dest / VERIFY_LOG).read_bytes() == b"grader\n"
+
+
+def test_a_failed_copy_leaves_the_previous_folder_and_no_staging(tmp_path: Path) -> None:
+    dest = save_repeat_artifacts(tmp_path / "v" / "0", verify=b"first\n")
+    with pytest.raises(TypeError):
+        save_repeat_artifacts(dest, verify=b"second\n", summary={"bad": object()})
+    assert (dest / VERIFY_LOG).read_bytes() == b"first\n"
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["0"]
+
+
+def test_a_rerun_replaces_the_folder_and_clears_a_killed_copy(tmp_path: Path) -> None:
+    dest = save_repeat_artifacts(tmp_path / "v" / "0", verify=b"first\n", summary={"n": 1})
+    killed = tmp_path / "v" / ".0.tmp-deadbeef"  # staging of a run killed mid-copy
+    killed.mkdir()
+    (killed / VERIFY_LOG).write_text("half")
+    save_repeat_artifacts(dest, verify=b"second\n")
+    assert sorted(p.name for p in (tmp_path / "v").iterdir()) == ["0"]
+    assert sorted(p.name for p in dest.iterdir()) == [VERIFY_LOG]
+    assert (dest / VERIFY_LOG).read_bytes() == b"second\n"
+
+
+def test_path_components_are_safe_distinct_and_reversible() -> None:
+    ids = ["scripted:oracle", "xai/thegreataxios:grok-4.5", "a_b", "a:b", "a/b", "..", ".hidden"]
+    names = [path_component(i) for i in ids]
+    assert len(set(names)) == len(ids)
+    for original, name in zip(ids, names, strict=True):
+        assert "/" not in name and ":" not in name and not name.startswith(".")
+        assert unquote(name) == original
+    assert repeat_dir(Path("r"), "a/b", "c", 2) == Path("r/a%2Fb/c/2")
+
+
+# -- through the command --------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_cli_default_folder_no_artifacts_and_custom_folder(tmp_path: Path) -> None:
+    write_case(tmp_path, "alpha")
+    proc = capeval(tmp_path, "--jsonl", "res/a.jsonl", "-q")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = read_rows(tmp_path / "res/a.jsonl")
+    assert row["artifacts"] == "a.artifacts/scripted%3Aoracle/alpha/0"
+    assert (tmp_path / "res" / row["artifacts"] / SUMMARY_FILE).is_file()
+
+    proc = capeval(tmp_path, "--jsonl", "res/b.jsonl", "--no-artifacts", "-q")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = read_rows(tmp_path / "res/b.jsonl")
+    assert row["artifacts"] is None
+    assert sorted(p.name for p in (tmp_path / "res").iterdir()) == [
+        "a.artifacts",
+        "a.jsonl",
+        "a.jsonl.plan.json",
+        "b.jsonl",
+        "b.jsonl.plan.json",
+    ]
+
+    proc = capeval(tmp_path, "--jsonl", "res/c.jsonl", "--artifacts", "evidence", "-q")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = read_rows(tmp_path / "res/c.jsonl")
+    assert row["artifacts"] == "../evidence/scripted%3Aoracle/alpha/0"
+    assert (tmp_path / "res" / row["artifacts"] / VERIFY_LOG).is_file()
+
+    proc = capeval(tmp_path, "--artifacts", "x", "--no-artifacts", "--dry-run")
+    assert proc.returncode == 2 and "--artifacts and --no-artifacts" in proc.stderr
+
+
+@pytest.mark.slow
+def test_cli_resume_keeps_the_choice_and_replaces_rerun_repeats(tmp_path: Path) -> None:
+    write_case(tmp_path, "alpha", trajectories={"oracle": [write_done("first")]})
+    stream = tmp_path / "res/run.jsonl"
+    proc = capeval(tmp_path, "--jsonl", str(stream), "--artifacts", "evidence", "-q")
+    assert proc.returncode == 0, proc.stderr
+    folder = tmp_path / "evidence/scripted%3Aoracle/alpha/0"
+    (folder / "left-from-before.txt").write_text("stale")
+    # The row is lost (as if the run died before writing it): resume re-runs the repeat.
+    stream.write_text("")
+    write_case(tmp_path, "alpha", trajectories={"oracle": [write_done("second")]})
+    proc = capeval(tmp_path, "--resume", str(stream), "-q")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = read_rows(stream)
+    assert (stream.parent / row["artifacts"]).resolve() == folder.resolve()
+    assert not (folder / "left-from-before.txt").exists()
+    summary = json.loads((folder / SUMMARY_FILE).read_text())
+    assert summary["turns"][0]["assistantTurn"]["content"][0]["text"] == "second"
+    assert not (stream.parent / "run.artifacts").exists()
+
+
+def test_plan_json_reports_the_artifacts_folder(tmp_path: Path) -> None:
+    write_case(tmp_path, "alpha")
+    proc = capeval(tmp_path, "--jsonl", "res/a.jsonl", "--dry-run", "--json")
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    assert (tmp_path / plan["artifacts"]).resolve() == (tmp_path / "res/a.artifacts").resolve()
+    proc = capeval(tmp_path, "--jsonl", "res/a.jsonl", "--dry-run", "--json", "--no-artifacts")
+    assert json.loads(proc.stdout)["artifacts"] is None
+    assert not (tmp_path / "res").exists()  # a dry run writes nothing
+
+
+@pytest.mark.slow
+def test_interrupted_repeat_leaves_no_artifacts(tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    write_case(tmp_path, "done-first")
+    write_case(tmp_path, "hang", trajectories={"oracle": [shell(f"touch {started}; sleep 60")]})
+    stream = tmp_path / "res/run.jsonl"
+    proc = start_capeval(tmp_path, "--jsonl", str(stream))
+    err = interrupt_when(proc, started.exists)
+    assert proc.returncode == 130, err
+    (row,) = read_rows(stream)
+    assert row["id"] == "done-first" and (stream.parent / row["artifacts"]).is_dir()
+    variant = tmp_path / "res/run.artifacts/scripted%3Aoracle"
+    assert sorted(p.name for p in variant.iterdir()) == ["done-first", "hang"]
+    # No folder for the interrupted repeat: only the run's claim on its cell, kept for --resume.
+    assert [p.name for p in (variant / "hang").iterdir()] == [CLAIM_FILE]
+
+
+# A stand-in for the `claude` binary (a real subprocess): the real CLI needs a
+# login and the network. It prints a short stream-json run that echoes a
+# secret, logs to stderr and leaves a login file in its isolated config home.
+FAKE_CLAUDE = f"""#!{sys.executable}
+import json, os, sys
+key = os.environ["CAPEVAL_TEST_API_KEY"]
+with open(os.path.join(os.environ["CLAUDE_CONFIG_DIR"], ".credentials.json"), "w") as fh:
+    fh.write(json.dumps({{"token": key}}))
+open("done.txt", "w").write("ok")
+events = [
+    {{"type": "system", "subtype": "init", "session_id": "s1", "model": "claude-x"}},
+    {{"type": "assistant", "session_id": "s1", "message": {{"id": "m1", "model": "claude-x",
+      "content": [{{"type": "text", "text": "key=" + key}}]}}}},
+    {{"type": "result", "subtype": "success", "is_error": False, "session_id": "s1",
+      "result": "done"}},
+]
+for event in events:
+    print(json.dumps(event))
+print("claude stderr: using " + key, file=sys.stderr)
+"""
+
+
+def test_cli_agent_stream_and_stderr_are_kept_its_config_home_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CAPEVAL_TEST_API_KEY", SECRET)
+    binary = tmp_path / "bin" / "claude"
+    binary.parent.mkdir()
+    binary.write_text(FAKE_CLAUDE)
+    binary.chmod(0o755)
+    write_case(tmp_path, "alpha")
+    (case,) = load_cases(tmp_path)
+    agent = AgentConfig(name="claude-code", type="claude-code", command=str(binary))
+    settings = RepeatSettings(
+        root=tmp_path, artifacts_dir=tmp_path / "res/run.artifacts", rows_dir=tmp_path / "res"
+    )
+    job = RepeatJob(case, Variant("v", "anthropic", "claude-x"), 0, agent)
+    row = run_repeat(job, ClaudeCodeAdapter(agent), settings)
+    assert row["passed"] is True, row["error"]
+    folder = tmp_path / "res" / row["artifacts"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "claude-code-stderr.log",
+        "claude-code-stream.jsonl",
+        SUMMARY_FILE,
+        VERIFY_LOG,
+    ]
+    stream = (folder / "claude-code-stream.jsonl").read_text().splitlines()
+    assert json.loads(stream[1])["message"]["content"][0]["text"] == f"key={REDACTED}"
+    assert (folder / "claude-code-stderr.log").read_text() == f"claude stderr: using {REDACTED}\n"
+    summary = json.loads((folder / SUMMARY_FILE).read_text())
+    assert summary["turns"][0]["assistantTurn"]["content"][0]["text"] == f"key={REDACTED}"

@@ -1,0 +1,1 @@
+"""Tests of capeval.config and capeval.workspace: what users write."""
