@@ -1,7 +1,7 @@
 -- Bait cells that stopped reproducing their misbehavior.
 --
 -- A bait case declares a metric and a threshold; it reproduces when the
--- cell's median of that metric exceeds the threshold (section 8 of the spec).
+-- cell's median of that metric exceeds the threshold (docs/gating.md#bait-cases).
 -- Listed: bait cells that reproduced in some earlier run but not in their
 -- latest run with behavior data. Such a bait no longer proves anything about
 -- a candidate (the gate's BAIT FLAG). Baits come from the rows (capeval's

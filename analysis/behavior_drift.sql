@@ -2,7 +2,7 @@
 --
 -- For each variant, case and behavior metric, the median in each run is
 -- compared with the median in the cell's previous run; only changes are
--- listed. `verdict` follows the metric's direction (section 6 of the spec):
+-- listed. `verdict` follows the metric's direction (docs/behavior-metrics.md#the-metrics):
 -- for a metric that is better lower, a smaller median is `better` and a
 -- larger one `worse`; neutral metrics are `neutral`. Runs in which the cell
 -- captured no behaviors (NULL medians) are skipped, never read as zeros.

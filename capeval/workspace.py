@@ -1,4 +1,4 @@
-"""The workspace: where it is, and loading every case in it (spec sections 2, 10).
+"""The workspace: where it is, and loading every case in it (docs/configuration.md#the-workspace, docs/cases.md#case-json).
 
 This is the I/O shell around `capeval.core.case`: it finds the root, reads each
 case.json, gathers the filesystem facts the pure rules need and collects

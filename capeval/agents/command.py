@@ -261,7 +261,7 @@ class CommandAdapter:
             )
         # The summary's turns are the product's own report, so they may give
         # the counts; a summary with neither counts nor turns reported none,
-        # and 0 would pass any turn budget that must fail closed (spec section 3).
+        # and 0 would pass any turn budget that must fail closed (docs/running.md#the-pass-rule).
         reported = bool(summary.turns)
         turns_used = (
             summary.turnsUsed

@@ -40,7 +40,7 @@ from capeval.core.turns import RunSummary, TokenUsage, ToolCall, Turn
 SHELL_TIMEOUT_S = 600.0
 FETCH_TIMEOUT_S = 30.0
 # Results are kept whole for templates; the recorded copy is truncated
-# (section 5: tool results optional, truncated).
+# (docs/result-formats.md#the-run-summary: tool results optional, truncated).
 RECORDED_RESULT_CHARS = 2000
 GREP_MAX_LINES = 200
 CHARS_PER_TOKEN = 4

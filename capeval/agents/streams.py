@@ -21,7 +21,7 @@ from capeval.core.turns import RunSummary, TokenUsage, ToolCall, Turn
 log = logging.getLogger(__name__)
 
 PREVIEW_CHARS = 400
-RESULT_CHARS = 2000  # tool results are kept for reading, truncated (section 5)
+RESULT_CHARS = 2000  # tool results are kept for reading, truncated (docs/result-formats.md#the-run-summary)
 
 
 @dataclass(frozen=True)

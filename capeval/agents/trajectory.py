@@ -5,7 +5,7 @@ tools it calls, turn by turn, and the player executes every call for real.
 That lets the whole pipeline (runner, behaviors, baits, gate, plots) run
 offline and deterministically, and lets a case prove its grader is honest.
 
-The file format (documented in README.md, "Demo cases and the scripted agent"):
+The file format (documented in docs/cases.md#trajectory-format):
 
     {"description"?: str,
      "turns": [{"text"?: str, "thinkMs"?: int,

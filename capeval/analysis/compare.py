@@ -1,4 +1,4 @@
-"""The comparison of a candidate against a baseline (section 8 of the spec).
+"""The comparison of a candidate against a baseline (docs/gating.md#the-rules).
 
 Pure: it takes cells (already aggregated from rows) and bait declarations and
 returns verdicts. The rules are strict on purpose: any pass-rate change is a
@@ -215,7 +215,7 @@ class Comparison:
         return 0
 
     def to_json(self) -> dict[str, Any]:
-        """The section 8 object.
+        """The comparison object (docs/result-formats.md#the-comparison-object).
 
         Its `warnings` also carry each refused provider change, worded as
         `capeval compare` refuses it: the reason lives on `provider_changes`

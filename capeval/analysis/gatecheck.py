@@ -2,7 +2,7 @@
 
 This is the one entry point `capeval gate`, `capeval compare` and
 `capeval run --baseline` share, so the three can never disagree on a verdict.
-Exit codes (section 8): 0 clean, 1 a cell's pass rate regressed, 3 nothing
+Exit codes (docs/gating.md#exit-codes): 0 clean, 1 a cell's pass rate regressed, 3 nothing
 regressed but bait flags make the comparison unclean, 2 bad input or usage
 (an unreadable file, a refused provider change, a mixed cell without
 `--allow-provider-fallback`). Advisory statistics never change the code.
@@ -30,7 +30,7 @@ class GateResult:
     exit_code: int
     # Human output: the verdict table, or the reasons the input was refused.
     text: str
-    # The section 8 object; None when the input was refused or unreadable.
+    # The comparison object; None when the input was refused or unreadable.
     json: dict[str, Any] | None
     comparison: Comparison | None = None
     errors: list[str] = field(default_factory=list)
@@ -39,7 +39,7 @@ class GateResult:
     warnings: list[str] = field(default_factory=list)
 
     def refusal_json(self) -> dict[str, Any]:
-        """What `--json` prints instead of the section 8 object when there is none."""
+        """What `--json` prints instead of the comparison object when there is none."""
         out: dict[str, Any] = {"errors": self.errors}
         if self.warnings:
             out["warnings"] = self.warnings

@@ -16,7 +16,7 @@ on top, so any question about history is one SQL query:
   turns, tokens, wall time, capeval version, git commit.
 - `cell_metrics`: `cells` unpivoted to one row per (run, cell, metric), the
   shape drift and bait queries want; `metric_directions` says which metrics
-  are better lower (section 6 of the spec).
+  are better lower (docs/behavior-metrics.md#the-metrics).
 
 JSON Lines files are read by DuckDB itself (fast: a million rows in a couple
 of seconds), which checks the fields the reference reader checks, so a row
@@ -172,7 +172,7 @@ def _metric_sql(metric: str, source: str) -> str:
         f"ELSE {_refuse(source, f'behaviors.{metric}', 'a finite number or null', value)} END"
     )
     if metric == "taskToolCallCount":
-        # Older rows predate the metric: count `task`/`spawn_agent` calls (section 6).
+        # Older rows predate the metric: count `task`/`spawn_agent` calls (docs/behavior-metrics.md#the-metrics).
         return (
             f"CASE WHEN r.behaviors IS NULL THEN NULL ELSE coalesce({checked}, "
             f"{_legacy_calls('task')} + {_legacy_calls('spawn_agent')}) END"
@@ -465,7 +465,7 @@ FROM repeats
 GROUP BY runId, resultKey, variantId, id"""
 
 
-# What `connect` gives SQL to read, as the README lists it.
+# What `connect` gives SQL to read, as docs/history.md#views lists it.
 VIEWS = ("repeats", "cells", "cell_metrics", "runs", "metric_directions")
 
 # A repeat that several files hold (a run's stream and its v3 export) is

@@ -221,7 +221,7 @@ def baseline() -> None:
     type=click.IntRange(min=1),
     default=3,
     show_default=True,
-    help="Repeats per cell (the spec's refreeze procedure uses 3).",
+    help="Repeats per cell (3 is the documented refreeze; see docs/gating.md).",
 )
 @click.option(
     "--agent",

@@ -177,7 +177,7 @@ def format_table(paths: list[Path], results: list[dict[str, Any]]) -> str:
     "--json", "as_json", is_flag=True, help="One JSON object per file (JSON Lines, in file order)."
 )
 def behaviors(files: tuple[Path, ...], stream: str | None, as_json: bool) -> None:
-    """Behavior metrics (spec section 6) of run-summary JSON files.
+    """Behavior metrics (docs/behavior-metrics.md) of run-summary JSON files.
 
     Each FILE is a run summary as the corbits post-run hook writes it:
     {status, ..., turns: [{turnIndex, assistantTurn, toolCalls, durationMs}]},

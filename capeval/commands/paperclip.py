@@ -402,7 +402,7 @@ def live(
 
 
 def failure_line(failure: Mapping[str, Any]) -> str:
-    """A live failure as the progress shows it: spec section 6 wants the decision named too."""
+    """A live failure as the progress shows it: a failure names the decision too (docs/paperclip.md#what-a-failure-names)."""
     reason = f" ({failure['reason']})" if failure.get("reason") else ""
     return (
         f"{failure['assertionClass']}: {failure.get('operation') or '-'} "

@@ -1,6 +1,6 @@
 """`capeval report`: the gate's comparison as a file for people and CI systems.
 
-Markdown (a CI step summary), JSON (the section 8 object plus the exit code
+Markdown (a CI step summary), JSON (the comparison object plus the exit code
 the gate would give), JUnit XML (one testcase per cell, failures for
 regressions and bait flags) or one self-contained HTML file with embedded
 plots. A thin wrapper over `gate_files` and `capeval.analysis.report.render`.
@@ -25,7 +25,7 @@ from capeval.commands.compare import comparison_options, run_comparison
     type=click.Choice(["md", "json", "junit", "html"]),
     default="md",
     show_default=True,
-    help="md: a CI step summary; json: the section 8 object plus exitCode; "
+    help="md: a CI step summary; json: the comparison object (docs/result-formats.md) plus exitCode; "
     "junit: one testcase per cell; html: one file, plots embedded.",
 )
 @click.option(

@@ -347,7 +347,7 @@ def run(
             "rows": outcome.rows,
         }
         if gate is not None:
-            # A refused gate has no section 8 object; its reasons, in the shape
+            # A refused gate has no comparison object; its reasons, in the shape
             # `capeval gate --json` prints them, rather than a bare null.
             doc["gate"] = gate.json if gate.json is not None else gate.refusal_json()
         click.echo(json.dumps(doc, indent=2))

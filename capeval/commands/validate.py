@@ -1,7 +1,7 @@
 """`capeval validate`: check the workspace before any agent starts.
 
 A thin wrapper over `capeval.runner.validate.validate_workspace`; exit 0 when
-everything is valid, 2 when anything is not (the spec's "bad input" code).
+everything is valid, 2 when anything is not (the "bad input" code of every command).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Pure: no I/O and no polars, so the runner can print its final table and the
 readers can recompute what a v3 file claims without pulling in the analysis
-stack. A stored aggregate is never trusted (section 7 of the spec): a
+stack. A stored aggregate is never trusted (docs/result-formats.md#aggregates-are-recomputed): a
 hand-edited number must not be able to drift into a gate verdict.
 """
 
@@ -20,7 +20,7 @@ SUMMED_FIELDS: tuple[str, ...] = ("durationMs", "turnsUsed", "toolCallCount")
 
 
 def backfill_behaviors(behaviors: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    """Older rows predate `taskToolCallCount`: fill it by section 6's rule.
+    """Older rows predate `taskToolCallCount`: fill it by the legacy rule (docs/behavior-metrics.md#the-metrics).
 
     The rule itself lives in `capeval.core.behaviors.backfill_legacy`; this wrapper
     only skips rows that are already up to date, so they are not copied.

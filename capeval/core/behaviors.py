@@ -1,4 +1,4 @@
-"""Behavior metrics: pure functions of the turn stream (spec section 6).
+"""Behavior metrics: pure functions of the turn stream (docs/behavior-metrics.md#the-metrics).
 
 Pass rate says whether an agent got there; these say how. Every metric is a
 count or a maximum over the normalized stream, so two agents with different

@@ -1,4 +1,4 @@
-"""The case model and the pure validation of a parsed `case.json` (spec section 2).
+"""The case model and the pure validation of a parsed `case.json` (docs/cases.md#case-json).
 
 Validation does no I/O: the loader (`capeval.workspace`) reads the file and
 gathers the few filesystem facts a case depends on (does the fixture exist,
@@ -263,7 +263,7 @@ def _schema(tiers: Sequence[str]) -> dict[str, Any]:
             },
             "httpFixture": {"type": "boolean", "description": "true or false"},
             "requireBehaviors": {
-                # An empty list is a list (spec section 2) and requires nothing;
+                # An empty list is a list (docs/cases.md#case-json) and requires nothing;
                 # only a non-empty one makes uncaptured behaviors fail a repeat.
                 "type": "array",
                 "description": 'a list of {"metric", "min"?, "max"?}',

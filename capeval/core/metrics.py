@@ -11,7 +11,7 @@ from typing import Literal
 
 Direction = Literal["lower", "neutral"]
 
-# Order is the order of section 6 of the spec; output keeps it.
+# Order is the order of docs/behavior-metrics.md#the-metrics; output keeps it.
 NUMERIC_METRICS: dict[str, Direction] = {
     "shellCommandCount": "neutral",
     "envAssignmentCommandCount": "lower",

@@ -1,4 +1,4 @@
-"""The pass rule and the provider check (spec section 3), as pure functions.
+"""The pass rule and the provider check (docs/running.md#the-pass-rule), as pure functions.
 
 Kept apart from the runner so the rule can be read and tested as a table:
 every input that makes a repeat fail contributes one reason, and the

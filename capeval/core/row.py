@@ -1,4 +1,4 @@
-"""The result row: one per repeat (section 7 of the spec).
+"""The result row: one per repeat (docs/result-formats.md#the-result-row).
 
 Rows are plain JSON objects (dicts) so that unknown fields written by newer
 or older tools survive a read/write round trip. This module names the fields;

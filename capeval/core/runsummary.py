@@ -1,4 +1,4 @@
-"""Reading the corbits run-summary JSON into a typed `RunSummary` (spec section 5).
+"""Reading the corbits run-summary JSON into a typed `RunSummary` (docs/result-formats.md#the-run-summary).
 
 The corbits post-run hook hands this shape back as is, and other adapters may
 write it too, so the reader is the one place where an untrusted stream becomes

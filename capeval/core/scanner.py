@@ -1,8 +1,8 @@
-"""The quote-aware command scanner behind the shell behavior metrics (spec section 6).
+"""The quote-aware command scanner behind the shell behavior metrics (docs/behavior-metrics.md#chain-segments).
 
 This is deliberately a token scan, not a shell parser: agents write sloppy,
 half-quoted, sometimes broken shell, and a metric must still come out. The
-rules are the spec's, kept exact because baselines are compared on them:
+rules are the documented ones, kept exact because baselines are compared on them:
 
 * split on `&&`, `||`, `|`, `;`, newline and a lone `&`;
 * never inside `'…'`, `"…"`, backticks, `( … )`, `$( … )` or `${ … }` (nested
@@ -20,7 +20,7 @@ following line as a heredoc body). As in bash, a `((` whose first `)` at its
 own depth is not followed by another `)` was two subshells after all:
 `((a) && b)`, like `$((a) && b)`.
 
-Comments follow bash, because the spec's "quote-aware" scan must see the
+Comments follow bash, because a "quote-aware" scan must see the
 quotes bash sees: a `#` at the start of a word (input start, or after
 unquoted white space, a newline, `;`, `&`, `|`, `<`, `>`, `(`, a subshell's
 `)` or an arithmetic command's `))`) starts a comment that runs to the end
@@ -524,7 +524,7 @@ def scan_segments(command: str) -> list[Segment]:
 
 
 def split_segments(command: str) -> list[str]:
-    """The chain segments of a shell command (section 6), stripped, none empty."""
+    """The chain segments of a shell command (docs/behavior-metrics.md#chain-segments), stripped, none empty."""
     return [s.text for s in scan_segments(command)]
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from capeval.core import turns
 from capeval.core.scanner import literal_word, scan_segments
 
-# Native tool name -> kind, per agent (spec sections 4 and 5, agent-streams.md).
+# Native tool name -> kind, per agent (docs/behavior-metrics.md#tool-kinds, docs/agents.md#the-adapters).
 _CORBITS = {
     "run_shell": turns.SHELL,
     "read_file": turns.READ,

@@ -1,4 +1,4 @@
-"""The normalized turn stream (section 5 of the spec) as typed data.
+"""The normalized turn stream (docs/result-formats.md#the-run-summary) as typed data.
 
 Every agent adapter maps its own events onto these types, and behavior
 metrics are computed from them alone. The JSON shape is the corbits run

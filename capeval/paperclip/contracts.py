@@ -1,6 +1,6 @@
-"""What each agent write must do to the state: the typed-effect contracts of section 4.
+"""What each agent write must do to the state: the typed-effect contracts (docs/paperclip.md#effects).
 
-Pure. Written from the spec's effect lines (and, where the spec is silent, from
+Pure. Written from the suite's effect lines (and, where they are silent, from
 the words of the cases that rely on an effect), independently of the mock's
 handlers, so a handler that forgets a field (or writes the wrong one) fails
 the agent_tool_contract and combined_multi_hop checks. Also here: what the
@@ -174,7 +174,7 @@ def write_expectations(
     return out
 
 
-# Writes whose whole effect the contracts above spell out (section 4's effect lines, the
+# Writes whose whole effect the contracts above spell out (the effect lines of docs/paperclip.md#effects, the
 # admin collections, the gateway). Anything else such a write changes is a side effect.
 FULL_CONTRACT: frozenset[str] = frozenset(
     {

@@ -1,7 +1,7 @@
 """The traceability derivative: loading `evals/paperclip/eval-traceability.yaml` and its rules.
 
 The derivative is the only place the corpus facts enter capeval, so the loader
-refuses anything that drifted from section 1 of the conformance spec instead of
+refuses anything that drifted from the derivative's contract (docs/paperclip.md#the-derivative) instead of
 running a quietly different suite. `check_derivative` is pure (a parsed object
 in, every problem out); `load_derivative` adds the file read.
 """
@@ -145,7 +145,7 @@ def _schema_location(obj: Mapping[str, Any], parts: list[Any]) -> str:
 
 
 def check_derivative(obj: Any, *, file: str = str(DERIVATIVE_PATH)) -> list[Problem]:
-    """Every way `obj` (the parsed YAML) breaks section 1; empty when it is sound."""
+    """Every way `obj` (the parsed YAML) breaks the derivative's contract; empty when it is sound."""
     from jsonschema import Draft202012Validator
 
     problems: list[Problem] = []
@@ -491,7 +491,7 @@ def parse_rows(obj: Mapping[str, Any], *, file: str = str(DERIVATIVE_PATH)) -> l
     problems = check_derivative(obj, file=file)
     if problems:
         raise ProblemsError(problems)
-    # The classes in the spec's order for the group, whatever order the file lists them
+    # The classes in the group's policy order, whatever order the file lists them
     # in: the suite falls back to a row's first class, which must not hang on that order.
     return [
         Row.from_dict({**r, "assertionClasses": list(GROUPS[r["group"]].assertion_classes)})

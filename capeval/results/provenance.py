@@ -3,8 +3,8 @@
 capeval reads result files of the original TypeScript harness, and a team
 moving over will gate capeval's candidates against a baseline that harness
 froze. Pass rates mean the same on both sides; some behavior counts do not
-quite: capeval reads a few shell forms further than spec section 6's literal
-words (README, "Behavior metrics": `do sed -i`, `then curl`, `perl -pi`,
+quite: capeval reads a few shell forms further than the metrics' literal
+words (docs/behavior-metrics.md#where-capeval-counts-differently: `do sed -i`, `then curl`, `perl -pi`,
 `/usr/bin/curl`, `# comments`), so on the same stream its counts can be
 higher. Such a comparison is allowed, but its behavior verdicts (and a bait's
 baseline median) may partly be that difference, and the user should hear it.
@@ -43,7 +43,7 @@ def mixed_writer_warnings(
         return []
     return [
         f"the {other} was not written by capeval (its rows carry no capevalVersion) and the "
-        f"{ours} was: capeval counts a few shell forms the literal spec rules miss (`do sed -i`, "
-        "`then curl`, `perl -pi`; README, Behavior metrics), so behavior verdicts and bait "
+        f"{ours} was: capeval counts a few shell forms the literal rules miss (`do sed -i`, "
+        "`then curl`, `perl -pi`; docs/behavior-metrics.md#where-capeval-counts-differently), so behavior verdicts and bait "
         "medians may partly reflect that; pass-rate verdicts are unaffected"
     ]

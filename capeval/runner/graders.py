@@ -75,7 +75,7 @@ def check_case(
                 traj_file,
                 "",
                 f"missing: every case ships a trajectory named {trajectory!r} that solves it "
-                "(see README.md, 'Demo cases and the scripted agent')",
+                "(see docs/cases.md#the-scripted-agent)",
             )
         ]
     problems: list[Problem] = []

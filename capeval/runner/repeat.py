@@ -1,4 +1,4 @@
-"""One repeat, end to end (spec section 3): workdir, agent, grader, verdict, row.
+"""One repeat, end to end (docs/running.md#one-repeat): workdir, agent, grader, verdict, row.
 
 Every repeat gets its own temp directory holding the workdir and, beside it,
 the capture directory, so nothing the agent or grader can see leaks into the

@@ -214,3 +214,50 @@ def test_every_python_name_the_docs_cite_exists() -> None:
     assert cited, "the docs name no Python API at all"
     missing = sorted(name for name in cited if not _resolves(name))
     assert missing == [], f"the docs name Python objects that do not exist: {missing}"
+
+
+_CITED_PAGE = re.compile(r"docs/([\w-]+\.md)(?:#([\w-]+))?")
+
+
+def _anchors(page: Path) -> set[str]:
+    """Heading ids of a page: explicit `{ #id }` ones and the slugs of the others."""
+    out: set[str] = set()
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            continue
+        explicit = re.search(r"\{\s*#([\w-]+)\s*\}", line)
+        if explicit:
+            out.add(explicit.group(1))
+            continue
+        title = line.lstrip("#").strip()
+        slug = re.sub(r"[^\w\s-]", "", title.lower()).strip()
+        out.add(re.sub(r"[\s]+", "-", slug))
+    return out
+
+
+def _code_files() -> list[Path]:
+    files = [*(REPO / "capeval").rglob("*.py"), *(REPO / "analysis").rglob("*")]
+    files += [REPO / "capeval.toml", REPO / "pyproject.toml", REPO / ".gitignore"]
+    return [f for f in files if f.is_file() and "__pycache__" not in f.parts]
+
+
+def test_code_cites_docs_pages_that_exist() -> None:
+    # The code cites the docs for its contracts; a renamed page or heading
+    # must not leave a citation pointing nowhere.
+    broken = []
+    for file in _code_files():
+        for page, anchor in _CITED_PAGE.findall(file.read_text(encoding="utf-8")):
+            target = DOCS / page
+            if not target.is_file() or (anchor and anchor not in _anchors(target)):
+                broken.append(f"{file.relative_to(REPO)}: docs/{page}#{anchor}")
+    assert broken == []
+
+
+def test_code_cites_no_specification_outside_the_repository() -> None:
+    wording = re.compile(r"spec sections?\b|section \d+ of the spec|\(section \d+\)", re.I)
+    found = [
+        f"{file.relative_to(REPO)}: {match.group(0)}"
+        for file in _code_files()
+        for match in wording.finditer(file.read_text(encoding="utf-8"))
+    ]
+    assert found == []
