@@ -21,7 +21,8 @@ from capeval.core.turns import RunSummary, TokenUsage, ToolCall, Turn
 log = logging.getLogger(__name__)
 
 PREVIEW_CHARS = 400
-RESULT_CHARS = 2000  # tool results are kept for reading, truncated (docs/result-formats.md#the-run-summary)
+# Tool results are kept for reading, truncated (docs/result-formats.md#the-run-summary).
+RESULT_CHARS = 2000
 
 
 @dataclass(frozen=True)

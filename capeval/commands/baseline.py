@@ -13,6 +13,7 @@ stays and the new recording is kept as `<baseline>.new` for inspection.
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +75,7 @@ def freeze(
     from capeval.analysis.gatecheck import workspace_baits
     from capeval.commands.common import cannot_write, config_home, shown_path
     from capeval.config import load_config
+    from capeval.results.output import OutputRefused, move_output, resolve_target
     from capeval.runner.options import RunOptions
     from capeval.runner.run import execute
 
@@ -89,8 +91,12 @@ def freeze(
     cells = baseline_cells(matrix or cfg.matrix or _default_cells(cfg), agent)
     if not cells:
         raise ValueError(f"--matrix {' '.join(matrix)!r} names no cell; write provider:model")
-    fresh = target.with_name(target.name + ".new")
     try:
+        resolved, mode = resolve_target(target)
+        if mode is not None and not stat.S_ISREG(mode):
+            # The gate reads the baseline back: a device or a pipe cannot hold one.
+            raise OutputRefused(target, "is not a regular file, and a baseline must be one")
+        fresh = resolved.with_name(resolved.name + ".new")
         fresh.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         # A file where the folder should be: bad usage naming the path, not a traceback.
@@ -165,7 +171,7 @@ def freeze(
                 "trajectories, or pass --force to freeze it anyway"
             ),
         )
-    fresh.replace(target)
+    move_output(fresh, target)
     message = f"froze {shown_path(target)}"
     if cfg.baseline is None or cfg.baseline.resolve() != target.resolve():
         # The setting is read relative to the root: a relative --out given in a

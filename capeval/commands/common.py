@@ -81,8 +81,12 @@ def cannot_write(path: Path, exc: OSError) -> str:
     mkdir's own words for a file where a folder should be ("File exists",
     "Not a directory") do not say which part of the path is the file.
     """
+    from capeval.results.output import OutputRefused
+
     culprit = exc.filename if exc.filename not in (None, str(path)) else None
-    if isinstance(exc, FileExistsError) and culprit is not None:
+    if isinstance(exc, OutputRefused):
+        reason = exc.reason
+    elif isinstance(exc, FileExistsError) and culprit is not None:
         reason = f"{shown_path(Path(culprit))} is a file, not a folder"
     elif isinstance(exc, NotADirectoryError | FileExistsError):
         reason = "a part of the path is a file, not a folder"

@@ -76,7 +76,10 @@ def comparison_options(
         if with_json:
             options.append(
                 click.option(
-                    "--json", "as_json", is_flag=True, help="Print the comparison as JSON (docs/result-formats.md, the comparison object)."
+                    "--json",
+                    "as_json",
+                    is_flag=True,
+                    help="Print the comparison as JSON (docs/result-formats.md, the comparison object).",
                 )
             )
         for option in reversed(options):

@@ -112,9 +112,11 @@ def _only(repeats: Any, column: str, wanted: tuple[str, ...], what: str) -> Any:
 
 
 def _save(figure: Any, output: Path, data: Any, as_json: bool) -> None:
+    from capeval.results.output import write_output_with
+
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        figure.savefig(output, dpi=150)
+        fmt = output.suffix.lstrip(".").lower()
+        write_output_with(output, lambda handle: figure.savefig(handle, format=fmt, dpi=150))
     except OSError as exc:
         # A file where a folder should be, no permission: bad usage, not a traceback.
         fail("plot", f"{cannot_write(output, exc)}; pass -o with a writable path")

@@ -8,7 +8,6 @@ plots. A thin wrapper over `gate_files` and `capeval.analysis.report.render`.
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import click
@@ -97,18 +96,15 @@ def report(
             # is not the gate's: say that one where the log shows it.
             click.echo(f"capeval report: gate verdict exit {result.exit_code}", err=True)
     else:
-        tmp = output.with_name(output.name + ".tmp")
+        from capeval.results.output import write_output
+
         try:
-            output.parent.mkdir(parents=True, exist_ok=True)
             # A lone surrogate escape in a result file ("\ud800" in an id)
             # is valid JSON but not encodable: write it escaped, not a traceback.
-            tmp.write_text(text, encoding="utf-8", errors="backslashreplace")
-            tmp.replace(output)
+            write_output(output, text, errors="backslashreplace")
         except OSError as exc:
             # A bad -o (a file where a folder should be, no permission) is
             # bad usage: say which path and why, not a traceback.
-            with contextlib.suppress(OSError):
-                tmp.unlink(missing_ok=True)
             fail("report", f"{cannot_write(output, exc)}; pass -o with a writable path")
         verdict = "refused, exit 2" if refused else f"gate verdict exit {result.exit_code}"
         click.echo(f"wrote {output} ({fmt}); {verdict}", err=True)

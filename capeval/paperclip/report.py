@@ -10,7 +10,6 @@ half-written report behind.
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -23,18 +22,12 @@ from capeval.paperclip.suite import (
     ConfigResult,
     SuiteResult,
 )
+from capeval.results.output import write_output
 
 DEFAULT_OUT = Path(".capeval/evidence/paperclip")
 REPORT_JSON = "eval-parity-report.json"
 REPORT_MD = "eval-parity-report.md"
 ROWS_JSONL = "eval-parity-rows.jsonl"
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def rows_text(result: SuiteResult) -> str:
@@ -44,7 +37,7 @@ def rows_text(result: SuiteResult) -> str:
 
 
 def write_rows(result: SuiteResult, path: Path) -> None:
-    _atomic_write(path, rows_text(result))
+    write_output(path, rows_text(result))
 
 
 def summary(result: SuiteResult) -> dict[str, Any]:
@@ -278,6 +271,6 @@ def write_report(result: SuiteResult, out_dir: str | Path) -> tuple[Path, Path, 
     write_rows(result, rows_path)
     report = build_report(result, group_counts(rows_path))
     json_path, md_path = out_dir / REPORT_JSON, out_dir / REPORT_MD
-    _atomic_write(json_path, json.dumps(report, indent=2, sort_keys=True) + "\n")
-    _atomic_write(md_path, render_markdown(report))
+    write_output(json_path, json.dumps(report, indent=2, sort_keys=True) + "\n")
+    write_output(md_path, render_markdown(report))
     return json_path, md_path, rows_path

@@ -79,6 +79,20 @@ class JsonlWriter:
         self.warnings: list[str] = []
         self._lock = threading.Lock()
         try:
+            mode = self.path.stat().st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            mode = None  # creating it says what is wrong
+        except OSError as exc:
+            raise ResultFileError(self.path, f"cannot use as the row stream: {exc}") from exc
+        if mode is not None and not stat.S_ISREG(mode):
+            # A run appends to its stream and reads it back (--resume, the
+            # final table): a device or a pipe would lose the rows.
+            raise ResultFileError(
+                self.path,
+                "is not a regular file; the row stream must be one (capeval appends to it and "
+                "reads it back); pass --jsonl with a file path",
+            )
+        try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # Unbuffered: a failed write must leave nothing queued that a later
             # write (or close) could still flush after the rollback in `write`.

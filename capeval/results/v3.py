@@ -10,14 +10,13 @@ Unknown fields, at the top level and in rows, are kept.
 from __future__ import annotations
 
 import json
-import os
-import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from capeval.core.aggregate import aggregate, totals
 from capeval.results.errors import JSON_ERRORS, ResultFileError, json_error_detail
+from capeval.results.output import write_output
 from capeval.results.rowcheck import row_problem
 
 VERSION = 3
@@ -112,23 +111,7 @@ def write_v3(
         repeats=repeats,
         variants=variants,
     )
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = dump_v3(doc).encode("utf-8")
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    # Not mkstemp: its 0600 survives the rename, and a results file (the
-    # committed baseline, a CI artifact) would be unreadable to everyone else.
-    # 0666 less the umask, as any other file the user writes.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_output(Path(path), dump_v3(doc))
 
 
 def parse_v3(doc: Any, path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:

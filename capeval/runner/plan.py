@@ -21,6 +21,7 @@ from capeval.core.agentconfig import AgentConfig
 from capeval.core.case import Case
 from capeval.core.matrix import Variant, parse_matrix
 from capeval.core.row import Row, triple
+from capeval.results.output import write_output
 from capeval.runner.artifacts import taken_by_others
 from capeval.runner.guards import (
     cells,
@@ -351,8 +352,4 @@ def _variants(
 
 
 def write_plan(plan: RunPlan) -> None:
-    path = plan_path(plan.jsonl_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(plan.shape, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_output(plan_path(plan.jsonl_path), json.dumps(plan.shape, indent=2) + "\n")

@@ -33,21 +33,34 @@ GIT_IDENTITY = {
     "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
     "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
 }
-GIT_FLAGS = (
-    "-c",
-    "commit.gpgsign=false",
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "init.defaultBranch=main",
-    "-c",
-    "core.autocrlf=false",
-    # git reads $XDG_CONFIG_HOME/git/ignore even without a global config: a
-    # user's ignore rules would leave fixture files out of the commit.
-    "-c",
-    f"core.excludesFile={os.devnull}",
-)
+INITIAL_BRANCH = "main"
 INITIAL_COMMIT_MESSAGE = "capeval fixture"
+
+
+def git_flags(repo: Path) -> tuple[str, ...]:
+    """The `-c` settings of the runner's git calls in the repository at `repo`.
+
+    No user or system configuration reaches them: hooks, ignore rules and
+    the global config point at files inside the repository's own `.git`
+    that are never created, which git reads as empty. Not /dev/null: a
+    machine whose /dev/null was replaced by a regular file (a root process
+    renaming over it) would feed that file to every commit.
+    """
+    nothing = repo / ".git" / "capeval-none"
+    return (
+        "-c",
+        "commit.gpgsign=false",
+        "-c",
+        f"core.hooksPath={nothing}",
+        "-c",
+        f"init.defaultBranch={INITIAL_BRANCH}",
+        "-c",
+        "core.autocrlf=false",
+        # git reads $XDG_CONFIG_HOME/git/ignore even without a global config: a
+        # user's ignore rules would leave fixture files out of the commit.
+        "-c",
+        f"core.excludesFile={nothing}",
+    )
 
 
 class FixtureLike(Protocol):
@@ -69,12 +82,12 @@ def own_repo_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return {k: v for k, v in env.items() if k not in GIT_LOCATION_VARS}
 
 
-def git_env(base: dict[str, str] | None = None) -> dict[str, str]:
+def git_env(repo: Path, base: dict[str, str] | None = None) -> dict[str, str]:
     """Environment for the runner's own git calls: no user or system config, fixed identity."""
     env = own_repo_env(base)
     env.update(GIT_IDENTITY)
     env["GIT_CONFIG_NOSYSTEM"] = "1"
-    env["GIT_CONFIG_GLOBAL"] = os.devnull
+    env["GIT_CONFIG_GLOBAL"] = str(repo / ".git" / "capeval-none")
     env["GIT_TERMINAL_PROMPT"] = "0"
     return env
 
@@ -205,7 +218,7 @@ def _writable_folders(dest: Path) -> None:
 
 
 def _commit(dest: Path, case: FixtureLike) -> None:
-    env = git_env()
+    env = git_env(dest)
     for args in (
         ("init", "-q", "--template="),
         # -f: the fixture's own .gitignore must not leave its files out of the
@@ -214,7 +227,7 @@ def _commit(dest: Path, case: FixtureLike) -> None:
         ("commit", "-q", "--allow-empty", "--no-verify", "-m", INITIAL_COMMIT_MESSAGE),
     ):
         proc = subprocess.run(
-            ["git", *GIT_FLAGS, *args],
+            ["git", *git_flags(dest), *args],
             cwd=dest,
             env=env,
             stdin=subprocess.DEVNULL,

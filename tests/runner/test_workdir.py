@@ -214,3 +214,15 @@ def test_a_failed_commit_leaves_no_half_made_workdir(
             tmp_path, FakeCase("demo", "evals/capability/fixtures/demo"), dest=tmp_path / "w"
         )
     assert not (tmp_path / "w").exists()
+
+
+def test_the_runners_git_never_reads_dev_null(tmp_path: Path) -> None:
+    # A /dev/null replaced by a regular file (a root process renaming over it)
+    # must not reach the commit of every repeat: git's global config, ignore
+    # rules and hooks point into the repository instead, at files never made.
+    from capeval.runner.workdir import git_env, git_flags
+
+    settings = " ".join([*git_flags(tmp_path), *git_env(tmp_path, {}).values()])
+    assert os.devnull not in settings
+    assert str(tmp_path / ".git" / "capeval-none") in settings
+    assert not (tmp_path / ".git" / "capeval-none").exists()
