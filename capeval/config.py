@@ -26,6 +26,7 @@ from typing import Any
 from capeval.core.agentconfig import AGENT_TYPES, AgentConfig, builtin_agents
 from capeval.core.case import DEFAULT_TIERS, ID_PATTERN, MAX_TURNS, schema_problems
 from capeval.core.jsonschemas import is_finite_number, strict_validator
+from capeval.core.nesting import NESTED_TOO_DEEPLY, too_deep
 from capeval.core.problems import UTF8_BOM, Problem, ProblemsError, bom_message
 
 CONFIG_FILE = "capeval.toml"
@@ -601,6 +602,10 @@ def _read_table(
         if raw.startswith(UTF8_BOM):
             raise ProblemsError([Problem(name, "", bom_message("TOML"))])
         data = tomllib.loads(raw.decode("utf-8"))
+        if too_deep(data):
+            raise RecursionError
+    except RecursionError:
+        raise ProblemsError([Problem(name, "", NESTED_TOO_DEEPLY)]) from None
     except tomllib.TOMLDecodeError as exc:
         raise ProblemsError([Problem(name, "", f"invalid TOML: {exc}; fix the syntax")]) from exc
     except UnicodeDecodeError as exc:

@@ -254,7 +254,7 @@ def session_responses(lines: Iterable[str]) -> int | None:
     for line in lines:
         try:
             entry = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if not isinstance(entry, dict):
             continue

@@ -263,7 +263,7 @@ def parse_rollout(lines: Iterable[str]) -> Rollout | None:
     for line in lines:
         try:
             entry = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(entry, dict) and isinstance(entry.get("payload"), Mapping):
             entries.append(entry)
@@ -334,7 +334,7 @@ def _rollout_call(payload: Mapping[str, Any]) -> ToolCall:
     raw = payload.get("arguments")
     try:
         arguments = json.loads(raw) if isinstance(raw, str) else raw
-    except ValueError:
+    except (ValueError, RecursionError):
         arguments = raw
     if ptype == "function_call" and name == "exec_command" and isinstance(arguments, Mapping):
         return make_call(call_id, "command_execution", {"command": arguments.get("cmd")})

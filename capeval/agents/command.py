@@ -167,7 +167,7 @@ def read_capture(path: Path) -> tuple[RunSummary | None, Mapping[str, Any], str 
         return None, {}, f"run summary {path.name} from the hook is unusable: {exc}"
     try:
         raw = json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         raw = {}
     return summary, raw if isinstance(raw, Mapping) else {}, None
 

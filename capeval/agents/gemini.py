@@ -166,7 +166,7 @@ def chat_messages(lines: Iterable[str], session_id: str) -> dict[str, Mapping] |
     for line in lines:
         try:
             entry = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if not isinstance(entry, dict):
             continue

@@ -547,7 +547,7 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         try:
             body = json.loads(raw or b"{}")
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             self._send(400, b'{"error": "body is not JSON"}')
             return
         path = self.path.split("?", 1)[0]

@@ -382,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         obj = json.loads(ns.trajectory.read_text(encoding="utf-8"))
         trajectory = parse_trajectory(obj, ns.name or ns.trajectory.stem)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         # The adapter validates first; this guards direct use of the player.
         summary = RunSummary(status="failed", turnsUsed=0, toolCallCount=0, error=f"{exc}")
         write_summary(summary, ns.summary)

@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from capeval.core.nesting import NESTED_TOO_DEEPLY, too_deep
 from capeval.core.toolkinds import make_tool_call
 from capeval.core.turns import RunSummary, TokenUsage, ToolCall, Turn
 
@@ -58,7 +59,7 @@ def unparsed_error(parsed: ParsedStream) -> str | None:
     more = f" and {len(parsed.unparsed) - 5} more" if len(parsed.unparsed) > 5 else ""
     plural = "s" if len(parsed.unparsed) > 1 else ""
     return (
-        f"stream line{plural} {where}{more} cut short (not valid JSON): "
+        f"stream line{plural} {where}{more} cut short or nested too deeply (not readable JSON): "
         "the stream was not fully parsed, so its turns, calls and behaviors are not reported"
     )
 
@@ -86,12 +87,20 @@ def timed_events(
             continue
         try:
             event = json.loads(line)
+            deep = too_deep(event)
+        except RecursionError:
+            deep = True
         except json.JSONDecodeError:
             if line.startswith("{"):
                 log.warning("%s stream line %d is cut short: %.120s", source, number, line)
                 skipped.unparsed.append(number)
             else:
                 log.warning("%s stream line %d is not JSON, skipped: %.120s", source, number, line)
+            continue
+        if deep:
+            # An event no CLI prints; what it held is lost like a line cut short.
+            log.warning("%s stream line %d %s, skipped", source, number, NESTED_TOO_DEEPLY)
+            skipped.unparsed.append(number)
             continue
         if isinstance(event, dict):
             yield event, arrived

@@ -405,6 +405,7 @@ def load_trajectory(path: Path, *, name: str | None = None, file: str | None = N
 
     `file` is how the path is named in errors (repo-relative when known).
     """
+    from capeval.core.nesting import NESTED_TOO_DEEPLY, too_deep
     from capeval.core.problems import Problem, bom_message
 
     label = file or str(path)
@@ -429,6 +430,10 @@ def load_trajectory(path: Path, *, name: str | None = None, file: str | None = N
                 )
             ]
         ) from None
+    except RecursionError:
+        raise TrajectoryError([Problem(label, "", NESTED_TOO_DEEPLY)]) from None
+    if too_deep(obj):
+        raise TrajectoryError([Problem(label, "", NESTED_TOO_DEEPLY)])
     problems = validate_trajectory(obj, file=label)
     if problems:
         raise TrajectoryError(problems)

@@ -77,7 +77,8 @@ def read_stream(path: Path, agent_type: str) -> RunSummary:
         raise RunSummaryError(
             f"{path}:{parsed.unparsed[0]}",
             "(stream)",
-            "not valid JSON: an event cut short; the stream cannot be measured",
+            "not valid JSON: an event cut short (or nested too deeply); the stream cannot be "
+            "measured",
         )
     best = _best_types(lines, known={agent_type: parsed})
     if best and agent_type not in best:
@@ -101,8 +102,10 @@ def _is_summary(text: str) -> bool:
     """One JSON document holding `turns`: what `capeval behaviors` reads without --stream."""
     try:
         doc = json.loads(text)
-    except ValueError:
-        return False  # a stream: one JSON object per line
+    except (ValueError, RecursionError):
+        # A stream (one JSON object per line), or too deep to tell: the stream
+        # parser names a line nested too deeply as one it could not read.
+        return False
     return isinstance(doc, dict) and "turns" in doc
 
 

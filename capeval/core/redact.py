@@ -34,6 +34,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, quote_plus, urlsplit
 
+from capeval.core.nesting import too_deep
+
 SECRET_NAME_PARTS: tuple[str, ...] = (
     "KEY",
     "TOKEN",
@@ -90,8 +92,9 @@ def _embedded(value: str) -> list[str]:
     text = value.strip()
     if text[:1] in ("{", "["):
         try:
-            return list(_secret_leaves(json.loads(text)))
-        except ValueError:
+            parsed = json.loads(text)
+            return [] if too_deep(parsed) else list(_secret_leaves(parsed))
+        except (ValueError, RecursionError):
             return []
     if "@" in text and "://" in text:
         try:

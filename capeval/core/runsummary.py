@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from capeval.core.nesting import NESTED_TOO_DEEPLY, too_deep
 from capeval.core.toolkinds import make_tool_call
 from capeval.core.turns import RunSummary, TokenUsage, ToolCall, Turn
 
@@ -247,4 +248,8 @@ def read_summary(path: str | Path) -> RunSummary:
             "(file)",
             f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
         ) from exc
+    except RecursionError:
+        raise RunSummaryError(str(path), "(file)", NESTED_TOO_DEEPLY) from None
+    if too_deep(obj):
+        raise RunSummaryError(str(path), "(file)", NESTED_TOO_DEEPLY)
     return summary_from_json(obj, source=str(path))

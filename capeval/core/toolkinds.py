@@ -150,7 +150,7 @@ def shell_command(arguments: Any) -> str | None:
         if stripped.startswith("{"):
             try:
                 decoded = json.loads(stripped)
-            except ValueError:
+            except (ValueError, RecursionError):
                 decoded = None
             if isinstance(decoded, Mapping):
                 return shell_command(decoded)

@@ -27,7 +27,7 @@ def _stored_path(stream: Path, key: str) -> Path | None:
     """A path a stream's plan recorded (relative to the stream's folder), or None."""
     try:
         stored = json.loads(plan_path(stream).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     rel = stored.get(key) if isinstance(stored, dict) else None
     if not isinstance(rel, str) or not rel:
@@ -53,7 +53,7 @@ def stored_resolution(stream: Path | str) -> dict[str, Any] | None:
     meta = plan_path(Path(stream))
     try:
         stored = json.loads(meta.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     resolved = stored.get("resolved") if isinstance(stored, dict) else None
     return resolved if isinstance(resolved, dict) else None
