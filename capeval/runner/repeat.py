@@ -35,7 +35,7 @@ from capeval.core.agentconfig import AgentConfig
 from capeval.core.case import Case
 from capeval.core.matrix import Variant
 from capeval.core.passrule import decide, effective_budget, is_over_budget, provider_mismatch
-from capeval.core.redact import redact, secret_values
+from capeval.core.redact import redact, redact_text, secret_values
 from capeval.core.row import IDENTITY_FIELDS, Row, result_key
 from capeval.proc import process, reaper
 from capeval.runner.artifacts import (
@@ -176,7 +176,7 @@ def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Ro
         reaper.remove_tree(base)
 
     row = _row(job, settings, result, graded, started_at, t0, artifacts)
-    return redact(row, secrets, keep=IDENTITY_FIELDS)
+    return _redacted(row, job, secrets)
 
 
 def _keep_artifacts(
@@ -369,7 +369,24 @@ def _setup_failed_row(
         textPreview="",
         agentVersion=job.agent_version,
     )
-    return redact(row, secret_values(os.environ, job.agent.env), keep=IDENTITY_FIELDS)
+    return _redacted(row, job, secret_values(os.environ, job.agent.env))
+
+
+# What an agent reports about itself (its provider, model and version) is
+# agent text: a secret in it is cut as anywhere else, except where it equals
+# what capeval asked for, since a key whose value is also a provider's name
+# (OPENAI_API_KEY=ollama) must not rewrite the row's identity.
+AGENT_REPORTED = ("provider", "model", "agentVersion")
+
+
+def _redacted(row: Row, job: RepeatJob, secrets: list[str]) -> Row:
+    out: Row = redact(row, secrets, keep=IDENTITY_FIELDS)
+    requested = {"provider": job.variant.provider, "model": job.variant.model}
+    for field in AGENT_REPORTED:
+        value = out.get(field)
+        if isinstance(value, str) and value != requested.get(field):
+            out[field] = redact_text(value, secrets)
+    return out
 
 
 def _assemble(

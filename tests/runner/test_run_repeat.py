@@ -253,3 +253,28 @@ def test_an_adapter_ignoring_its_timeout_is_stopped_and_the_grader_still_runs(
     assert "timed out" in row["error"] or "agent timeout" in row["error"]
     assert row["verifyExitCode"] == 0  # the grader ran after the cancel
     assert row["durationMs"] < 10_000
+
+
+def test_a_secret_in_an_agent_reported_provider_or_model_is_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The agent's own account of its provider and model is agent text: a
+    # secret in it must not reach the row (or the v3 export, or history).
+    monkeypatch.setenv("PROVIDER_API_KEY", "sk-secret123abc")
+    adapter = FakeAdapter("prov-sk-secret123abc", "m-sk-secret123abc")
+    row = run_repeat(_job(tmp_path), adapter, RepeatSettings(root=tmp_path))
+    assert "sk-secret123abc" not in json.dumps(row)
+    assert row["provider"] == "prov-[REDACTED]" and row["model"] == "m-[REDACTED]"
+    assert row["requestedProvider"] == "anthropic"  # capeval's own identity is kept
+
+
+def test_a_reported_provider_equal_to_the_requested_one_is_kept_even_if_a_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # OPENAI_API_KEY=ollama is common: the row's identity must stay the cell's.
+    monkeypatch.setenv("OPENAI_API_KEY", "anthropic")
+    row = run_repeat(
+        _job(tmp_path), FakeAdapter("anthropic", "claude-x"), RepeatSettings(root=tmp_path)
+    )
+    assert (row["provider"], row["model"]) == ("anthropic", "claude-x")
+    assert row["passed"] is True
