@@ -9,8 +9,12 @@ the failing repeat, so the capture directory's files, the grader's output
 
 Three promises shape this module:
 
-* Bounded: each file is cut at `MAX_FILE_BYTES` with a visible marker, so a
-  runaway log cannot fill the disk.
+* Bounded: each file is cut at `MAX_FILE_BYTES`, each repeat's folder at
+  `MAX_REPEAT_BYTES` and the whole run at `MAX_RUN_BYTES` (an
+  `ArtifactBudget` its repeats share), so a runaway agent cannot fill the
+  disk. A cut file ends with a visible marker; the grader's log and the turn
+  stream are kept first; whatever was cut or left out is listed in
+  `CUT.txt` in the repeat's folder, with the cap that cut it.
 * No secrets: every file, and its name, goes through the same redaction as
   rows. Only the capture directory's top-level regular files are copied: its
   subdirectories are the agents' isolated config homes (`claude-config`,
@@ -29,13 +33,15 @@ Three promises shape this module:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
 import secrets as random
 import shutil
+import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -51,6 +57,9 @@ from capeval.core.redact import (
 
 ARTIFACTS_SUFFIX = ".artifacts"
 MAX_FILE_BYTES = 20 * 1024 * 1024
+MAX_REPEAT_BYTES = 50 * 1024 * 1024
+MAX_RUN_BYTES = 2 * 1024 * 1024 * 1024
+CUT_FILE = "CUT.txt"
 SUMMARY_FILE = "summary.json"
 VERIFY_LOG = "verify.log"
 # Prefix for a capture file whose name collides with one capeval writes.
@@ -139,6 +148,57 @@ def copy_capped(src: Path, dst: Path, secrets: Sequence[str], max_bytes: int) ->
     return size > max_bytes
 
 
+class ArtifactBudget:
+    """The bytes a run may still keep as evidence, shared by its repeats' threads."""
+
+    def __init__(self, total: int = MAX_RUN_BYTES) -> None:
+        self.left = total
+        self._lock = threading.Lock()
+
+    def take(self, wanted: int) -> int:
+        """Grant up to `wanted` bytes (0 once the run's cap is spent)."""
+        with self._lock:
+            granted = max(0, min(wanted, self.left))
+            self.left -= granted
+            return granted
+
+
+@dataclass
+class _Allowance:
+    """How much more one repeat may keep, and what was cut on the way."""
+
+    per_file: int
+    left: int
+    budget: ArtifactBudget | None
+    cuts: list[str] = field(default_factory=list)
+
+    def grant(self, name: str, size: int) -> int:
+        want = min(size, self.per_file, self.left)
+        granted = want if self.budget is None else self.budget.take(want)
+        if granted < size:
+            if granted < want:
+                cap = "the run's cap"
+            elif want == self.per_file:
+                cap = f"the cap of {self.per_file} bytes per file"
+            else:
+                cap = "the repeat's cap"
+            kept = f"kept the first {granted}" if granted else "left out"
+            self.cuts.append(f"{name}: {size} bytes, {kept} ({cap})")
+        self.left -= granted
+        return granted
+
+
+def run_budget(artifacts_dir: Path, total: int = MAX_RUN_BYTES) -> ArtifactBudget:
+    """The run's budget, less what its folder already holds (a resumed run keeps its cap)."""
+    held = 0
+    if artifacts_dir.is_dir():
+        for folder, _dirs, files in os.walk(artifacts_dir):
+            for name in files:
+                with contextlib.suppress(OSError):
+                    held += os.lstat(os.path.join(folder, name)).st_size
+    return ArtifactBudget(total - held)
+
+
 def verify_log(
     command: Sequence[str], exit_code: int | None, duration_ms: float | None, out: bytes, err: bytes
 ) -> bytes:
@@ -163,34 +223,45 @@ def save_repeat_artifacts(
     summary: Mapping[str, Any] | None = None,
     secrets: Sequence[str] = (),
     max_bytes: int = MAX_FILE_BYTES,
+    max_total: int = MAX_REPEAT_BYTES,
+    budget: ArtifactBudget | None = None,
 ) -> Path:
     """Write one repeat's evidence to `dest`, atomically replacing what was there.
 
     `verify` is the grader's log (see `verify_log`) and `summary` the run
-    summary as JSON; both are redacted and capped like the capture files.
+    summary as JSON; both are redacted and capped like the capture files,
+    and kept before them when the repeat's or the run's cap is near.
     """
+    allowance = _Allowance(max_bytes, max_total, budget)
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(dest)
     staging = dest.with_name(f".{dest.name}{_STAGING}{random.token_hex(4)}")
     staging.mkdir()
     try:
-        ours = {VERIFY_LOG, SUMMARY_FILE}
+        ours = {VERIFY_LOG, SUMMARY_FILE, CUT_FILE}
+        if verify is not None:
+            size = len(verify)
+            keep = allowance.grant(VERIFY_LOG, size)
+            (staging / VERIFY_LOG).write_bytes(capped(verify, size, secrets, keep))
+        if summary is not None:
+            text = json.dumps(redact(summary, secrets), indent=2, ensure_ascii=False) + "\n"
+            data = text.encode("utf-8")
+            keep = allowance.grant(SUMMARY_FILE, len(data))
+            (staging / SUMMARY_FILE).write_bytes(capped(data, len(data), (), keep))
         for src in capture_files(capture_dir):
             name = redact_text(src.name, secrets)  # a name is free text too
             name = CAPTURE_PREFIX + name if name in ours else name
             try:
-                copy_capped(src, staging / name, secrets, max_bytes)
+                keep = allowance.grant(name, src.lstat().st_size)
+                if keep:
+                    copy_capped(src, staging / name, secrets, keep)
             except OSError as exc:  # turned into a symlink or removed since the listing
                 if exc.errno not in (errno.ELOOP, errno.ENOENT):
                     raise
-        if verify is not None:
-            size = len(verify)
-            (staging / VERIFY_LOG).write_bytes(capped(verify, size, secrets, max_bytes))
-        if summary is not None:
-            text = json.dumps(redact(summary, secrets), indent=2, ensure_ascii=False) + "\n"
-            data = text.encode("utf-8")
-            (staging / SUMMARY_FILE).write_bytes(capped(data, len(data), (), max_bytes))
+        if allowance.cuts:
+            note = "capeval cut this repeat's evidence to stay within its caps:\n"
+            (staging / CUT_FILE).write_text(note + "\n".join(allowance.cuts) + "\n")
         _publish(staging, dest)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -22,7 +22,7 @@ from capeval.core.case import Case
 from capeval.core.matrix import Variant, parse_matrix
 from capeval.core.row import Row, triple
 from capeval.results.output import write_output
-from capeval.runner.artifacts import taken_by_others
+from capeval.runner.artifacts import run_budget, taken_by_others
 from capeval.runner.guards import (
     cells,
     config_file,
@@ -155,6 +155,7 @@ def plan_run(options: RunOptions) -> RunPlan:
         allow_provider_fallback=bool(options.allow_provider_fallback),
         tmp_parent=options.tmp_dir,
         artifacts_dir=artifacts_dir,
+        artifact_budget=None if artifacts_dir is None else run_budget(artifacts_dir),
         rows_dir=jsonl.parent,
         context={
             "runId": run_id,

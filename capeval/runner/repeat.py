@@ -39,6 +39,7 @@ from capeval.core.redact import redact, redact_text, secret_values
 from capeval.core.row import IDENTITY_FIELDS, Row, result_key
 from capeval.proc import process, reaper
 from capeval.runner.artifacts import (
+    ArtifactBudget,
     relative_to_rows,
     repeat_dir,
     save_repeat_artifacts,
@@ -74,6 +75,7 @@ class RepeatSettings:
     context: Mapping[str, Any] = field(default_factory=dict)  # run context fields of the row
     artifacts_dir: Path | None = None  # where each repeat's evidence goes; None keeps none
     rows_dir: Path | None = None  # the row stream's folder: row `artifacts` is relative to it
+    artifact_budget: ArtifactBudget | None = None  # what the whole run may still keep
 
 
 @dataclass(frozen=True)
@@ -210,6 +212,7 @@ def _keep_artifacts(
             verify=log,
             summary=result.summary.to_json() if result.summary is not None else None,
             secrets=secrets,
+            budget=settings.artifact_budget,
         )
     except OSError as exc:
         return None, f"artifacts not saved to {shown}: {type(exc).__name__}: {exc.strerror or exc}"
@@ -382,10 +385,10 @@ AGENT_REPORTED = ("provider", "model", "agentVersion")
 def _redacted(row: Row, job: RepeatJob, secrets: list[str]) -> Row:
     out: Row = redact(row, secrets, keep=IDENTITY_FIELDS)
     requested = {"provider": job.variant.provider, "model": job.variant.model}
-    for field in AGENT_REPORTED:
-        value = out.get(field)
-        if isinstance(value, str) and value != requested.get(field):
-            out[field] = redact_text(value, secrets)
+    for name in AGENT_REPORTED:
+        value = out.get(name)
+        if isinstance(value, str) and value != requested.get(name):
+            out[name] = redact_text(value, secrets)
     return out
 
 

@@ -20,12 +20,15 @@ from capeval.core.matrix import Variant
 from capeval.core.redact import REDACTED
 from capeval.runner.artifacts import (
     CLAIM_FILE,
+    CUT_FILE,
     SUMMARY_FILE,
     VERIFY_LOG,
+    ArtifactBudget,
     copy_capped,
     default_artifacts_dir,
     path_component,
     repeat_dir,
+    run_budget,
     safe_cut,
     save_repeat_artifacts,
 )
@@ -355,3 +358,63 @@ def test_cli_agent_stream_and_stderr_are_kept_its_config_home_is_not(
     assert (folder / "claude-code-stderr.log").read_text() == f"claude stderr: using {REDACTED}\n"
     summary = json.loads((folder / SUMMARY_FILE).read_text())
     assert summary["turns"][0]["assistantTurn"]["content"][0]["text"] == f"key={REDACTED}"
+
+
+def _capture(tmp_path: Path, sizes: dict[str, int]) -> Path:
+    capture = tmp_path / "capture"
+    capture.mkdir(exist_ok=True)
+    for name, size in sizes.items():
+        (capture / name).write_bytes(b"x" * size)
+    return capture
+
+
+def test_a_repeat_keeps_at_most_its_total_and_says_what_was_cut(tmp_path: Path) -> None:
+    # One repeat once kept 171 MB (30 files of 5 MB): the folder has a total cap.
+    capture = _capture(tmp_path, {"a.log": 400, "b.log": 400, "c.log": 400})
+    dest = save_repeat_artifacts(
+        tmp_path / "out" / "0", capture_dir=capture, verify=b"v" * 100, max_total=1000
+    )
+    assert (dest / VERIFY_LOG).read_bytes() == b"v" * 100  # the grader's log comes first
+    assert (dest / "a.log").stat().st_size == 400 and (dest / "b.log").stat().st_size == 400
+    assert b"kept the first 100 of 400 bytes" in (dest / "c.log").read_bytes()
+    cut = (dest / CUT_FILE).read_text()
+    assert "c.log: 400 bytes, kept the first 100 (the repeat's cap)" in cut
+
+
+def test_files_past_the_repeat_cap_are_left_out_and_listed(tmp_path: Path) -> None:
+    capture = _capture(tmp_path, {"a.log": 600, "b.log": 600})
+    dest = save_repeat_artifacts(tmp_path / "out" / "0", capture_dir=capture, max_total=600)
+    assert not (dest / "b.log").exists()
+    assert "b.log: 600 bytes, left out (the repeat's cap)" in (dest / CUT_FILE).read_text()
+
+
+def test_the_per_file_cap_is_named_as_such(tmp_path: Path) -> None:
+    capture = _capture(tmp_path, {"big.log": 900})
+    dest = save_repeat_artifacts(tmp_path / "out" / "0", capture_dir=capture, max_bytes=500)
+    assert (
+        "big.log: 900 bytes, kept the first 500 (the cap of 500 bytes per file)"
+        in (dest / CUT_FILE).read_text()
+    )
+
+
+def test_repeats_share_the_runs_budget(tmp_path: Path) -> None:
+    budget = ArtifactBudget(1000)
+    first = save_repeat_artifacts(
+        tmp_path / "v" / "0", capture_dir=_capture(tmp_path, {"a.log": 800}), budget=budget
+    )
+    assert not (first / CUT_FILE).exists()
+    second = save_repeat_artifacts(tmp_path / "v" / "1", verify=b"v" * 500, budget=budget)
+    assert b"kept the first 200 of 500 bytes" in (second / VERIFY_LOG).read_bytes()
+    assert (
+        "verify.log: 500 bytes, kept the first 200 (the run's cap)"
+        in (second / CUT_FILE).read_text()
+    )
+    assert budget.take(1) == 0
+
+
+def test_a_resumed_run_counts_what_its_folder_already_holds(tmp_path: Path) -> None:
+    folder = tmp_path / "run.artifacts"
+    (folder / "v" / "c" / "0").mkdir(parents=True)
+    (folder / "v" / "c" / "0" / VERIFY_LOG).write_bytes(b"x" * 300)
+    assert run_budget(folder, total=1000).take(10_000) == 700
+    assert run_budget(tmp_path / "absent", total=1000).take(10_000) == 1000
