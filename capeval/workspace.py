@@ -159,10 +159,26 @@ def check_cases(
                 )
         dirs = [p for p in dirs if p.name in wanted]
 
+    out.problems += skipped_case_problems(base, root)
     seen: dict[str, str] = {}
     for case_dir in dirs:
         file = case_dir / CASE_FILE
         file_rel = rel(file, root)
+        escaping = next(
+            (p for p in (case_dir, file) if p.is_symlink() and not _inside(p, root)), None
+        )
+        if escaping is not None:
+            # Cases are the workspace's own: a link out of it would let a
+            # file nobody reviewed in this repository decide what passes.
+            out.problems.append(
+                Problem(
+                    rel(escaping, root),
+                    "",
+                    "is a symlink that resolves outside the workspace root; keep the case's "
+                    "files in the workspace (copy them in)",
+                )
+            )
+            continue
         read = read_case_json(file, file_rel)
         if not read.parsed:
             out.problems += read.problems
@@ -202,6 +218,33 @@ def check_cases(
         out.cases.append(case_from_dict(obj, dir=case_dir, file=file))
     out.cases.sort(key=lambda c: c.id)
     return out
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """Whether `path`, links resolved, stays inside the workspace root."""
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):  # a link loop
+        return False
+
+
+def skipped_case_problems(base: Path, root: Path) -> list[Problem]:
+    """Folders that hold a case.json but are skipped for their name (`..x`).
+
+    `.x` and `_x` folders are how a case is set aside, but `..` at the start
+    reads like a path out of the folder and is no id any case could have:
+    skipping it without a word hid a case the author believed would run.
+    """
+    return [
+        Problem(
+            rel(p, root),
+            "",
+            "holds a case.json but is skipped (a name starting with '..' is never a case); "
+            "rename it to the case's id, or to '_name' to set it aside",
+        )
+        for p in sorted(base.iterdir())
+        if p.name.startswith("..") and p.is_dir() and (p / CASE_FILE).exists()
+    ]
 
 
 def case_dirs(base: Path) -> list[Path]:
@@ -302,6 +345,11 @@ def read_case_json(file: Path, file_rel: str) -> CaseJson:
             file_rel,
             f"is a directory; every directory under {CASES_SUBDIR.as_posix()}/ is a case and "
             f"needs a {CASE_FILE} file (replace the directory with one, or move the case out)",
+        )
+    if file.exists() and not file.is_file():
+        # A FIFO would hang the read; a device would read forever.
+        return _unparsed(
+            file_rel, "is not a regular file (a FIFO, socket or device); replace it with a file"
         )
     if not file.is_file():
         return _unparsed(
@@ -462,7 +510,15 @@ def gather_facts(root: Path, case_dir: Path, obj: Any) -> CaseFacts:
         and not unpassable_text(verify)
     ):
         grader = case_dir / verify
-        grader_state = "ok" if grader.is_file() else "not_file" if grader.exists() else "missing"
+        grader_state = (
+            "escapes"
+            if grader.is_symlink() and not _inside(grader, root)
+            else "ok"
+            if grader.is_file()
+            else "not_file"
+            if grader.exists()
+            else "missing"
+        )
     crlf = grader_state == "ok" and _has_crlf(case_dir / str(verify))
     return CaseFacts(
         fixture=fixture_state, grader=grader_state, fixture_link=link_problem, grader_crlf=crlf

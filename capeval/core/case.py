@@ -56,7 +56,7 @@ LONGEST_HTTP_URL = "http://127.0.0.1:65535"
 
 ORACLE_TRAJECTORY = "oracle"
 FixtureState = Literal["ok", "missing", "not_dir", "escapes", "is_root"]
-GraderState = Literal["ok", "missing", "not_file"]
+GraderState = Literal["ok", "missing", "not_file", "escapes"]
 
 
 @dataclass(frozen=True)
@@ -616,6 +616,15 @@ def _semantic_problems(
                     file,
                     "verify",
                     f"{case_dir}/{verify} is not a regular file; the grader must be a file run with bash",
+                )
+            )
+        elif facts.grader == "escapes":
+            out.append(
+                Problem(
+                    file,
+                    "verify",
+                    f"{case_dir}/{verify} is a symlink that resolves outside the workspace root; "
+                    "the grader must be a file of the case (copy it in)",
                 )
             )
         elif facts.grader == "ok" and facts.grader_crlf:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -485,3 +486,60 @@ def test_read_baits_reports_unreadable_json_and_a_mismatched_id(tmp_path: Path) 
         (f"{CASES}/moved/case.json", "id"),
         (f"{CASES}/torn/case.json", ""),
     ]
+
+
+# --- files that are not what they seem -------------------------------------------------
+
+
+def test_a_case_json_that_is_a_fifo_is_named_as_such_never_opened(root: Path) -> None:
+    case = add_case(root, "alpha")
+    (case / "case.json").unlink()
+    os.mkfifo(case / "case.json")
+    (message,) = problems_of(root)
+    assert "alpha/case.json: is not a regular file (a FIFO, socket or device)" in message
+
+
+def test_a_grader_linked_out_of_the_workspace_is_refused(root: Path, tmp_path_factory: Any) -> None:
+    outside = tmp_path_factory.mktemp("elsewhere") / "verify.sh"
+    outside.write_text("exit 0\n")
+    case = add_case(root, "alpha")
+    (case / "verify.sh").unlink()
+    (case / "verify.sh").symlink_to(outside)
+    (message,) = problems_of(root)
+    assert "verify.sh is a symlink that resolves outside the workspace root" in message
+
+
+def test_a_grader_linked_inside_the_workspace_is_fine(root: Path) -> None:
+    shared = root / "shared-verify.sh"
+    shared.write_text("exit 0\n")
+    case = add_case(root, "alpha")
+    (case / "verify.sh").unlink()
+    (case / "verify.sh").symlink_to(shared)
+    assert [c.id for c in load_cases(root)] == ["alpha"]
+
+
+@pytest.mark.parametrize("what", ["case.json", "the case folder"])
+def test_a_case_linked_out_of_the_workspace_is_refused(
+    root: Path, tmp_path_factory: Any, what: str
+) -> None:
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    source = add_case(elsewhere, "alpha")
+    case = add_case(root, "alpha")
+    if what == "case.json":
+        (case / "case.json").unlink()
+        (case / "case.json").symlink_to(source / "case.json")
+    else:
+        shutil.rmtree(case)
+        case.symlink_to(source, target_is_directory=True)
+    messages = problems_of(root)
+    assert any("is a symlink that resolves outside the workspace root" in m for m in messages)
+
+
+def test_a_case_folder_starting_with_two_dots_is_not_skipped_silently(root: Path) -> None:
+    add_case(root, "alpha")
+    hidden = add_case(root, "beta")
+    os.rename(hidden, hidden.with_name("..beta"))
+    (message,) = problems_of(root)
+    assert "..beta: holds a case.json but is skipped" in message
+    os.rename(hidden.with_name("..beta"), hidden.with_name("_beta"))  # set aside: fine
+    assert [c.id for c in load_cases(root)] == ["alpha"]
