@@ -18,9 +18,13 @@ import click
 from capeval import __version__
 from capeval.interrupt import (
     EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    Terminated,
     interrupted_words,
     leave_interrupted,
     query_interrupted,
+    raise_on_sigterm,
+    terminated_words,
 )
 
 # name -> "module:attribute". One line per command; the module is imported only
@@ -72,6 +76,9 @@ class InterruptibleGroup(click.Group):
             return super().invoke(ctx)
         except KeyboardInterrupt:
             interrupted(_subcommand_words(ctx))
+        except Terminated:
+            click.echo(f"\n{terminated_words(_subcommand_words(ctx))}", err=True)
+            raise click.exceptions.Exit(EXIT_TERMINATED) from None
         except Exception as exc:
             if not query_interrupted(exc):
                 raise
@@ -137,6 +144,7 @@ def entry() -> None:
     from capeval.commands import common
 
     common.PROMPT_EXIT = True
+    raise_on_sigterm()
     # Result files may hold text no encoding can print (a lone surrogate
     # escape such as "\ud800" is valid JSON): print it escaped rather than
     # end a gate in a UnicodeEncodeError after the verdict was reached.
