@@ -40,7 +40,8 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from capeval.core import turns
@@ -179,59 +180,156 @@ def _resolved(call: ToolCall) -> tuple[str, str | None]:
     return kind, call.command if call.command is not None else shell_command(call.arguments)
 
 
+def call_command(call: ToolCall) -> str | None:
+    """The command string the shell metrics read of a call (None: not a shell command).
+
+    Its chain segments are `scan_segments(call_command(call))`, the list a
+    `Contribution.segment` indexes.
+    """
+    return _resolved(call)[1]
+
+
 def _whole(value: float | int) -> float | int:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
 
 
-def derive_behaviors(summary: RunSummary) -> dict[str, Any]:
-    """The 11 numeric metrics (in `METRIC_NAMES` order) and `toolCallsByName`."""
-    counts: dict[str, float | int] = dict.fromkeys(METRIC_NAMES, 0)
-    by_name: dict[str, int] = {}
+# Metrics that are a maximum over the stream; every other one is a count.
+MAXIMUM_METRICS = frozenset(
+    {"maxChainSegmentsPerCommand", "longestToolOnlyStreak", "maxTurnDurationMs"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Contribution:
+    """One place in a turn stream that counted toward a behavior metric.
+
+    `turn` indexes `summary.turns`, `call` that turn's `toolCalls` (None: the
+    turn as a whole, for `longestToolOnlyStreak` and `maxTurnDurationMs`), and
+    `segment` the chain segments of the call's command,
+    `scan_segments(call_command(call))` (None: the whole call). A count metric
+    is the sum of its contributions' `value`s, a maximum metric
+    (`MAXIMUM_METRICS`) their largest `value` (0 when there is none); the
+    places that reach the maximum are its contributions.
+    """
+
+    metric: str
+    turn: int
+    call: int | None = None
+    segment: int | None = None
+    value: float | int = 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "turn": self.turn,
+            "call": self.call,
+            "segment": self.segment,
+            "value": self.value,
+        }
+
+
+def behavior_contributions(summary: RunSummary) -> dict[str, list[Contribution]]:
+    """Every place that counted toward each metric (in `METRIC_NAMES` order).
+
+    `derive_behaviors` takes its totals from this (`metric_totals`), so a
+    viewer that marks these places can never disagree with a row's metrics.
+    """
+    out: dict[str, list[Contribution]] = {name: [] for name in METRIC_NAMES}
     seen: set[str] = set()
-    streak = 0
-    longest_streak = 0
-    max_duration: float | int = 0
+    streaks: list[tuple[int, int]] = []  # (first turn, length) of each tool-only streak
+    streak_start: int | None = None
 
-    for turn in summary.turns:
+    for t, turn in enumerate(summary.turns):
         if turn.toolCalls and not turn.has_text:
-            streak += 1
-            longest_streak = max(longest_streak, streak)
-        else:
-            streak = 0
-        if turn.durationMs is not None:
-            max_duration = max(max_duration, turn.durationMs)
+            if streak_start is None:
+                streak_start = t
+        elif streak_start is not None:
+            streaks.append((streak_start, t - streak_start))
+            streak_start = None
 
-        for call in turn.toolCalls:
-            by_name[call.name] = by_name.get(call.name, 0) + 1
+        for c, call in enumerate(turn.toolCalls):
             signature = _signature(call)
             if signature in seen:
-                counts["repeatedSearchCount"] += 1
+                out["repeatedSearchCount"].append(Contribution("repeatedSearchCount", t, c))
             seen.add(signature)
 
             kind, command = _resolved(call)
             if kind == turns.WEB_FETCH:
-                counts["webFetchToolCallCount"] += 1
+                out["webFetchToolCallCount"].append(Contribution("webFetchToolCallCount", t, c))
             elif kind == turns.TASK:
-                counts["taskToolCallCount"] += 1
+                out["taskToolCallCount"].append(Contribution("taskToolCallCount", t, c))
             elif kind == turns.SHELL and command is not None:
-                _count_shell(command, counts)
+                _shell_contributions(command, t, c, out)
+    if streak_start is not None:
+        streaks.append((streak_start, len(summary.turns) - streak_start))
 
-    counts["longestToolOnlyStreak"] = longest_streak
-    counts["maxTurnDurationMs"] = _whole(max_duration)
-    return {**counts, TOOL_CALLS_BY_NAME: by_name}
+    longest = max((length for _, length in streaks), default=0)
+    out["longestToolOnlyStreak"] = [
+        Contribution("longestToolOnlyStreak", t, value=longest)
+        for first, length in streaks
+        if length == longest
+        for t in range(first, first + length)
+    ]
+    durations = [
+        (t, turn.durationMs)
+        for t, turn in enumerate(summary.turns)
+        if turn.durationMs is not None and turn.durationMs > 0
+    ]
+    slowest = max((d for _, d in durations), default=0)
+    out["maxTurnDurationMs"] = [
+        Contribution("maxTurnDurationMs", t, value=d) for t, d in durations if d == slowest
+    ]
+    chains = out["maxChainSegmentsPerCommand"]
+    most = max((x.value for x in chains), default=0)
+    out["maxChainSegmentsPerCommand"] = [x for x in chains if x.value == most]
+    return out
 
 
-def _count_shell(command: str, counts: dict[str, Any]) -> None:
+def _shell_contributions(command: str, t: int, c: int, out: dict[str, list[Contribution]]) -> None:
     segments = scan_segments(command)
-    counts["shellCommandCount"] += 1
-    counts["chainSegmentCount"] += len(segments)
-    counts["maxChainSegmentsPerCommand"] = max(counts["maxChainSegmentsPerCommand"], len(segments))
-    if any(sets_env(s) for s in segments):
-        counts["envAssignmentCommandCount"] += 1
-    counts["networkCommandCount"] += sum(1 for s in segments if is_network_segment(s))
-    counts["editViaShellCount"] += sum(1 for s in segments if is_edit_segment(s))
+    out["shellCommandCount"].append(Contribution("shellCommandCount", t, c))
+    if segments:
+        n = len(segments)
+        out["chainSegmentCount"].append(Contribution("chainSegmentCount", t, c, value=n))
+        out["maxChainSegmentsPerCommand"].append(
+            Contribution("maxChainSegmentsPerCommand", t, c, value=n)
+        )
+    env = next((k for k, s in enumerate(segments) if sets_env(s)), None)
+    if env is not None:  # at most one per command, at its first assigning segment
+        out["envAssignmentCommandCount"].append(
+            Contribution("envAssignmentCommandCount", t, c, env)
+        )
+    for k, segment in enumerate(segments):
+        if is_network_segment(segment):
+            out["networkCommandCount"].append(Contribution("networkCommandCount", t, c, k))
+        if is_edit_segment(segment):
+            out["editViaShellCount"].append(Contribution("editViaShellCount", t, c, k))
+
+
+def metric_totals(contributions: Mapping[str, Sequence[Contribution]]) -> dict[str, float | int]:
+    """The 11 metric values (in `METRIC_NAMES` order) from `behavior_contributions`."""
+    totals: dict[str, float | int] = {}
+    for name in METRIC_NAMES:
+        values = [x.value for x in contributions.get(name, ())]
+        if name in MAXIMUM_METRICS:
+            totals[name] = _whole(max(values, default=0))
+        else:
+            totals[name] = sum(values)
+    return totals
+
+
+def derive_behaviors(summary: RunSummary) -> dict[str, Any]:
+    """The 11 numeric metrics (in `METRIC_NAMES` order) and `toolCallsByName`.
+
+    The totals are those of `behavior_contributions`, the places that counted.
+    """
+    by_name: dict[str, int] = {}
+    for turn in summary.turns:
+        for call in turn.toolCalls:
+            by_name[call.name] = by_name.get(call.name, 0) + 1
+    return {**metric_totals(behavior_contributions(summary)), TOOL_CALLS_BY_NAME: by_name}
 
 
 def backfill_legacy(behaviors: Mapping[str, Any] | None) -> dict[str, Any] | None:
