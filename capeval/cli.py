@@ -43,6 +43,7 @@ COMMANDS: dict[str, str] = {
     "plot": "capeval.commands.plot:plot",
     "agents": "capeval.commands.agents:agents",
     "paperclip": "capeval.commands.paperclip:paperclip",
+    "view": "capeval.commands.view:view",
 }
 
 

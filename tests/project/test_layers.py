@@ -38,8 +38,12 @@ LAYERS: dict[str, set[str]] = {
         "runner",
         "analysis",
         "paperclip",
+        "view",
         "cli",
     },
+    # The viewer: a top layer that shows what the analysis layer computes
+    # (and the Paperclip suite, run in process); it never runs an agent.
+    "view": {"core", "results", "config", "workspace", "analysis", "paperclip"},
     "cli": {"interrupt", "commands"},
     "launch": {"interrupt", "cli", "analysis"},
     "__main__": {"launch"},
