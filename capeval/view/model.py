@@ -178,9 +178,18 @@ class Viewer:
         self.trend: list[dict[str, Any]] = []
         self._baits = self._workspace_baits(root)
         self._load()
-        from capeval.view.paperclip import load_explorer
+        self._explorer_args = (derivative, root, list(paperclip))
+        self._explorer: Explorer | None = None
 
-        self.explorer: Explorer = load_explorer(derivative=derivative, root=root, rows=paperclip)
+    @property
+    def explorer(self) -> Explorer:
+        """The Paperclip explorer, loaded when its page is first asked for."""
+        if self._explorer is None:
+            from capeval.view.paperclip import load_explorer
+
+            derivative, root, rows = self._explorer_args
+            self._explorer = load_explorer(derivative=derivative, root=root, rows=rows)
+        return self._explorer
 
     # -- loading ----------------------------------------------------------------
 
@@ -432,8 +441,7 @@ class Viewer:
             "runs": self.runs,
             "trend": self.trend,
             "metrics": [{"metric": m, "direction": direction(m)} for m in METRIC_NAMES],
-            "warnings": [*self.warnings, *self.explorer.warnings],
-            "paperclip": {"cases": len(self.explorer.rows), "problem": self.explorer.problem},
+            "warnings": self.warnings,
         }
 
     def _bait(self, ref: _CellRef) -> BaitDecl | None:

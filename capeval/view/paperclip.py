@@ -139,6 +139,7 @@ class Explorer:
             ],
             "assertionClasses": list(ASSERTION_CLASSES),
             "recordedFiles": self.recorded_files,
+            "warnings": self.warnings,
             "cases": cases,
         }
 

@@ -218,7 +218,7 @@
         ? table(["", "run", "started", "cells", "repeats", "passed", "variants", ""], rows, { id: "matrices" })
         : h("p", {}, "No result rows in the paths given."),
       h("p", {}, h("a", { href: "#/history" }, "History: every run and the pass-rate trend"), " · ",
-        h("a", { href: "#/paperclip" }, "Paperclip scenario explorer (" + index.paperclip.cases + " cases)"))
+        h("a", { href: "#/paperclip" }, "Paperclip scenario explorer"))
     );
   }
 
@@ -597,7 +597,8 @@
             onclick: () => jump(x, cursor),
           },
           h("span", {}, h("code", {}, x.metric)),
-          h("span", {}, num(x.total), differs ? h("span", { class: "mismatch", title: "the row stores " + storedValue }, " (row: " + num(storedValue) + ")") : "", " · " + x.places.length + (x.kind === "maximum" ? " at max" : " place(s)"))
+          h("span", {}, num(x.total), differs ? h("span", { class: "mismatch", title: "the row stores " + storedValue }, " (row: " + num(storedValue) + ")") : "",
+            " · " + x.places.length + (x.places.every((p) => p.includes("c")) ? " call(s)" : " turn(s)") + (x.kind === "maximum" ? " at the max" : ""))
         );
       }));
       turns = h("section", { id: "transcript" }, t.turns.map(renderTurn));
@@ -719,6 +720,7 @@
     show(
       h("h1", {}, "Paperclip scenario explorer"),
       data.problem ? h("p", { class: "mismatch" }, data.problem) : null,
+      warnings(data.warnings),
       facts([
         ["derivative", data.derivative],
         ["recorded rows", data.recordedFiles.length ? data.recordedFiles.join(", ") : "none given: each case's configurations are run now, in process, on the mock control plane"],
