@@ -34,6 +34,26 @@ def test_the_wheel_carries_the_named_queries(wheel: Path) -> None:
         assert f"capeval/builtin_queries/{sql.name}" in names
 
 
+def test_the_wheel_carries_the_viewer_page(wheel: Path, tmp_path: Path) -> None:
+    # `capeval view` inlines these into its one HTML file; a wheel without
+    # them would serve nothing.
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for asset in sorted((ROOT / "capeval" / "view" / "assets").iterdir()):
+        assert f"capeval/view/assets/{asset.name}" in names
+    target = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(target)
+    code = "from capeval.view.page import html; print(len(html()))"
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(target)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert int(proc.stdout) > 10_000
+
+
 def test_an_installed_capeval_lists_its_queries_outside_any_workspace(
     wheel: Path, tmp_path: Path
 ) -> None:
