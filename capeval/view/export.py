@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
+from capeval.results.output import write_output
 from capeval.view.model import Viewer
 from capeval.view.page import data_script, html
 
@@ -65,7 +66,10 @@ def export(
             shutil.rmtree(out / name)
     data = out / "data"
     data.mkdir(parents=True, exist_ok=True)
-    (out / MARKER).write_text("written by capeval view --export\n", encoding="utf-8")
+    # The two names an earlier export may hold go through the one output writer
+    # (never renamed over a device or through a link out); data/ and files/
+    # were just made anew.
+    write_output(out / MARKER, "written by capeval view --export\n", fsync=False)
     report = ExportReport()
     for key in viewer.page_keys():
         page = viewer.build(key)
@@ -80,7 +84,7 @@ def export(
                 _copy(viewer, page, item, out, report)
         if progress is not None and report.pages % 1000 == 0:
             progress(f"{report.pages} pages written")
-    (out / "index.html").write_text(html(), encoding="utf-8")
+    write_output(out / "index.html", html())
     return report
 
 
