@@ -9,7 +9,10 @@ process, exactly as `capeval paperclip run` runs them
 no credential, no network, nothing outside this process). Rows a
 `capeval paperclip run --jsonl` (or `report`) recorded are shown beside them
 and compared, and the rows of `capeval paperclip live` turns (their
-journals' surface, calls and decisions) where they exist.
+journals' surface, calls and decisions) where they exist, and a control
+plane's journal itself (`python -m capeval.paperclip.mcpserver --journal
+FILE`) when one is given: every call Codex made with its decision, reason
+and the state diff it caused.
 """
 
 from __future__ import annotations
@@ -58,6 +61,33 @@ def _is_live_row(obj: Mapping[str, Any]) -> bool:
     return {"caseId", "surface", "codexExitCode"} <= set(obj)
 
 
+def _journal(file: Path, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A control plane's journal (`capeval.paperclip.mcpserver --journal`) as shown."""
+    opened = records[0]
+    surfaces = [r.get("operations") for r in records if r.get("kind") == "surface"]
+    return {
+        "file": str(file),
+        "granted": opened.get("granted"),
+        "surface": surfaces[-1] if surfaces else None,
+        "calls": [
+            {
+                "operation": r.get("operation"),
+                "onSurface": r.get("onSurface"),
+                "decision": r.get("decision"),
+                "reason": r.get("reason"),
+                "ok": r.get("ok"),
+                "error": r.get("error"),
+                "detail": r.get("detail"),
+                "arguments": _json_text(r.get("arguments")),
+                "stateDiff": _diff_rows(r.get("stateDiff") or []),
+            }
+            for r in records
+            if r.get("kind") == "call"
+        ],
+        "errors": [str(r.get("message")) for r in records if r.get("kind") == "error"],
+    }
+
+
 @dataclass
 class Explorer:
     rows: list[Row] = field(default_factory=list)
@@ -66,6 +96,7 @@ class Explorer:
     warnings: list[str] = field(default_factory=list)
     recorded: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     live: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    journals: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     recorded_files: list[str] = field(default_factory=list)
     _computed: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
 
@@ -89,6 +120,7 @@ class Explorer:
         except (OSError, UnicodeDecodeError) as exc:
             self.warnings.append(f"paperclip rows: {file}: cannot read: {exc}")
             return
+        objects: list[dict[str, Any]] = []
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
@@ -97,8 +129,15 @@ class Explorer:
             except ValueError:
                 self.warnings.append(f"paperclip rows: {file}:{number}: not JSON; skipped")
                 continue
-            if not isinstance(obj, dict):
-                continue
+            if isinstance(obj, dict):
+                objects.append(obj)
+        if objects and objects[0].get("kind") == "open" and "caseId" in objects[0]:
+            # A live turn's journal: what the control plane showed, decided and changed.
+            case_id = str(objects[0]["caseId"])
+            self.journals.setdefault(case_id, []).append(_journal(file, objects))
+            self.recorded_files.append(str(file))
+            return
+        for obj in objects:
             if _is_live_row(obj):
                 self.live.setdefault(str(obj["caseId"]), []).append(obj)
                 found += 1
@@ -127,7 +166,7 @@ class Explorer:
                     "configurations": len(configs),
                     "passed": all(c["passed"] for c in configs),
                     "recorded": any(c["recorded"] is not None for c in configs),
-                    "live": len(self.live.get(row.id, [])),
+                    "live": len(self.live.get(row.id, [])) + len(self.journals.get(row.id, [])),
                 }
             )
         return {
@@ -284,6 +323,7 @@ class Explorer:
                 }
                 for r in self.live.get(row.id, [])
             ],
+            "journals": self.journals.get(row.id, []),
         }
 
 

@@ -310,3 +310,52 @@ def test_no_results_still_shows_the_explorer(tmp_path: Path) -> None:
     assert index["matrices"] == [] and index["runs"] == []
     explorer = viewer.page("paperclip")
     assert explorer is not None and len(explorer["cases"]) == 106
+
+
+def test_a_control_plane_journal_shows_each_call_with_its_decision_and_diff(
+    tmp_path: Path,
+) -> None:
+    # The journal the MCP server writes for a live turn, here driven directly.
+    import io
+
+    from capeval.paperclip.derivative import DERIVATIVE_PATH, load_derivative
+    from capeval.paperclip.fakeagent import derive_plan
+    from capeval.paperclip.mcpserver import ControlPlaneServer
+
+    case = next(r for r in load_derivative(REPO / DERIVATIVE_PATH) if r.group == "mh")
+    journal = io.StringIO()
+    server = ControlPlaneServer(case, journal)
+    server.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    step = derive_plan(case).steps[0]
+    server.handle(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": step.operation, "arguments": step.args},
+        }
+    )
+    server.handle(
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "checkout_task", "arguments": {}},
+        }
+    )
+    path = tmp_path / "journal.jsonl"
+    path.write_text(journal.getvalue())
+    viewer = load_viewer([], paperclip=[path])
+    index = viewer.page("paperclip")
+    assert index is not None and index["recordedFiles"] == [str(path)]
+    entry = next(c for c in index["cases"] if c["caseId"] == case.id)
+    assert entry["live"] == 1
+    page = viewer.page(f"pcase-{entry['id']}")
+    assert page is not None
+    (shown,) = page["journals"]
+    assert shown["granted"] is True and "checkout_task" not in shown["surface"]
+    first, refused = shown["calls"]
+    assert first["operation"] == step.operation and first["decision"] == "allowed"
+    assert first["ok"] is True and first["stateDiff"]
+    assert refused["decision"] == "absent" and refused["reason"] == "control_plane_owned_operation"
+    assert refused["onSurface"] is False and refused["stateDiff"] == []

@@ -828,7 +828,22 @@
               h("td", {}, (r.operations || []).map((op, k) => op + " " + ((r.decisions || [])[k] || "")).join(", ")),
               h("td", { class: "num" }, num(r.stateDiffSize)), h("td", { class: "num" }, num(r.codexExitCode)),
               h("td", { class: "num" }, ms(r.durationMs)), h("td", {}, r.model || ""))), { id: "live" })]
-        : h("p", { class: "muted" }, "No live turn recorded for this case.")
+        : null,
+      data.journals.map((j, k) => h("section", { class: "journal" },
+        h("h2", {}, "Control-plane journal " + (k + 1)),
+        facts([["file", j.file], ["granted", String(j.granted)], ["surface", (j.surface || []).join(", ")]]),
+        j.errors.length ? h("ul", { class: "warnings" }, j.errors.map((e) => h("li", {}, e))) : null,
+        j.calls.length
+          ? table(["#", "operation", "on surface", "decision", "reason", "result", "arguments", "state diff"],
+              j.calls.map((call, n) => h("tr", {},
+                h("td", { class: "num" }, n + 1), h("td", {}, h("code", {}, call.operation)), h("td", {}, call.onSurface ? "yes" : "no"),
+                h("td", {}, badge(call.decision, call.decision)), h("td", {}, call.reason),
+                h("td", {}, call.ok ? "ok" : "refused", call.error ? " · " + call.error : "", call.detail ? h("div", { class: "counts" }, call.detail) : null),
+                h("td", {}, h("code", {}, call.arguments)),
+                h("td", {}, call.stateDiff.length ? h("details", {}, h("summary", {}, call.stateDiff.length + " change(s)"), diffTable(call.stateDiff, null)) : "none"))),
+              { class: "journal-calls" })
+          : h("p", { class: "muted" }, "No call was made."))),
+      data.live.length || data.journals.length ? null : h("p", { class: "muted" }, "No live turn recorded for this case.")
     );
   }
 
