@@ -104,6 +104,8 @@ class CaseCheck:
 
     cases: list[Case] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    # Worth knowing, never wrong: a case without an oracle that nothing plays.
+    notes: list[Problem] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -114,6 +116,7 @@ class CaseCheck:
             "ok": self.ok,
             "cases": [c.id for c in self.cases],
             "problems": [p.to_json() for p in self.problems],
+            "notes": [p.to_json() for p in self.notes],
         }
 
 

@@ -8,7 +8,8 @@ offline and deterministically.
 
 The trajectory is `config.trajectory` when the agent entry names one (an
 agent *build* compared on any provider/model), else the variant's model
-(`scripted:oracle` plays `trajectories/oracle.json`).
+(`scripted:oracle` plays `trajectories/oracle.json`, else the case's shell
+oracle `solution/solve.sh` as one `run_shell` turn).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from capeval import __version__
 from capeval.agents.base import AgentRequest, AgentResult
-from capeval.agents.trajectory import TrajectoryError, load_trajectory
+from capeval.agents.trajectory import TrajectoryError, load_played, played_file
 from capeval.core.agentconfig import AgentConfig, trajectory_problem
 
 if TYPE_CHECKING:
@@ -38,8 +39,11 @@ _HIDDEN_ENV = ("EVAL_HTTP_TOKEN",)
 class ScriptedAdapter:
     """Adapter for `type = "scripted"` agents."""
 
-    def __init__(self, config: AgentConfig) -> None:
+    def __init__(self, config: AgentConfig, *, play: Path | None = None) -> None:
         self.config = config
+        # A file to play whatever the trajectory's name resolves to: grader
+        # honesty checks each oracle of a case that ships both kinds.
+        self.play = play
 
     def version(self) -> str | None:
         return f"scripted-{__version__}"
@@ -55,9 +59,9 @@ class ScriptedAdapter:
         problem = trajectory_problem(name)
         if problem:
             return self._failed(request, session, f"scripted agent: {problem}")
-        path = request.case_dir / "trajectories" / f"{name}.json"
+        path = self.play or played_file(request.case_dir, name)
         try:
-            load_trajectory(path, name=name, file=_label(path))
+            load_played(path, name=name, file=_label(path))
         except TrajectoryError as exc:
             return self._failed(request, session, f"scripted agent: {exc}")
 
@@ -72,7 +76,7 @@ class ScriptedAdapter:
             "-P",  # the workdir must not shadow modules (a fixture's json.py)
             "-m",
             "capeval.agents.scripted_player",
-            "--trajectory",
+            "--solve-script" if path.suffix == ".sh" else "--trajectory",
             str(path.resolve()),
             "--summary",
             str(summary_path),

@@ -34,7 +34,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from capeval.agents.trajectory import Call, TemplateError, Trajectory, parse_trajectory, render
+from capeval.agents.trajectory import (
+    ORACLE,
+    Call,
+    TemplateError,
+    Trajectory,
+    parse_trajectory,
+    render,
+    shell_trajectory,
+)
 from capeval.core.turns import RunSummary, TokenUsage, ToolCall, Turn
 
 SHELL_TIMEOUT_S = 600.0
@@ -329,12 +337,21 @@ def play(
             if script.thinkMs:
                 time.sleep(script.thinkMs / 1000.0)
             calls = []
+            failed: Outcome | None = None
             for call in script.calls:
                 args, outcome = player.execute(call)
                 calls.append(ToolCall(call.id, call.name, args, result=outcome.recorded()))
+                if trajectory.stop_on_error and not outcome.ok:
+                    failed = outcome
+                    break
             texts = (script.text,) if script.text else ()
             duration = round((time.monotonic() - start) * 1000.0, 1)
             turns.append(Turn(index, texts, tuple(calls), duration))
+            if failed is not None:
+                what = trajectory.description or f"turn {index}"
+                status, error = "failed", f"{what} failed: {failed.text.strip()[-500:]}"
+                played = len(turns)
+                break
         player.wait_background()
     except Stopped:
         status, error = "cancelled", f"stopped by SIGTERM after {len(turns)} turns"
@@ -368,7 +385,11 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m capeval.agents.scripted_player",
         description="Play a validated trajectory in the current directory.",
     )
-    parser.add_argument("--trajectory", required=True, type=Path)
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--trajectory", type=Path, help="a trajectory JSON file")
+    which.add_argument(
+        "--solve-script", type=Path, help="a shell oracle (solution/solve.sh), played as one turn"
+    )
     parser.add_argument(
         "--summary", required=True, type=Path, help="where to write the run summary"
     )
@@ -379,19 +400,25 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, _on_sigterm)
     prompt = ns.prompt_file.read_text(encoding="utf-8") if ns.prompt_file else ""
+    source = ns.solve_script or ns.trajectory
     try:
-        obj = json.loads(ns.trajectory.read_text(encoding="utf-8"))
-        trajectory = parse_trajectory(obj, ns.name or ns.trajectory.stem)
+        if ns.solve_script is not None:
+            trajectory = shell_trajectory(ns.solve_script.resolve(), ns.name or ORACLE)
+        else:
+            obj = json.loads(ns.trajectory.read_text(encoding="utf-8"))
+            trajectory = parse_trajectory(obj, ns.name or ns.trajectory.stem)
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         # The adapter validates first; this guards direct use of the player.
         summary = RunSummary(status="failed", turnsUsed=0, toolCallCount=0, error=f"{exc}")
         write_summary(summary, ns.summary)
-        print(f"scripted_player: cannot play {ns.trajectory}: {exc}", file=sys.stderr)
+        print(f"scripted_player: cannot play {source}: {exc}", file=sys.stderr)
         return 2
     summary = play(trajectory, workdir=Path.cwd(), prompt=prompt, http_url=ns.http_url)
     write_summary(summary, ns.summary)
     if summary.status == "cancelled" and trajectory.status != "cancelled":
         return 128 + signal.SIGTERM
+    if summary.status == "failed" and trajectory.status != "failed":
+        return 1  # a shell oracle that exited non-zero
     return trajectory.exitCode
 
 

@@ -18,6 +18,11 @@ an earlier call returned) and `{{result:<callId>|re:<regex>}}` (its first
 capture group, or the whole match when the regex has none). Per-repeat values
 such as the HTTP token can only be known this way.
 
+A case's oracle may instead be a shell script, `solution/solve.sh` (the
+Terminal-Bench/Harbor convention): it is played as one `run_shell` turn,
+`bash <case>/solution/solve.sh` in the workdir, and the run fails when the
+script exits non-zero (`shell_trajectory`).
+
 This module is imported by the player subprocess, so its top level uses only
 the standard library; validation (jsonschema) is imported when called.
 """
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +53,10 @@ TOOLS: tuple[str, ...] = (
 STATUSES: tuple[str, ...] = ("done", "failed", "cancelled")
 
 HTTP_URL = "{{HTTP_URL}}"
+# The trajectory the default run plays and grader honesty is judged on, and
+# the shell script that may stand in for it (docs/cases.md#oracles).
+ORACLE = "oracle"
+SOLVE_SCRIPT = "solution/solve.sh"
 # `{{result:ID}}` or `{{result:ID|re:REGEX}}`; a regex cannot contain "}}".
 RESULT_REF = re.compile(r"\{\{result:([A-Za-z0-9_.-]+)(?:\|re:(.*?))?\}\}")
 
@@ -88,6 +98,9 @@ class Trajectory:
     status: str = "done"
     error: str | None = None
     description: str = ""
+    # A failing call ends the run as failed (a shell oracle: the script's exit
+    # code is the verdict), instead of being a result the agent goes on from.
+    stop_on_error: bool = False
 
     def calls(self) -> Iterator[Call]:
         """Every call in document order, nested task calls right after their task."""
@@ -138,6 +151,45 @@ def _parse_call(obj: Mapping[str, Any], default_id: str) -> Call:
             _parse_call(c, f"{call_id}.{i}") for i, c in enumerate(args.get("calls") or [])
         )
     return Call(call_id, obj["name"], args, nested)
+
+
+def shell_trajectory(script: Path, name: str = ORACLE) -> Trajectory:
+    """The trajectory a shell oracle is played as: one `run_shell` turn running it.
+
+    `bash <script>` with the workdir as cwd, so `$0` is the script's path in
+    the case (data files can sit beside it) and its exit code decides the run.
+    """
+    return Trajectory(
+        name=name,
+        turns=(
+            ScriptTurn(
+                f"Running {SOLVE_SCRIPT}.",
+                (Call("solve", "run_shell", {"command": f"bash {shlex.quote(str(script))}"}),),
+            ),
+        ),
+        description=SOLVE_SCRIPT,
+        stop_on_error=True,
+    )
+
+
+def played_file(case_dir: Path, name: str) -> Path:
+    """The file the scripted agent plays for trajectory `name` in a case.
+
+    `trajectories/<name>.json`; for the oracle, `solution/solve.sh` when the
+    case ships no `trajectories/oracle.json`. The JSON path when neither exists.
+    """
+    path = case_dir / "trajectories" / f"{name}.json"
+    if name == ORACLE and not path.is_file():
+        script = case_dir / SOLVE_SCRIPT
+        if script.is_file():
+            return script
+    return path
+
+
+def oracle_files(case_dir: Path) -> list[Path]:
+    """The oracles a case ships: `trajectories/oracle.json` and/or `solution/solve.sh`."""
+    found = [case_dir / "trajectories" / f"{ORACLE}.json", case_dir / SOLVE_SCRIPT]
+    return [path for path in found if path.is_file()]
 
 
 # --- templates ----------------------------------------------------------------
@@ -398,6 +450,32 @@ def _check_call(
             )
     seen.add(call_id)
     return problems
+
+
+def load_played(path: Path, *, name: str, file: str | None = None) -> Trajectory:
+    """`load_trajectory`, or for a `.sh` oracle the shell trajectory; raises TrajectoryError."""
+    if path.suffix != ".sh":
+        return load_trajectory(path, name=name, file=file)
+    from capeval.core.problems import Problem
+
+    label = file or str(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise TrajectoryError([Problem(label, "", f"cannot read: {exc}")]) from None
+    if b"\r\n" in data:
+        # bash reads each \r as part of the command: the oracle would fail every time.
+        raise TrajectoryError(
+            [
+                Problem(
+                    label,
+                    "",
+                    "has CRLF (Windows) line endings; bash reads each \\r as part of the "
+                    f"command: convert it to LF line endings (e.g. `sed -i 's/\\r$//' {label}`)",
+                )
+            ]
+        )
+    return shell_trajectory(path.resolve(), name)
 
 
 def load_trajectory(path: Path, *, name: str | None = None, file: str | None = None) -> Trajectory:

@@ -2,6 +2,7 @@
 
 A thin wrapper over `capeval.runner.validate.validate_workspace`; exit 0 when
 everything is valid, 2 when anything is not (the "bad input" code of every command).
+Notes (a case without an oracle that nothing plays) never change the exit code.
 """
 
 from __future__ import annotations
@@ -38,7 +39,13 @@ def validate(
     )
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
-    elif result.ok:
+        if not result.ok:
+            click.get_current_context().exit(EXIT_BAD_INPUT)
+        return
+    # Notes first: a reader of a long problem list still sees its verdict last.
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
+    if result.ok:
         ids = ", ".join(c.id for c in result.cases)
         click.echo(f"ok: {len(result.cases)} cases" + (f" ({ids})" if ids else ""))
     else:

@@ -64,20 +64,18 @@ def check_case(
     agent_timeout_s: float = 300.0,
     max_turns: int | None = None,
 ) -> list[Problem]:
+    from capeval.agents.trajectory import oracle_files
     from capeval.runner.workdir import WorkdirError
     from capeval.workspace import rel
 
     case_file = rel(case.file, root)
-    traj_file = rel(case.trajectory_path(trajectory), root)
-    if not case.trajectory_path(trajectory).is_file():
-        return [
-            Problem(
-                traj_file,
-                "",
-                f"missing: every case ships a trajectory named {trajectory!r} that solves it "
-                "(see docs/cases.md#the-scripted-agent)",
-            )
-        ]
+    if trajectory == ORACLE:
+        played = oracle_files(case.dir)
+    else:
+        played = [p for p in (case.trajectory_path(trajectory),) if p.is_file()]
+    if not played:
+        traj_file = rel(case.trajectory_path(trajectory), root)
+        return [Problem(traj_file, "", missing_oracle_message(trajectory))]
     problems: list[Problem] = []
     try:
         with _workdir(root, case) as workdir, _http(case) as http:
@@ -91,21 +89,37 @@ def check_case(
                         "task is done, or it passes an agent that does nothing",
                     )
                 )
-        with _workdir(root, case) as workdir, _http(case) as http:
-            problems += _check_oracle(
-                case,
-                workdir,
-                http,
-                trajectory,
-                traj_file,
-                case_file,
-                verify_timeout_s,
-                agent_timeout_s,
-                max_turns if max_turns is not None else case.maxTurns,
-            )
+        for path in played:
+            with _workdir(root, case) as workdir, _http(case) as http:
+                problems += _check_oracle(
+                    case,
+                    workdir,
+                    http,
+                    trajectory,
+                    path,
+                    rel(path, root),
+                    case_file,
+                    verify_timeout_s,
+                    agent_timeout_s,
+                    max_turns if max_turns is not None else case.maxTurns,
+                )
     except WorkdirError as exc:
         problems.append(Problem(case_file, "fixture", str(exc)))
     return problems
+
+
+def missing_oracle_message(trajectory: str = ORACLE) -> str:
+    """What a case without the trajectory `--graders` plays lacks, and what it is for."""
+    if trajectory != ORACLE:
+        return (
+            f"missing: the grader check plays a trajectory named {trajectory!r} that solves "
+            "the case (see docs/cases.md#oracles)"
+        )
+    return (
+        "missing: no oracle; add trajectories/oracle.json or a shell script "
+        "solution/solve.sh that solves the task. The grader check plays it to prove the "
+        "grader passes once the task is done (see docs/cases.md#oracles)"
+    )
 
 
 def _check_oracle(
@@ -113,6 +127,7 @@ def _check_oracle(
     workdir: Path,
     http: HttpFixture | None,
     trajectory: str,
+    path: Path,
     traj_file: str,
     case_file: str,
     verify_timeout_s: float,
@@ -137,7 +152,8 @@ def _check_oracle(
             env={"EVAL_HTTP_URL": url} if url else {},
             http_url=url,
         )
-        result = ScriptedAdapter(AgentConfig(name="scripted", type="scripted")).run(request)
+        agent = AgentConfig(name="scripted", type="scripted")
+        result = ScriptedAdapter(agent, play=path).run(request)
     if result.status != "done" or result.exitCode != 0:
         detail = f": {result.error}" if result.error else ""
         return [
@@ -173,13 +189,14 @@ def _check_oracle(
                         f"breaks the case's requireBehaviors {req.describe()} (got {got})",
                     )
                 )
+    kind = "script" if path.suffix == ".sh" else "trajectory"
     code, output = _grade(case, workdir, http, verify_timeout_s)
     if code != 0:
         problems.append(
             Problem(
                 case_file,
                 "verify",
-                f"{case.verify} fails (exit {code}) after the {trajectory} trajectory solved the "
+                f"{case.verify} fails (exit {code}) after the {trajectory} {kind} solved the "
                 f"task; fix the grader or {traj_file}. Grader output: {output}",
             )
         )

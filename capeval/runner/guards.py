@@ -276,7 +276,7 @@ def refuse_missing_trajectories(
     is there but cannot be played (bad JSON, a mistyped field): every repeat
     of it would fail the same way.
     """
-    from capeval.agents.trajectory import TrajectoryError, load_trajectory
+    from capeval.agents.trajectory import ORACLE, TrajectoryError, load_played, played_file
 
     missing: list[str] = []
     broken: dict[Path, str] = {}
@@ -285,13 +285,14 @@ def refuse_missing_trajectories(
         if name is None:
             continue
         for case in cases:
-            path = case.trajectory_path(name)
+            path = played_file(case.dir, name)
             shown = os.path.relpath(path, root) if path.is_relative_to(root) else str(path)
             if not path.is_file():
-                missing.append(f"{shown} (case {case.id!r}, variant {v.id})")
+                alt = " or solution/solve.sh" if name == ORACLE else ""
+                missing.append(f"{shown}{alt} (case {case.id!r}, variant {v.id})")
             elif path not in broken:
                 try:
-                    load_trajectory(path, name=name, file=shown)
+                    load_played(path, name=name, file=shown)
                     broken[path] = ""
                 except TrajectoryError as exc:
                     broken[path] = str(exc)

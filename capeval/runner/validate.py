@@ -11,12 +11,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from capeval.agents.trajectory import TrajectoryError, load_trajectory
+from capeval.agents.trajectory import (
+    SOLVE_SCRIPT,
+    TrajectoryError,
+    load_played,
+    load_trajectory,
+    oracle_files,
+)
 from capeval.config import Config, load_config, matrix_problems, tiers_despite
 from capeval.core.case import ORACLE_TRAJECTORY, Case
 from capeval.core.matrix import parse_cell, played_trajectory
 from capeval.core.problems import Problem, ProblemsError
 from capeval.runner.graders import check_graders
+from capeval.runner.options import DEFAULT_AGENT, DEFAULT_SCRIPTED_MODEL
 from capeval.workspace import (
     CASE_FILE,
     CASES_SUBDIR,
@@ -39,6 +46,10 @@ def validate_workspace(
 ) -> CaseCheck:
     """Everything `capeval validate` checks, as data: root, configuration, cases
     and optionally grader honesty. Never raises for bad input.
+
+    A case without an oracle is a problem only where something plays the
+    oracle (a scripted cell of the configured run, or `graders`); otherwise
+    it is one of the result's `notes`.
     """
     try:
         found = find_root(start=start, explicit=root)
@@ -52,13 +63,17 @@ def validate_workspace(
         tiers = tiers_despite(found, config_path, exc.problems)
         result = check_cases(found, None, ids, check_tiers=bool(tiers), tiers=tiers)
         result.problems[:0] = exc.problems
+        # Which agents the run plays cannot be told: the oracle stays required.
         result.problems += trajectory_problems(found, _checked_dirs(found, ids))
         return result
     result = check_cases(found, config, ids)
     result.problems[:0] = matrix_problems(config, found)
     # Of invalid cases too: "every problem at once", not one more round per fix.
-    result.problems += trajectory_problems(found, _checked_dirs(found, ids))
-    result.problems += configured_trajectory_problems(found, config, _checked_dirs(found, ids))
+    dirs = _checked_dirs(found, ids)
+    played = played_trajectories(config)
+    needed_by = "capeval validate --graders" if graders else played.get(ORACLE_TRAJECTORY)
+    result.problems += trajectory_problems(found, dirs, needed_by, result.notes)
+    result.problems += configured_trajectory_problems(found, config, dirs, played)
     if result.ok and not result.cases:
         # "ok: 0 cases" passed a CI check of a workspace whose cases were never
         # added (or sit in a misspelt folder), while `capeval run` refuses it.
@@ -92,48 +107,81 @@ def _checked_dirs(root: Path, ids: Sequence[str] | None) -> list[Path]:
     return [d for d in case_dirs(base) if (not ids or d.name in ids) and (d / CASE_FILE).is_file()]
 
 
-def trajectory_problems(root: Path, case_dirs: Sequence[Path]) -> list[Problem]:
-    """Every case ships an oracle trajectory, and every trajectory must be playable.
+ORACLE_NEEDED_BY_DEFAULT = "capeval run (by default)"
+ORACLE_NOTE = (
+    "no oracle (trajectories/oracle.json or solution/solve.sh); the configured run does not "
+    "need one. An oracle is a reference solution: capeval validate --graders plays it to "
+    "prove the grader passes once the task is done, and the scripted agent plays it "
+    "(docs/cases.md#oracles)"
+)
 
-    The default `capeval run` plays the oracle and grader honesty is judged on
-    it. Loading does not demand either (a run of a real agent needs none), so
-    `capeval validate` is where they are checked: a broken trajectory would
-    otherwise surface as a failed repeat (a regression, to the gate).
+
+def trajectory_problems(
+    root: Path,
+    case_dirs: Sequence[Path],
+    needed_by: str | None = ORACLE_NEEDED_BY_DEFAULT,
+    notes: list[Problem] | None = None,
+) -> list[Problem]:
+    """Per case: its oracle where `needed_by` plays it, and every trajectory it
+    ships (and its shell oracle) playable.
+
+    A case without an oracle is a problem when `needed_by` names what plays
+    it, else a note appended to `notes`. Loading demands neither (a run of a
+    real agent plays none), so `capeval validate` is where they are checked: a
+    broken trajectory would otherwise surface as a failed repeat (a
+    regression, to the gate).
     """
     out: list[Problem] = []
     for case_dir in case_dirs:
-        oracle = case_dir / "trajectories" / f"{ORACLE_TRAJECTORY}.json"
-        if not oracle.is_file():
-            out.append(
-                Problem(
-                    rel(oracle, root),
-                    "",
-                    "missing; every case ships an oracle trajectory (the default "
-                    "`capeval run` plays it); add one",
+        if not oracle_files(case_dir):
+            if needed_by is None:
+                if notes is not None:
+                    notes.append(Problem(rel(case_dir, root), "", ORACLE_NOTE))
+            else:
+                oracle = case_dir / "trajectories" / f"{ORACLE_TRAJECTORY}.json"
+                out.append(
+                    Problem(
+                        rel(oracle, root),
+                        "",
+                        f"missing; {needed_by} plays it with the scripted agent. An oracle is "
+                        "a reference solution: add this file, or a shell script "
+                        "solution/solve.sh that solves the task (docs/cases.md#oracles)",
+                    )
                 )
-            )
-        for path in sorted(oracle.parent.glob("*.json")):
+        for path in sorted((case_dir / "trajectories").glob("*.json")):
             try:
                 load_trajectory(path, file=rel(path, root))
+            except TrajectoryError as exc:
+                out += exc.problems
+        script = case_dir / SOLVE_SCRIPT
+        if script.is_file():
+            try:
+                load_played(script, name=ORACLE_TRAJECTORY, file=rel(script, root))
             except TrajectoryError as exc:
                 out += exc.problems
     return out
 
 
-def configured_trajectory_problems(
-    root: Path, config: Config, case_dirs: Sequence[Path]
-) -> list[Problem]:
-    """Trajectories the configured matrix's scripted cells play but a case lacks.
+def played_trajectories(config: Config) -> dict[str, str]:
+    """The trajectories the configured run plays with a scripted agent, each with
+    the words naming the cell that plays it (first one wins).
 
-    `capeval run` refuses such a run before any agent starts ("no trajectory
-    to play"); validate said ok. Cells that `--provider`/`--model` must
-    complete, or that name an unknown agent, are left to `matrix_problems`.
+    Without a matrix or provider/model, the run's default cell: the default
+    agent's trajectory (`scripted:oracle` with the built-in default). Cells
+    that `--provider`/`--model` must complete, or that name an unknown agent,
+    are left to `matrix_problems`.
     """
-    default = config.agent or "scripted"
+    default = config.agent or DEFAULT_AGENT
     cells: list[str] = list(config.matrix)
     if not cells and config.provider and config.model:
         cells = [f"{config.provider}:{config.model}"]
-    wanted: dict[str, str] = {}  # trajectory name -> the cell that plays it
+    wanted: dict[str, str] = {}
+    if not cells:
+        agent = config.agents.get(default)
+        if agent is not None and agent.type == "scripted":
+            default_name = agent.trajectory or DEFAULT_SCRIPTED_MODEL
+            wanted[default_name] = f"capeval run's default cell 'scripted:{default_name}'"
+        return wanted
     for cell in cells:
         try:
             variant = parse_cell(
@@ -143,9 +191,23 @@ def configured_trajectory_problems(
             continue
         name = played_trajectory(variant, config.agents)
         if name is not None:
-            wanted.setdefault(name, cell)
+            wanted.setdefault(name, f"the configured matrix cell {cell!r}")
+    return wanted
+
+
+def configured_trajectory_problems(
+    root: Path,
+    config: Config,
+    case_dirs: Sequence[Path],
+    played: dict[str, str] | None = None,
+) -> list[Problem]:
+    """Trajectories the configured matrix's scripted cells play but a case lacks.
+
+    `capeval run` refuses such a run before any agent starts ("no trajectory
+    to play"); validate said ok. The oracle is checked on its own.
+    """
     out: list[Problem] = []
-    for name, cell in wanted.items():
+    for name, cell in (played_trajectories(config) if played is None else played).items():
         if name == ORACLE_TRAJECTORY:
             continue  # every case's oracle is checked on its own
         for case_dir in case_dirs:
@@ -155,9 +217,8 @@ def configured_trajectory_problems(
                     Problem(
                         rel(path, root),
                         "",
-                        f"missing; the configured matrix cell {cell!r} plays it with a scripted "
-                        "agent (capeval run refuses to start without it); add one, or change "
-                        "the matrix",
+                        f"missing; {cell} plays it with a scripted agent (capeval run refuses "
+                        "to start without it); add one, or change the matrix",
                     )
                 )
     return out

@@ -71,7 +71,12 @@ def test_case_option_limits_the_check(broken: Path) -> None:
 def test_json_when_valid(good: Path) -> None:
     result = invoke("--root", str(good), "--json")
     assert result.exit_code == 0
-    assert json.loads(result.output) == {"ok": True, "cases": ["alpha", "beta"], "problems": []}
+    assert json.loads(result.output) == {
+        "ok": True,
+        "cases": ["alpha", "beta"],
+        "problems": [],
+        "notes": [],
+    }
 
 
 def test_json_when_broken(broken: Path) -> None:
