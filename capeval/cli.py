@@ -30,6 +30,8 @@ from capeval.interrupt import (
 # name -> "module:attribute". One line per command; the module is imported only
 # when the command is invoked or its help is shown.
 COMMANDS: dict[str, str] = {
+    "init": "capeval.commands.init:init",
+    "new": "capeval.commands.new:new",
     "run": "capeval.commands.run:run",
     "validate": "capeval.commands.validate:validate",
     "behaviors": "capeval.commands.behaviors:behaviors",

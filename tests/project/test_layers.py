@@ -22,6 +22,7 @@ LAYERS: dict[str, set[str]] = {
     "results": {"core"},
     "config": {"core"},
     "workspace": {"core", "config"},
+    "scaffold": {"core", "config", "workspace"},
     "proc": {"core"},
     "agents": {"core", "proc", "results"},
     "runner": {"core", "proc", "agents", "results", "config", "workspace"},
@@ -39,6 +40,7 @@ LAYERS: dict[str, set[str]] = {
         "analysis",
         "paperclip",
         "view",
+        "scaffold",
         "cli",
     },
     # The viewer: a top layer that shows what the analysis layer computes

@@ -54,6 +54,30 @@ def test_the_wheel_carries_the_viewer_page(wheel: Path, tmp_path: Path) -> None:
     assert int(proc.stdout) > 10_000
 
 
+def test_the_wheel_carries_the_workspace_templates(wheel: Path) -> None:
+    # `capeval init` and `capeval new case` read them from the installed package.
+    names = set(zipfile.ZipFile(wheel).namelist())
+    templates = ROOT / "capeval" / "templates"
+    for path in sorted(p for p in templates.rglob("*") if p.is_file()):
+        assert f"capeval/templates/{path.relative_to(templates).as_posix()}" in names
+
+
+def test_an_installed_capeval_inits_a_workspace_outside_any_checkout(
+    wheel: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(target)
+    proc = subprocess.run(
+        [sys.executable, "-m", "capeval", "init", "ws"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(target)},
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "ws" / "evals/capability/cases/fix-greeting/solution/solve.sh").is_file()
+
+
 def test_an_installed_capeval_lists_its_queries_outside_any_workspace(
     wheel: Path, tmp_path: Path
 ) -> None:
