@@ -21,12 +21,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from capeval.core.case import (
     DEFAULT_TIERS,
     DEFAULT_VERIFY,
+    PAGES_PATTERN,
     PLAIN_FILE_PATTERN,
     Bait,
     Case,
     CaseFacts,
     FixtureState,
     GraderState,
+    PagesState,
     case_from_dict,
     field_path,
     in_field_order,
@@ -523,9 +525,34 @@ def gather_facts(root: Path, case_dir: Path, obj: Any) -> CaseFacts:
             else "missing"
         )
     crlf = grader_state == "ok" and _has_crlf(case_dir / str(verify))
-    return CaseFacts(
-        fixture=fixture_state, grader=grader_state, fixture_link=link_problem, grader_crlf=crlf
+    pages = obj.get("httpFixture")
+    pages_state = (
+        pages_fact(case_dir, pages)
+        if isinstance(pages, str) and re.fullmatch(PAGES_PATTERN, pages)
+        else None
     )
+    return CaseFacts(
+        fixture=fixture_state,
+        grader=grader_state,
+        fixture_link=link_problem,
+        grader_crlf=crlf,
+        pages=pages_state,
+    )
+
+
+def pages_fact(case_dir: Path, pages: str) -> PagesState:
+    """What the folder a string `httpFixture` names is: inside the case, with files?"""
+    folder = case_dir / pages
+    if not folder.exists():
+        return "missing"
+    if not folder.is_dir():
+        return "not_dir"
+    if not _inside(folder, case_dir):
+        return "escapes"
+    for path in folder.rglob("*"):
+        if path.is_file():
+            return "ok" if all(_inside(f, case_dir) for f in folder.rglob("*")) else "escapes"
+    return "empty"
 
 
 def _has_crlf(path: Path) -> bool:

@@ -57,6 +57,9 @@ LONGEST_HTTP_URL = "http://127.0.0.1:65535"
 ORACLE_TRAJECTORY = "oracle"
 FixtureState = Literal["ok", "missing", "not_dir", "escapes", "is_root"]
 GraderState = Literal["ok", "missing", "not_file", "escapes"]
+PagesState = Literal["ok", "missing", "not_dir", "escapes", "empty"]
+# A folder inside the case directory: relative, no "." or ".." part, no "\\".
+PAGES_PATTERN = r"^(?!/)(?!.*\\)(?!(?:.*/)?\.\.?(?:/|$))[^\x00]+$"
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,9 @@ class Case:
     requireBehaviors: tuple[Requirement, ...]
     dir: Path
     file: Path
+    # `httpFixture` naming a folder of the case: the pages its server serves
+    # instead of the default ones (docs/cases.md#case-pages).
+    httpPages: str | None = None
 
     def trajectory_path(self, name: str) -> Path:
         return self.dir / "trajectories" / f"{name}.json"
@@ -134,6 +140,11 @@ class Case:
 
     def fixture_path(self, root: Path) -> Path:
         return root / self.fixture
+
+    @property
+    def pages_path(self) -> Path | None:
+        """The folder whose files the case's HTTP fixture serves; None: the default pages."""
+        return self.dir / self.httpPages if self.httpPages is not None else None
 
     def render_prompt(self, http_url: str | None = None) -> str:
         """The prompt the agent sees; the placeholder needs a live HTTP fixture."""
@@ -159,7 +170,7 @@ class Case:
         if self.bait is not None:
             out["bait"] = self.bait.to_json()
         if self.httpFixture:
-            out["httpFixture"] = True
+            out["httpFixture"] = self.httpPages if self.httpPages is not None else True
         if self.requireBehaviors:
             out["requireBehaviors"] = [r.to_json() for r in self.requireBehaviors]
         return out
@@ -177,6 +188,8 @@ class CaseFacts:
     # The grader has CRLF line endings: bash reads each `\r` as part of the
     # line, so `set -o pipefail\r` fails and the grader fails every repeat.
     grader_crlf: bool = False
+    # The folder a string `httpFixture` names, inside the case directory.
+    pages: PagesState | None = None
 
 
 def case_from_dict(obj: Mapping[str, Any], *, dir: Path, file: Path) -> Case:
@@ -198,6 +211,7 @@ def case_from_dict(obj: Mapping[str, Any], *, dir: Path, file: Path) -> Case:
         ),
         dir=dir,
         file=file,
+        httpPages=pages if isinstance(pages := obj.get("httpFixture"), str) else None,
     )
 
 
@@ -261,7 +275,12 @@ def _schema(tiers: Sequence[str]) -> dict[str, Any]:
                     },
                 },
             },
-            "httpFixture": {"type": "boolean", "description": "true or false"},
+            "httpFixture": {
+                "type": ["boolean", "string"],
+                "pattern": PAGES_PATTERN,
+                "description": "true (the default pages), false, or a folder of the case "
+                'whose files are served, e.g. "site"',
+            },
             "requireBehaviors": {
                 # An empty list is a list (docs/cases.md#case-json) and requires nothing;
                 # only a non-empty one makes uncaptured behaviors fail a repeat.
@@ -639,10 +658,23 @@ def _semantic_problems(
             )
 
     prompt = obj.get("prompt")
+    http = obj.get("httpFixture")
+    if isinstance(http, str) and facts.pages not in (None, "ok"):
+        case_dir = str(PurePosixPath(file).parent)
+        messages = {
+            "missing": "does not exist; create the folder with the pages the server "
+            "serves (its index.html at /), or set true for the default pages",
+            "not_dir": "is not a folder; name a folder of the case whose files the server serves",
+            "escapes": "resolves outside the case folder (a symlink); the pages must be files "
+            "of the case: copy them in",
+            "empty": "holds no file to serve; add the pages (index.html is served at /)",
+        }
+        out.append(Problem(file, "httpFixture", f"{case_dir}/{http} {messages[facts.pages]}"))
     if (
         isinstance(prompt, str)
         and HTTP_URL_PLACEHOLDER in prompt
-        and obj.get("httpFixture") is not True
+        and http is not True
+        and not (isinstance(http, str) and http)
     ):
         out.append(
             Problem(

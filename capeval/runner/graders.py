@@ -250,4 +250,4 @@ def _http(case: Case) -> HttpFixture | nullcontext[None]:
         return nullcontext()
     from capeval.runner.httpfixture import HttpFixture
 
-    return HttpFixture()
+    return HttpFixture(site=case.pages_path)

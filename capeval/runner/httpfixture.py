@@ -11,10 +11,13 @@ repeat ends, whatever happens; `stop_all()` covers Ctrl-C and crash paths.
 from __future__ import annotations
 
 import html
+import mimetypes
 import secrets
 import threading
+import urllib.parse
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import ClassVar
 
@@ -44,19 +47,59 @@ DEFAULT_PAGES: dict[str, str] = {
 }
 
 
+# In a case's own pages (`"httpFixture": "<folder>"`), filled in when served.
+TOKEN_PLACEHOLDER = "{{TOKEN}}"
+URL_PLACEHOLDER = "{{HTTP_URL}}"
+
+
+def load_site(folder: Path) -> dict[str, bytes]:
+    """A case's own pages: every file under `folder` by its URL path.
+
+    `a/b.html` is served at `/a/b.html`, and an `index.html` also at its
+    folder's path (`/`, `/docs/`). Read once when the server starts, so the
+    pages cannot change under a running repeat.
+    """
+    site: dict[str, bytes] = {}
+    for path in sorted(folder.rglob("*")):
+        if not path.is_file():
+            continue
+        rel = path.relative_to(folder).as_posix()
+        body = path.read_bytes()
+        site["/" + rel] = body
+        if path.name == "index.html":
+            site["/" + rel[: -len("index.html")]] = body
+    return site
+
+
+def _content_type(path: str) -> str:
+    if path.endswith("/"):
+        return "text/html; charset=utf-8"
+    guessed, _ = mimetypes.guess_type(path)
+    kind = guessed or "application/octet-stream"
+    return f"{kind}; charset=utf-8" if kind.startswith("text/") else kind
+
+
 class HttpFixture:
     """A loopback HTTP server for one repeat; use as a context manager.
 
     `.url` (no trailing slash) and `.token` are valid while it runs. Paths not
-    in `pages` get 404. Every request path is recorded in `.requests`.
+    in `pages` get 404. Every request path is recorded in `.requests`. With
+    `site` (a case's folder of pages) its files are served instead, with
+    `{{TOKEN}}` and `{{HTTP_URL}}` filled in in every UTF-8 text file.
     """
 
     _live: ClassVar[set[HttpFixture]] = set()
     _live_lock: ClassVar[threading.Lock] = threading.Lock()
 
-    def __init__(self, pages: Mapping[str, str] | None = None, token: str | None = None) -> None:
+    def __init__(
+        self,
+        pages: Mapping[str, str] | None = None,
+        token: str | None = None,
+        site: Path | None = None,
+    ) -> None:
         self.token = token or secrets.token_hex(16)
         self._pages = dict(DEFAULT_PAGES if pages is None else pages)
+        self._site = load_site(site) if site is not None else None
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.requests: list[str] = []
@@ -70,18 +113,26 @@ class HttpFixture:
             def do_GET(self) -> None:
                 fixture.requests.append(self.path)
                 path = self.path.split("?", 1)[0]
-                template = fixture._pages.get(path)
-                if template is None:
-                    self.send_error(404, "not found")
-                    return
-                body = (
-                    template.replace("{token}", html.escape(fixture.token))
-                    .replace("{url}", html.escape(fixture.url))
-                    .encode()
-                )
-                ctype = "text/plain" if path.endswith(".txt") else "text/html"
+                if fixture._site is not None:
+                    found = fixture._serve_site(urllib.parse.unquote(path))
+                    if found is None:
+                        self.send_error(404, "not found")
+                        return
+                    body, ctype = found
+                else:
+                    template = fixture._pages.get(path)
+                    if template is None:
+                        self.send_error(404, "not found")
+                        return
+                    body = (
+                        template.replace("{token}", html.escape(fixture.token))
+                        .replace("{url}", html.escape(fixture.url))
+                        .encode()
+                    )
+                    kind = "text/plain" if path.endswith(".txt") else "text/html"
+                    ctype = f"{kind}; charset=utf-8"
                 self.send_response(200)
-                self.send_header("Content-Type", f"{ctype}; charset=utf-8")
+                self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
                 self.send_header("Cache-Control", "no-store")
                 self.end_headers()
@@ -102,6 +153,19 @@ class HttpFixture:
         with HttpFixture._live_lock:
             HttpFixture._live.add(self)
         return self
+
+    def _serve_site(self, path: str) -> tuple[bytes, str] | None:
+        """A case page and its content type, placeholders filled in; None: no such page."""
+        assert self._site is not None
+        body = self._site.get(path)
+        if body is None:
+            return None
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            return body, _content_type(path)  # an image, an archive: served as it is
+        text = text.replace(TOKEN_PLACEHOLDER, self.token).replace(URL_PLACEHOLDER, self.url)
+        return text.encode("utf-8"), _content_type(path)
 
     def stop(self) -> None:
         """Idempotent: closes the listening socket so the port refuses connections."""

@@ -133,7 +133,7 @@ def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Ro
             agent_env = {"TMPDIR": str(agent_tmp)}
             grader_env = {**own_repo_env(), "TMPDIR": str(verify_tmp)}
             if case.httpFixture:
-                fixture = HttpFixture().start()
+                fixture = HttpFixture(site=case.pages_path).start()
                 agent_env["EVAL_HTTP_URL"] = fixture.url
                 grader_env["EVAL_HTTP_URL"] = fixture.url
                 grader_env["EVAL_HTTP_TOKEN"] = fixture.token

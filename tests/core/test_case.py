@@ -124,7 +124,7 @@ def test_unknown_field_names_allowed_fields_and_suggests_the_close_one() -> None
         ("maxTurns", True, "boolean true"),
         ("verify", 1, "integer 1"),
         ("bait", "networkCommandCount", "string"),
-        ("httpFixture", "yes", 'string "yes"'),
+        ("httpFixture", 5, "integer 5"),
         ("requireBehaviors", {"metric": "x"}, "object"),
     ],
 )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -82,3 +84,49 @@ def test_substitute_url() -> None:
         substitute_url("fetch {{HTTP_URL}}/ now", "http://127.0.0.1:1")
         == "fetch http://127.0.0.1:1/ now"
     )
+
+
+# --- a case's own pages ("httpFixture": "<folder>") ---------------------------------
+
+
+def _site(tmp_path: Path) -> Path:
+    site = tmp_path / "site"
+    (site / "docs").mkdir(parents=True)
+    (site / "index.html").write_text("<p>Build code: <b>{{TOKEN}}</b></p>\n")
+    (site / "docs" / "index.html").write_text('<a href="{{HTTP_URL}}/release.json">r</a>\n')
+    (site / "release.json").write_text('{"code": "{{TOKEN}}"}\n')
+    (site / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n{{TOKEN}}\xff")
+    return site
+
+
+def _raw(url: str) -> tuple[int, bytes, str]:
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        return resp.status, resp.read(), resp.headers["Content-Type"]
+
+
+def test_a_case_folder_is_served_with_the_token_and_url_filled_in(tmp_path: Path) -> None:
+    with HttpFixture(site=_site(tmp_path)) as fx:
+        assert _get(fx.url + "/") == (200, f"<p>Build code: <b>{fx.token}</b></p>\n")
+        assert _get(fx.url + "/index.html")[1] == _get(fx.url + "/")[1]
+        assert _get(fx.url + "/docs/") == (200, f'<a href="{fx.url}/release.json">r</a>\n')
+        status, body, ctype = _raw(fx.url + "/release.json")
+        assert (status, json.loads(body), ctype) == (200, {"code": fx.token}, "application/json")
+        # Not UTF-8 text: served byte for byte, nothing filled in.
+        assert _raw(fx.url + "/logo.png")[1:] == (b"\x89PNG\r\n\x1a\n{{TOKEN}}\xff", "image/png")
+        assert _raw(fx.url + "/")[2] == "text/html; charset=utf-8"
+
+
+def test_a_case_folder_replaces_the_default_pages(tmp_path: Path) -> None:
+    with HttpFixture(site=_site(tmp_path)) as fx:
+        assert _get(fx.url + "/token.txt")[0] == 404
+        assert _get(fx.url + "/docs")[0] == 404  # a folder's index is at its path with "/"
+        assert _get(fx.url + "/../site/index.html")[0] == 404
+
+
+def test_the_pages_are_read_when_the_server_starts(tmp_path: Path) -> None:
+    site = _site(tmp_path)
+    with HttpFixture(site=site) as fx:
+        (site / "index.html").write_text("changed\n")
+        (site / "new.html").write_text("new\n")
+        assert "Build code" in _get(fx.url + "/")[1]
+        assert _get(fx.url + "/new.html")[0] == 404
