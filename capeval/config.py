@@ -392,7 +392,14 @@ def _prompt_problems(name: str, spec: Mapping[str, Any], *, file: str) -> list[P
 
 
 # The placeholders a command template is filled with (capeval.agents.command).
-COMMAND_PLACEHOLDERS: tuple[str, ...] = ("workdir", "prompt", "provider", "model", "max_turns")
+COMMAND_PLACEHOLDERS: tuple[str, ...] = (
+    "workdir",
+    "prompt",
+    "provider",
+    "model",
+    "max_turns",
+    "hook",
+)
 # `{name}`, not `${name}` (a variable for a shell the template may start).
 _PLACEHOLDER_LIKE = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_-]*)\}")
 

@@ -7,7 +7,8 @@ This is how a product like corbits plugs in without capeval knowing its flags:
     command = "corbits exec --cwd {workdir} --provider {provider} --model {model} --dangerously-skip-permissions --force {prompt}"
     hook = ".corbits/hooks/eval-run-capture.sh"
 
-The template is split with shlex first and the placeholders are substituted
+The template is split with shlex first and the placeholders (`{workdir}`,
+`{prompt}`, `{provider}`, `{model}`, `{max_turns}`, `{hook}`) are substituted
 per argument afterwards, so `{prompt}` is always exactly one argv element
 and never passes through a shell, whatever quotes or `$(...)` it contains.
 An argument whose placeholder has no value (`{max_turns}` without a budget)
@@ -16,7 +17,8 @@ the whole argument (`--max-turns {max_turns}` disappears entirely).
 
 Before the run capeval writes a small hook script at the configured path
 inside the workdir (and hides it from `git status` via `.git/info/exclude`).
-The product calls `sh <hook> postRun` with its run summary JSON on stdin;
+The agent gets the hook's absolute path as `CAPEVAL_HOOK` (and as `{hook}` in
+the template). The product calls `sh <hook> postRun` with its run summary JSON on stdin;
 the hook stores it *outside* the workdir (its destination is baked into the
 script), so neither the agent nor the grader can see or alter it. Other hook
 kinds (`postTurn`, ...) are read and ignored. No hook call means no summary:
@@ -48,7 +50,9 @@ from capeval.core.agentconfig import DEFAULT_HOOK, AgentConfig, hook_problem
 from capeval.core.turns import RunSummary
 
 CAPTURE_FILE = "run-summary.json"
-_PLACEHOLDER = re.compile(r"\{(workdir|prompt|provider|model|max_turns)\}")
+_PLACEHOLDER = re.compile(r"\{(workdir|prompt|provider|model|max_turns|hook)\}")
+# The variable that tells the agent where its capture hook is.
+HOOK_ENV = "CAPEVAL_HOOK"
 
 
 class CommandTemplateError(ValueError):
@@ -183,6 +187,7 @@ class CommandAdapter:
             "provider": request.provider,
             "model": request.model,
             "max_turns": None if request.max_turns is None else str(request.max_turns),
+            "hook": str(hook_path(request.workdir, self.config.hook)),
         }
 
     def argv(self, request: AgentRequest) -> list[str]:
@@ -222,10 +227,12 @@ class CommandAdapter:
             request.capture_dir.mkdir(parents=True, exist_ok=True)
             capture = request.capture_dir / CAPTURE_FILE
             capture.unlink(missing_ok=True)
-            install_hook(request.workdir, self.config.hook, capture)
+            hook = install_hook(request.workdir, self.config.hook, capture)
         except (CommandTemplateError, OSError) as exc:
             return AgentResult(exitCode=None, status="failed", error=str(exc))
-        proc = launch(self.config, argv, request, agent_environment(self.config, request, {}))
+        # Where the hook is, so the product need not hard-code the default path.
+        env = agent_environment(self.config, request, {HOOK_ENV: str(hook)})
+        proc = launch(self.config, argv, request, env)
         if isinstance(proc, AgentResult):
             return proc
         (request.capture_dir / "command-stdout.log").write_bytes(proc.stdout)

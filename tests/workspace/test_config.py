@@ -196,11 +196,11 @@ def test_a_mistyped_command_placeholder_is_named_with_the_fix(tmp_path: Path) ->
     texts = problems(tmp_path)
     assert texts == [
         "capeval.toml: agents.mine.command: unknown placeholder {max-turns} (did you mean "
-        '"{max_turns}"?); expected one of: {workdir}, {prompt}, {provider}, {model}, {max_turns}',
+        '"{max_turns}"?); expected one of: {workdir}, {prompt}, {provider}, {model}, {max_turns}, {hook}',
         "capeval.toml: agents.mine.command: unknown placeholder {Prompt} (did you mean "
-        '"{prompt}"?); expected one of: {workdir}, {prompt}, {provider}, {model}, {max_turns}',
+        '"{prompt}"?); expected one of: {workdir}, {prompt}, {provider}, {model}, {max_turns}, {hook}',
         'capeval.toml: agents.mine.args: unknown placeholder {modle} (did you mean "{model}"?); '
-        "expected one of: {workdir}, {prompt}, {provider}, {model}, {max_turns}",
+        "expected one of: {workdir}, {prompt}, {provider}, {model}, {max_turns}, {hook}",
     ]
 
 
