@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from capeval.core.agentconfig import AGENT_TYPES, AgentConfig, builtin_agents
-from capeval.core.case import DEFAULT_TIERS, ID_PATTERN, MAX_TURNS, schema_problems
+from capeval.core.case import BAIT_POLICIES, DEFAULT_TIERS, ID_PATTERN, MAX_TURNS, schema_problems
 from capeval.core.jsonschemas import is_finite_number, strict_validator
 from capeval.core.nesting import NESTED_TOO_DEEPLY, too_deep
 from capeval.core.problems import UTF8_BOM, Problem, ProblemsError, bom_message
@@ -65,6 +65,7 @@ class Config:
     agent_timeout_s: float = 1200.0
     verify_timeout_s: float = 120.0
     max_turns: int | None = None
+    bait_policy: str = "require"
     agents: dict[str, AgentConfig] = field(default_factory=builtin_agents)
     source: Path | None = None  # the file it came from; None: defaults
 
@@ -167,6 +168,12 @@ CONFIG_SCHEMA: dict[str, Any] = {
         "baseline": {**_TEXT, "description": "a result file path, relative to the workspace root"},
         "results": {**_TEXT, "description": "a directory path, relative to the workspace root"},
         "max_turns": _TURNS,
+        "bait": {
+            "type": "string",
+            "enum": list(BAIT_POLICIES),
+            "description": '"require" (a bait case whose baseline no longer misbehaves makes '
+            'the gate exit 3 and refuses a freeze) or "report" (such bait flags are only shown)',
+        },
         "timeouts": {
             "type": "object",
             "additionalProperties": False,
@@ -483,6 +490,7 @@ def config_from_table(
         agent_timeout_s=float(timeouts.get("agent", 1200.0)),
         verify_timeout_s=float(timeouts.get("verify", 120.0)),
         max_turns=table.get("max_turns"),
+        bait_policy=table.get("bait", "require"),
         agents=agents,
         source=source,
     )
@@ -641,6 +649,23 @@ def _read_table(
             ]
         )
     return table
+
+
+def read_bait_policy(root: Path, explicit: Path | None = None) -> str:
+    """The configuration's `bait` policy, read without validating the rest.
+
+    For the gate, whose start-up must not pay for the schema validator: a
+    value other than "report" (or an unreadable file) is the strict
+    "require", which can never pass a comparison it should not; `capeval
+    validate` reports a bad value.
+    """
+    found = _config_file(root, explicit)
+    try:
+        table = _read_table(root, found[0], pyproject=found[1], required=False) if found else None
+    except ProblemsError:
+        return "require"
+    policy = table.get("bait") if isinstance(table, Mapping) else None
+    return policy if policy in BAIT_POLICIES else "require"
 
 
 _TIERS_FIELD = re.compile(r"(?:^|\.)tiers(?:$|[.\[])")

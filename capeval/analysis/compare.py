@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from capeval.analysis.cells import BaitDecl, Cell, format_number, json_number
+from capeval.core.case import BAIT_POLICIES
 from capeval.core.metrics import METRIC_NAMES, NUMERIC_METRICS, direction
 
 Status = Literal["improved", "regressed", "unchanged", "new", "missing"]
@@ -117,6 +118,14 @@ class Comparison:
     allow_provider_fallback: bool = False
     matched_on_case_id: bool = False
     advisory: dict[str, Any] = field(default_factory=dict)
+    # "require": a bait flag makes the comparison unclean (gate exit 3);
+    # "report": bait flags are shown and counted but change no verdict.
+    bait_policy: str = "require"
+
+    @property
+    def bait_flags_count(self) -> bool:
+        """Whether bait flags make the comparison unclean (the `require` policy)."""
+        return self.bait_policy == "require" and bool(self.bait_flag_cells)
 
     def add_advisory(self, *, seed: int = 0) -> None:
         """Put the advisory statistics beside the verdicts (they never change one)."""
@@ -166,7 +175,7 @@ class Comparison:
         """
         return (
             self.count("regressed") == 0
-            and not self.bait_flag_cells
+            and not self.bait_flags_count
             and not self.refusals(gate=True)
         )
 
@@ -210,7 +219,7 @@ class Comparison:
         """The gate's exit code for a comparison that was not refused."""
         if self.count("regressed"):
             return 1
-        if self.bait_flag_cells:
+        if self.bait_flags_count:
             return 3
         return 0
 
@@ -227,6 +236,7 @@ class Comparison:
             "cells": [c.to_json() for c in self.cells],
             "summary": self.summary,
             "baitFlags": self.bait_flags,
+            "baitPolicy": self.bait_policy,
             "clean": self.clean,
             "warnings": [*self.warnings, *refused],
         }
@@ -308,13 +318,18 @@ def compare_cells(
     allow_provider_fallback: bool = False,
     advisory: bool = False,
     seed: int = 0,
+    bait_policy: str = "require",
 ) -> Comparison:
     """Judge every candidate cell against its baseline cell.
 
     Cells match on `variantId::caseId`; when nothing matches and the baseline
     has at most one variant, they match on case id alone, so a baseline
-    recorded under a default variant id stays usable.
+    recorded under a default variant id stays usable. `bait_policy` is the
+    configuration's `bait`: "require" (bait flags make it unclean) or
+    "report" (they are only shown).
     """
+    if bait_policy not in BAIT_POLICIES:
+        raise ValueError(f"bait policy {bait_policy!r}: expected one of {', '.join(BAIT_POLICIES)}")
     # `--bait` texts or {case: "METRIC:T"} from a notebook, as `gate_files` takes
     # them: a list was silently read as case ids and judged nothing.
     bait_overrides = normalize_baits(bait_overrides)
@@ -383,6 +398,7 @@ def compare_cells(
         mixed_cells=mixed,
         allow_provider_fallback=allow_provider_fallback,
         matched_on_case_id=matched_on_case_id and bool(used),
+        bait_policy=bait_policy,
     )
     if comparison.nothing_compared:
         warnings.append(comparison.nothing_compared)

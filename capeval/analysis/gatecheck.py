@@ -90,6 +90,7 @@ def load_and_compare(
     with_values: bool | None = None,
     headline: bool = True,
     seed: int = 0,
+    bait_policy: str = "require",
 ) -> tuple[Comparison, list[str]]:
     """Read both sides and compare them; read warnings come back separately."""
     from capeval.analysis.fastload import load_sides
@@ -131,6 +132,7 @@ def load_and_compare(
         allow_provider_fallback=allow_provider_fallback,
         advisory=advisory,
         seed=seed,
+        bait_policy=bait_policy,
     )
     comparison.warnings[:0] = read_warnings
     return comparison, read_warnings
@@ -160,12 +162,15 @@ def gate_files(
     explicit_root: bool = False,
     headline: bool = False,
     seed: int = 0,
+    bait_policy: str = "require",
 ) -> GateResult:
     """Compare candidate files against baseline files and decide the exit code.
 
     `gate=False` gives `capeval compare`'s rules: a mixed cell is only a
     warning there, while the gate refuses it without the flag.
     `headline=True` also reads what reports show (durations, turns, tokens).
+    `bait_policy="report"` (the configuration's `bait`) shows bait flags
+    without letting them make the comparison unclean (exit 3).
     """
     from capeval.analysis.report import render_text
     from capeval.core.problems import ProblemsError
@@ -190,6 +195,7 @@ def gate_files(
             advisory=False,
             with_values=advisory,
             headline=headline,
+            bait_policy=bait_policy,
         )
     except (ResultFileError, ProblemsError, ValueError, OSError) as exc:
         message = str(exc)

@@ -21,6 +21,8 @@ from capeval.analysis.cells import Cell, format_value
 from capeval.analysis.compare import STATUS_ORDER, BaitStatus, CellComparison, Comparison
 
 VERDICT_WORDS = {0: "CLEAN", 1: "REGRESSED", 3: "UNCLEAN (bait flags)"}
+# Under the configuration's `bait = "report"`, said wherever bait flags are listed.
+BAIT_REPORTED = '(bait = "report": bait flags are shown and change no verdict)'
 FORMATS = ("md", "json", "junit", "html")
 
 
@@ -123,6 +125,8 @@ def render_text(comparison: Comparison, *, gate: bool = True) -> str:
     if flags:
         lines.append("")
         lines += flags
+        if comparison.bait_policy != "require":
+            lines.append(BAIT_REPORTED)
     if comparison.warnings:
         lines.append("")
         lines += [f"warning: {w}" for w in comparison.warnings]
@@ -364,6 +368,8 @@ def render_markdown(
         lines += _md_table(BAIT_HEADER, baits)
         if comparison.bait_flag_lines:
             lines += ["", "```", *comparison.bait_flag_lines, "```"]
+            if comparison.bait_policy != "require":
+                lines += ["", BAIT_REPORTED]
     else:
         lines.append(NO_BAITS)
     if comparison.warnings:
@@ -459,7 +465,8 @@ def render_junit(comparison: Comparison) -> str:
     """One testcase per cell; a regression (or a bait flag) is a failure CI systems show."""
     from xml.etree import ElementTree as ET  # only JUnit needs it: not on the gate's start-up
 
-    failed = [c for c in comparison.cells if _junit_failure(c)]
+    baits = comparison.bait_policy == "require"  # under "report" a flag fails no testcase
+    failed = [c for c in comparison.cells if _junit_failure(c, baits)]
     suite = ET.Element(
         "testsuite",
         name="capeval gate",
@@ -468,20 +475,26 @@ def render_junit(comparison: Comparison) -> str:
         # A missing cell with a bait flag is a failure, not also a skip: the
         # counts must add up to what the testcases say.
         skipped=str(
-            sum(1 for c in comparison.cells if c.status == "missing" and not _junit_failure(c))
+            sum(
+                1
+                for c in comparison.cells
+                if c.status == "missing" and not _junit_failure(c, baits)
+            )
         ),
     )
     for cell in comparison.cells:
         case = ET.SubElement(
             suite, "testcase", classname=_xml_text(cell.variantId), name=_xml_text(cell.caseId)
         )
-        failure = _junit_failure(cell)
+        failure = _junit_failure(cell, baits)
         failure = _xml_text(failure) if failure else None
         if failure:
             ET.SubElement(case, "failure", message=failure, type=_junit_type(cell)).text = failure
         elif cell.status == "missing":
             ET.SubElement(case, "skipped", message="cell missing from the candidate")
         out = [f"{cell.status}: baseline {_rate(cell.baseline)}, candidate {_rate(cell.candidate)}"]
+        if not baits and cell.bait and cell.bait.flag:
+            out.append(f"{cell.bait.flag_line(cell.caseId)} {BAIT_REPORTED}")
         out += [
             f"{b.metric}: {format_value(b.baselineMedian)} -> {format_value(b.candidateMedian)} ({b.verdict})"
             for b in cell.behaviors
@@ -515,12 +528,13 @@ def _junit_type(cell: CellComparison) -> str:
     return "regressed" if cell.status == "regressed" else "bait-flag"
 
 
-def _junit_failure(cell: CellComparison) -> str | None:
-    """Every reason the cell fails, one per line: a regressed bait cell keeps its flag line."""
+def _junit_failure(cell: CellComparison, baits: bool = True) -> str | None:
+    """Every reason the cell fails, one per line: a regressed bait cell keeps its flag line
+    (`baits` False: bait flags fail nothing, the `report` policy)."""
     reasons = []
     if cell.status == "regressed":
         reasons.append(f"pass rate regressed: {_rate(cell.baseline)} -> {_rate(cell.candidate)}")
-    if cell.bait and cell.bait.flag:
+    if baits and cell.bait and cell.bait.flag:
         reasons.append(cell.bait.flag_line(cell.caseId))
     return "\n".join(reasons) or None
 
@@ -578,6 +592,8 @@ def render_html(
     body.append(_html_table(BAIT_HEADER, baits) if baits else f"<p>{html.escape(NO_BAITS)}</p>")
     if comparison.bait_flag_lines:
         body.append("<pre>" + html.escape("\n".join(comparison.bait_flag_lines)) + "</pre>")
+        if comparison.bait_policy != "require":
+            body.append(f"<p>{html.escape(BAIT_REPORTED)}</p>")
     if comparison.warnings:
         body.append(
             "<h2>Warnings</h2><ul>"

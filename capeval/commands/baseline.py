@@ -153,7 +153,7 @@ def freeze(
                 "every cell it holds (no --case, the same matrix), or pass --force to replace it"
             ),
         )
-    if problems and not force:
+    if problems and not force and cfg.bait_policy == "require":
         return FreezeResult(
             target,
             False,
@@ -167,12 +167,20 @@ def freeze(
                     if target.exists()
                     else "no baseline was written"
                 )
-                + f" and the new recording is {shown_path(fresh)}; fix the recording agent's "
-                "trajectories, or pass --force to freeze it anyway"
+                + f" and the new recording is {shown_path(fresh)}. The recording agent must "
+                "fall for every bait case (a scripted stand-in playing the sloppy "
+                "trajectories does); to compare two builds of an agent that does not, set "
+                f'bait = "report" in {config_home(cfg.source, root)} (docs/gating.md#bait-policy), '
+                "or pass --force to freeze this one anyway"
             ),
         )
     move_output(fresh, target)
     message = f"froze {shown_path(target)}"
+    if problems and not force:
+        message += (
+            f' (bait = "report": {len(problems)} bait(s) did not reproduce; a gate shows '
+            "their flags but does not fail on them)"
+        )
     if cfg.baseline is None or cfg.baseline.resolve() != target.resolve():
         # The setting is read relative to the root: a relative --out given in a
         # subfolder (`--out b.json` in evals/) was named as "b.json", the root's.

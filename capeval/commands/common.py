@@ -227,3 +227,21 @@ def configured_baseline(root: Path | None, config_path: Path | None = None) -> P
             "capeval baseline freeze, or pass --baseline FILE"
         )
     return config.baseline
+
+
+def configured_bait_policy(root: Path | None, config_path: Path | None = None) -> str:
+    """The configuration's `bait` policy ("require" or "report").
+
+    "require" where there is no workspace or its configuration cannot be
+    read: the strict rule is the one that can never pass a comparison it
+    should not.
+    """
+    from capeval.config import read_bait_policy
+    from capeval.core.problems import ProblemsError
+    from capeval.workspace import find_root
+
+    try:
+        found = find_root(explicit=root)
+    except ProblemsError:
+        return "require"
+    return read_bait_policy(found, config_path)

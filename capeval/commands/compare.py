@@ -104,9 +104,11 @@ def run_comparison(
     """`gate_files` called the way every comparison command calls it.
 
     A `--root` given on the command line is explicit: a missing workspace
-    there is an error, while the default root may be absent.
+    there is an error, while the default root may be absent. The bait policy
+    is the workspace configuration's `bait`.
     """
     from capeval.analysis.gatecheck import gate_files
+    from capeval.commands.common import configured_bait_policy
 
     return gate_files(
         list(baselines),
@@ -119,6 +121,7 @@ def run_comparison(
         gate=gate,
         headline=headline,
         seed=seed,
+        bait_policy=configured_bait_policy(root),
     )
 
 

@@ -18,7 +18,13 @@ from typing import Any, NoReturn
 
 import click
 
-from capeval.commands.common import config_option, fail, root_option, shown_path
+from capeval.commands.common import (
+    config_option,
+    configured_bait_policy,
+    fail,
+    root_option,
+    shown_path,
+)
 from capeval.core.case import MAX_TURNS
 from capeval.core.problems import ProblemsError
 
@@ -334,6 +340,7 @@ def run(
             bait_overrides={},
             allow_provider_fallback=bool(allow_provider_fallback),
             advisory=advisory,
+            bait_policy=configured_bait_policy(plan.root, config_path),
         )
 
     cells = cell_summaries(outcome.rows)

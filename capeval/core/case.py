@@ -55,6 +55,9 @@ MAX_PROMPT_BYTES = 128_000
 LONGEST_HTTP_URL = "http://127.0.0.1:65535"
 
 ORACLE_TRAJECTORY = "oracle"
+# The configuration's `bait` (docs/gating.md#bait-policy): whether a bait case
+# whose baseline no longer misbehaves makes a comparison unclean.
+BAIT_POLICIES: tuple[str, ...] = ("require", "report")
 FixtureState = Literal["ok", "missing", "not_dir", "escapes", "is_root"]
 GraderState = Literal["ok", "missing", "not_file", "escapes"]
 PagesState = Literal["ok", "missing", "not_dir", "escapes", "empty"]

@@ -266,7 +266,7 @@ def test_summary_counts_behavior_verdicts() -> None:
 
 def test_json_contract_keys() -> None:
     obj = compare([row("a")], [row("a")]).to_json()
-    assert list(obj) == ["cells", "summary", "baitFlags", "clean", "warnings"]
+    assert list(obj) == ["cells", "summary", "baitFlags", "baitPolicy", "clean", "warnings"]
     assert list(obj["summary"]) == [
         "improved",
         "regressed",

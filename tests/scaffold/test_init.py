@@ -94,11 +94,12 @@ def test_every_commented_agent_entry_is_valid_configuration(tmp_path: Path) -> N
     blocks = re.findall(r"^# (\[agents\.[^\]]+\]\n(?:# \S.*\n)+)", text, flags=re.M)
     names = [b.split("]", 1)[0].removeprefix("[agents.") for b in blocks]
     assert names == ["claude-code", "codex", "gemini", "opencode", "corbits", "mine"]
-    settings = re.findall(r"^# (baseline = .*)$", text, flags=re.M)
+    settings = re.findall(r"^# ((?:baseline|bait) = .*)$", text, flags=re.M)
     uncommented = "\n".join([text, *settings, *(b.replace("# ", "") for b in blocks)])
     table = tomllib.loads(uncommented)
     config = config_from_table(table, root=tmp_path)
     assert config.agents["mine"].type == "command"
+    assert config.bait_policy == "report"
 
 
 def test_new_case_adds_a_case_that_passes_validate_with_graders(tmp_path: Path) -> None:
