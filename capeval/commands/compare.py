@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from capeval.commands.common import EXIT_BAD_INPUT, exit_with
+from capeval.commands.common import EXIT_BAD_INPUT, baselines_or_configured, exit_with
 
 if TYPE_CHECKING:
     from capeval.analysis.gatecheck import GateResult
@@ -139,7 +139,7 @@ def emit(result: GateResult, *, as_json: bool) -> None:
 
 
 @click.command("compare")
-@comparison_options(baseline_required=True, advisory_default=True)
+@comparison_options(baseline_required=False, advisory_default=True)
 def compare(
     baselines: tuple[Path, ...],
     candidates: tuple[Path, ...],
@@ -153,10 +153,11 @@ def compare(
     """Compare CANDIDATE results with BASELINE results, cell by cell.
 
     Statuses improved/regressed/unchanged/new/missing (no tolerance), behavior
-    verdicts on medians, bait honesty flags and advisory statistics.
+    verdicts on medians, bait honesty flags and advisory statistics. Without
+    --baseline the configuration's `baseline` is used, as `capeval gate` does.
     """
     result = run_comparison(
-        baselines,
+        baselines_or_configured(baselines, root, as_json=as_json),
         candidates,
         baits=baits,
         allow_provider_fallback=allow_provider_fallback,
