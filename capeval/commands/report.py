@@ -15,6 +15,22 @@ import click
 from capeval.commands.common import EXIT_BAD_INPUT, cannot_write, configured_baseline, fail
 from capeval.commands.compare import comparison_options, run_comparison
 
+# The format a report file's extension names, as `capeval plot -o` takes its image type.
+EXTENSION_FORMATS = {
+    ".md": "md",
+    ".markdown": "md",
+    ".json": "json",
+    ".xml": "junit",
+    ".html": "html",
+    ".htm": "html",
+}
+
+
+def format_of(output: Path | None) -> str | None:
+    """The report format `output`'s extension names; None for stdout or another extension
+    (a CI step summary file has none)."""
+    return None if output is None else EXTENSION_FORMATS.get(output.suffix.lower())
+
 
 @click.command("report")
 @comparison_options(baseline_required=False, advisory_default=True, with_json=False)
@@ -22,22 +38,22 @@ from capeval.commands.compare import comparison_options, run_comparison
     "--format",
     "fmt",
     type=click.Choice(["md", "json", "junit", "html"]),
-    default="md",
-    show_default=True,
+    default=None,
     help="md: a CI step summary; json: the comparison object (docs/result-formats.md) plus exitCode; "
-    "junit: one testcase per cell; html: one file, plots embedded.",
+    "junit: one testcase per cell; html: one file, plots embedded. "
+    "Default: from the -o extension (.md, .json, .xml, .html), else md.",
 )
 @click.option(
     "-o",
     "--output",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="Write here (default: standard output).",
+    help="Write here (default: standard output); its extension picks the format.",
 )
 def report(
     baselines: tuple[Path, ...],
     candidates: tuple[Path, ...],
-    fmt: str,
+    fmt: str | None,
     output: Path | None,
     baits: tuple[str, ...],
     allow_provider_fallback: bool,
@@ -56,6 +72,15 @@ def report(
     from capeval.analysis.report import render, render_refusal
 
     ctx = click.get_current_context()
+    implied = format_of(output)
+    if fmt is None:
+        fmt = implied or "md"
+    elif implied is not None and implied != fmt:
+        click.echo(
+            f"warning: writing {fmt} into {output} (--format {fmt}); leave out --format to "
+            f"write {implied}, as the extension says",
+            err=True,
+        )
     # No baseline given or configured is a refusal like any other: the report
     # still says why (a CI step summary must not be empty or stale).
     found: tuple[Path, ...] | str = baselines
