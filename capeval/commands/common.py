@@ -190,12 +190,16 @@ def say_passed_over(report: IngestReport | None) -> None:
 
 
 def baselines_or_configured(
-    baselines: Sequence[Path], root: Path | None, *, as_json: bool = False
+    baselines: Sequence[Path],
+    root: Path | None,
+    *,
+    as_json: bool = False,
+    command: str | None = None,
 ) -> list[Path]:
     """The given baselines, else the configuration's `baseline` (exit 2 naming the fix)."""
     if baselines:
         return list(baselines)
-    command = click.get_current_context().info_name or "gate"
+    command = command or click.get_current_context().info_name or "gate"
     found = configured_baseline(root)
     if isinstance(found, str):
         fail(command, found, as_json=as_json)

@@ -18,6 +18,7 @@ import click
 
 from capeval.cli import InterruptibleGroup
 from capeval.commands.common import (
+    baselines_or_configured,
     cannot_write,
     fail,
     history_connection,
@@ -176,19 +177,44 @@ def heatmap(
 
 
 @plot.command()
-@click.argument("baseline", type=click.Path(path_type=Path, exists=True, dir_okay=False))
-@click.argument("candidate", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option(
+    "--baseline",
+    "baselines",
+    multiple=True,
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="Baseline result file (JSONL or v3 JSON); repeat to pool several. "
+    "Default: the configuration's baseline.",
+)
+@click.option(
+    "--candidate",
+    "candidates",
+    multiple=True,
+    required=True,
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="Candidate result file (JSONL or v3 JSON); repeat to pool several.",
+)
+@root_option
 @_drawing
 def compare(
-    baseline: Path, candidate: Path, title: str | None, output: Path, as_json: bool
+    baselines: tuple[Path, ...],
+    candidates: tuple[Path, ...],
+    root: Path | None,
+    title: str | None,
+    output: Path,
+    as_json: bool,
 ) -> None:
-    """Candidate vs baseline pass rate per cell, with 95% Wilson intervals."""
+    """Candidate vs baseline pass rate per cell, with 95% Wilson intervals.
+
+    Takes the files as `capeval compare` does: --baseline (default: the
+    configured baseline) and --candidate, each repeatable to pool runs.
+    """
+    found = baselines_or_configured(baselines, root, command="plot compare")
 
     def action() -> None:
         from capeval.analysis import plots
         from capeval.analysis.frame import load_frame
 
-        base, cand = load_frame([baseline]), load_frame([candidate])
+        base, cand = load_frame(found), load_frame(list(candidates))
         figure = plots.compare(base, cand, title=title)
         _save(figure, output, plots.compare_data(base, cand), as_json)
 

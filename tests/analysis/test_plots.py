@@ -205,7 +205,7 @@ def test_plot_commands_write_images(tmp_path: Path, repeats: pl.DataFrame) -> No
     expected = plots.heatmap_data(repeats.filter(pl.col("runId") == latest)).to_dicts()
     assert json.loads(heat.stdout) == json.loads(json.dumps(expected))
     runs = [
-        ("compare", str(files[0]), str(files[-1])),
+        ("compare", "--baseline", str(files[0]), "--candidate", str(files[-1])),
         ("history", str(SAMPLES)),
         ("behaviors", str(SAMPLES), "--metric", "networkCommandCount"),
     ]
@@ -236,7 +236,8 @@ def test_plot_compare_names_the_file_of_a_mistyped_field(tmp_path: Path) -> None
     (tmp_path / "bad.jsonl").write_text(json.dumps({**row, "turnsUsed": "two"}) + "\n")
     (tmp_path / "good.jsonl").write_text(json.dumps({**row, "turnsUsed": 2}) + "\n")
     proc = capeval(
-        "plot", "compare", str(tmp_path / "good.jsonl"), str(tmp_path / "bad.jsonl"),
+        "plot", "compare", "--baseline", str(tmp_path / "good.jsonl"),
+        "--candidate", str(tmp_path / "bad.jsonl"),
         "-o", str(tmp_path / "c.png"),
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr  # was a traceback, exit 1
