@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from capeval.agents.base import AgentRequest, AgentResult
-from capeval.agents.cliadapter import resolve_binary
+from capeval.agents.cliadapter import resolve_binary, unresolved_reason
 from capeval.agents.modelserver import ModelServer, Script, ScriptedCall, ScriptStep
 from capeval.core.agentconfig import AgentConfig
 
@@ -228,7 +228,8 @@ def check_agent(config: AgentConfig, *, timeout_s: float = DEFAULT_TIMEOUT_S) ->
         path is not None,
         f"{path}"
         if path
-        else f"{binary!r} not found: install it or set `command` in [agents.{config.name}]",
+        else f"{binary!r} {unresolved_reason(binary or '')}; install it or set `command` in "
+        f"[agents.{config.name}]",
     ):
         return report
     adapter = make_adapter(config)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shlex
 import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -64,6 +65,29 @@ def resolve_binary(command: str) -> str | None:
     return os.path.abspath(found) if found else None
 
 
+def unresolved_reason(command: str) -> str:
+    """Why `resolve_binary(command)` found nothing, with the fix: "not found", or
+    "exists but is not executable: run chmod +x PATH", said after the command.
+
+    A script that exists without its execute bit was reported "not found",
+    which sent its author looking for a file that was right there.
+    """
+    given = Path(command).expanduser()
+    if os.sep in command or (os.altsep and os.altsep in command):
+        candidates = [given]
+    else:
+        candidates = [
+            Path(d or ".") / command for d in os.environ.get("PATH", "").split(os.pathsep)
+        ]
+    for path in candidates:
+        if path.is_file() and not os.access(path, os.X_OK):
+            where = "" if path == given else f" on PATH at {path}"
+            return f"exists{where} but is not executable: run chmod +x {shlex.quote(str(path))}"
+    if candidates == [given] and given.is_dir():
+        return "is a folder, not a program: name the executable in it"
+    return "not found"
+
+
 def probe_version(
     exe: str,
     args: tuple[str, ...] = ("--version",),
@@ -111,7 +135,7 @@ def launch(
             exitCode=None,
             status="failed",
             error=(
-                f"agent {config.name!r}: {argv[0]!r} not found; install it or fix "
+                f"agent {config.name!r}: {argv[0]!r} {unresolved_reason(argv[0])}; install it or fix "
                 f"`command` in [agents.{config.name}]"
             ),
         )

@@ -71,22 +71,35 @@ def agents() -> None:
 @config_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_command(root: Path | None, config_path: Path | None, as_json: bool) -> None:
-    """Every agent, its type and whether its binary is found."""
+    """Every agent, its type and whether its binary is found; * marks those `capeval run` plays."""
     from capeval.agents.check import list_agents
 
     try:
-        table, default, _ = _agents(root, config_path)
+        table, default, played = _agents(root, config_path)
     except ProblemsError as exc:
         _fail(exc, as_json=as_json)
         return
     rows = list_agents(table)
     if as_json:
-        click.echo(json.dumps({"default": default, "agents": rows}, indent=2))
+        doc = {"default": default, "played": played, "agents": rows}
+        click.echo(json.dumps(doc, indent=2))
         return
     for row in rows:
-        where = row["path"] or ("built in" if row["type"] == "scripted" else "NOT FOUND")
-        star = "*" if row["name"] == default else " "
+        where = row["path"] or ("built in" if row["type"] == "scripted" else _missing(row))
+        # What `capeval run` plays on the configured matrix, not merely the
+        # default agent: `scripted` was starred while the matrix played `mine`.
+        star = "*" if row["name"] in played else " "
         click.echo(f"{star} {row['name']:<16} {row['type']:<12} {where}")
+    click.echo(f"(* played by capeval run: {', '.join(played)})")
+
+
+def _missing(row: dict) -> str:
+    """NOT FOUND, or NOT EXECUTABLE for a file that is there without its execute bit."""
+    from capeval.agents.cliadapter import unresolved_reason
+
+    if row["binary"] and unresolved_reason(row["binary"]).startswith("exists"):
+        return "NOT EXECUTABLE"
+    return "NOT FOUND"
 
 
 @agents.command("check")

@@ -84,7 +84,7 @@ def missing_binaries(agents: dict[str, AgentConfig]) -> str | None:
     alone: the screen shows a run of failures, and the gate a regression.
     """
     from capeval.agents.check import binary_of
-    from capeval.agents.cliadapter import resolve_binary
+    from capeval.agents.cliadapter import resolve_binary, unresolved_reason
 
     missing: list[str] = []
     tables: list[str] = []
@@ -93,14 +93,13 @@ def missing_binaries(agents: dict[str, AgentConfig]) -> str | None:
         # A command template may build its binary's path from a placeholder.
         if not binary or "{" in binary or resolve_binary(binary) is not None:
             continue
-        missing.append(f"{binary!r} (agent {name!r})")
+        missing.append(f"{binary!r} (agent {name!r}) {unresolved_reason(binary)}")
         tables.append(f"[agents.{name}]")
     if not missing:
         return None
     return (
-        f"not found on PATH or not executable: {', '.join(missing)}; install it, or set "
-        f"`command` in {' / '.join(tables)} of capeval.toml (`capeval agents list` shows "
-        "what each agent runs)"
+        f"{'; '.join(missing)}; install it, or set `command` in {' / '.join(tables)} of "
+        "capeval.toml (`capeval agents list` shows what each agent runs)"
     )
 
 
