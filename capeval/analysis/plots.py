@@ -38,6 +38,11 @@ OKABE_ITO: tuple[str, ...] = (
 MARKERS: tuple[str, ...] = ("o", "s", "^", "D", "v", "P", "X")
 SEQUENTIAL_CMAP = "cividis"
 MISSING_COLOR = "#DDDDDD"
+# Behavior metrics that count things: their axes get whole-number ticks only.
+COUNT_METRICS: frozenset[str] = frozenset(m for m in METRIC_NAMES if not m.endswith("Ms"))
+# Heights (inches) of a figure title line and a legend row above the axes.
+TITLE_LINE_IN = 0.32
+LEGEND_ROW_IN = 0.3
 
 
 class PlotError(ValueError):
@@ -208,7 +213,7 @@ def compare(baseline: pl.DataFrame, candidate: pl.DataFrame, *, title: str | Non
     data = compare_data(baseline, candidate)
     keys = sorted(set(data["resultKey"].to_list()), reverse=True)  # first key at the top
     status = dict(zip(data["resultKey"].to_list(), data["status"].to_list(), strict=True))
-    fig = Figure(figsize=(8.0, max(3.0, 1.4 + 0.38 * len(keys))))
+    fig = Figure(figsize=(8.0, max(3.0, 1.0 + 0.38 * len(keys))))
     ax = fig.add_subplot()
     for index, (side, marker, offset) in enumerate(
         (("baseline", "o", 0.17), ("candidate", "s", -0.17))
@@ -224,9 +229,8 @@ def compare(baseline: pl.DataFrame, candidate: pl.DataFrame, *, title: str | Non
     ax.set_xlim(-0.03, 1.03)
     ax.set_xlabel("pass rate (95% Wilson interval)")
     ax.grid(axis="x", alpha=0.3)
-    fig.legend(loc="upper right", ncols=2, frameon=False)
-    fig.suptitle(title or "Candidate vs baseline per cell", x=0.01, ha="left")
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    handles, labels = ax.get_legend_handles_labels()
+    head_room(fig, title or "Candidate vs baseline per cell", handles, labels)
     return fig
 
 
@@ -418,6 +422,7 @@ def behaviors(
     import numpy as np
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
 
     data = behaviors_data(repeats, metrics)
     shown = list(dict.fromkeys(data["metric"].to_list()))
@@ -427,7 +432,7 @@ def behaviors(
     variant_of = dict(zip(data["resultKey"].to_list(), data["variantId"].to_list(), strict=True))
     columns = min(4, len(shown))
     rows = -(-len(shown) // columns)
-    fig = Figure(figsize=(3.4 * columns + 2.2, max(3.0, (0.9 + 0.26 * len(keys)) * rows)))
+    fig = Figure(figsize=(3.4 * columns + 2.2, max(2.4, (0.9 + 0.26 * len(keys)) * rows)))
     axes = fig.subplots(rows, columns, squeeze=False, sharey=True)
     rng = np.random.default_rng(0)  # fixed jitter: the same data gives the same picture
     for n, metric in enumerate(shown):
@@ -444,13 +449,48 @@ def behaviors(
         ax.set_title(metric, fontsize=10)
         ax.grid(axis="x", alpha=0.3)
         ax.set_yticks(range(len(keys)), keys, fontsize=8)
+        if metric in COUNT_METRICS:
+            # Counts are whole: no 0.5 ticks, and an all-zero panel still spans 0..1.
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            top = max([1.0, *part["value"].drop_nulls().to_list()])
+            ax.set_xlim(-0.5, top + 0.5)
     for n in range(len(shown), rows * columns):
         axes[n // columns][n % columns].set_visible(False)
     legend = [
         Line2D([], [], marker="o", linestyle="", color=colour(i), label=v)
         for i, v in enumerate(variants)
     ] + [Line2D([], [], color="black", label="median")]
-    fig.legend(handles=legend, loc="upper right", ncols=min(5, len(legend)), frameon=False)
-    fig.suptitle(title or "Behavior metrics per cell (each point a repeat)", x=0.01, ha="left")
-    fig.tight_layout(rect=(0, 0, 1, 0.96))
+    head_room(
+        fig,
+        title or "Behavior metrics per cell (each point a repeat)",
+        legend,
+        [str(h.get_label()) for h in legend],
+    )
     return fig
+
+
+def head_room(fig: Figure, title: str, handles: Sequence[Any], labels: Sequence[str]) -> None:
+    """The title on its own line(s) at the top left, the legend in rows below it,
+    then the axes: the figure grows by what they need, so nothing overprints.
+
+    A legend in the top right corner ran into a left-aligned title on a figure
+    one or two panels wide (`plot behaviors --metric X`).
+    """
+    import textwrap
+
+    width, height = fig.get_size_inches()
+    per_line = max(20, int((width - 0.3) / 0.1))  # ~0.1 in per character at 12 pt
+    lines = textwrap.wrap(title, per_line) or [""]
+    entry = 0.75 + 0.085 * max((len(label) for label in labels), default=0)
+    ncols = max(1, min(len(labels), int((width - 0.3) // entry)))
+    rows = -(-len(labels) // ncols) if labels else 0
+    title_in = 0.12 + TITLE_LINE_IN * len(lines)
+    top_in = title_in + LEGEND_ROW_IN * rows + 0.1
+    fig.set_size_inches(width, height + top_in)
+    total = height + top_in
+    # Out of tight_layout's reckoning: the rect below already leaves its room.
+    fig.suptitle("\n".join(lines), x=0.01, y=1 - 0.08 / total, ha="left", va="top", in_layout=False)
+    if labels:
+        fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(0.005, 1 - title_in / total),
+                   ncols=ncols, frameon=False)  # fmt: skip
+    fig.tight_layout(rect=(0, 0, 1, 1 - top_in / total))

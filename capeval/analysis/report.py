@@ -657,10 +657,13 @@ def _pass_rate_plot(plotted: Sequence[CellComparison]) -> str:
     # the backend of a notebook that calls it.
     from matplotlib.figure import Figure
 
+    from capeval.analysis.plots import colour
+
     cells = sorted(plotted, key=lambda c: c.resultKey)
-    fig = Figure(figsize=(8, max(2.0, 0.3 * len(cells) + 1)))
+    fig = Figure(figsize=(8, max(2.0, 0.3 * len(cells) + 1.3)))
     ax = fig.add_subplot()
-    for offset, side, color in ((-0.15, "baseline", "#888888"), (0.15, "candidate", "#1f77b4")):
+    sides = ((-0.15, "baseline", colour(0), "o"), (0.15, "candidate", colour(1), "s"))
+    for offset, side, color, marker in sides:
         ys, xs, lo, hi = [], [], [], []
         for i, cell in enumerate(cells):
             c = cell.baseline if side == "baseline" else cell.candidate
@@ -671,12 +674,13 @@ def _pass_rate_plot(plotted: Sequence[CellComparison]) -> str:
             wilson = cell.advisory.get(side, {}).get("wilson") if cell.advisory else None
             lo.append(c.passRate - wilson[0] if wilson else 0)
             hi.append(wilson[1] - c.passRate if wilson else 0)
-        ax.errorbar(xs, ys, xerr=[lo, hi], fmt="o", color=color, label=side, capsize=2)
+        ax.errorbar(xs, ys, xerr=[lo, hi], fmt=marker, color=color, label=side, capsize=2)
     ax.set_yticks(range(len(cells)), [c.resultKey for c in cells], fontsize=7)
     ax.set_xlim(-0.05, 1.05)
     ax.set_xlabel("pass rate")
     ax.invert_yaxis()
-    ax.legend(loc="lower left", fontsize=7)
+    # Above the axes: inside them, it covered the points at pass rate 0 of the bottom rows.
+    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2, fontsize=7, frameon=False)
     return _png_base64(fig)
 
 
@@ -692,15 +696,25 @@ def _behavior_plot(comparison: Comparison) -> str:
         for b in cell.behaviors:
             if b.metric in counts and b.verdict != "neutral":
                 counts[b.metric][0 if b.verdict == "improve" else 1] += 1
-    fig = Figure(figsize=(8, 0.35 * len(metrics) + 1))
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    from capeval.analysis.plots import OKABE_ITO
+
+    fig = Figure(figsize=(8, 0.35 * len(metrics) + 1.3))
     ax = fig.add_subplot()
     ys = range(len(metrics))
-    ax.barh(ys, [counts[m][0] for m in metrics], color="#2ca02c", label="improve")
-    ax.barh(ys, [-counts[m][1] for m in metrics], color="#d62728", label="regress")
+    # Blue and vermillion (Okabe-Ito), the regressions hatched too: red against
+    # green is the pair the common colour-vision deficiencies cannot tell apart.
+    ax.barh(ys, [counts[m][0] for m in metrics], color=OKABE_ITO[0], label="improve")
+    ax.barh(ys, [-counts[m][1] for m in metrics], color=OKABE_ITO[5], hatch="//",
+            edgecolor="white", label="regress")  # fmt: skip
     ax.set_yticks(ys, metrics, fontsize=7)
     ax.axvline(0, color="#444444", linewidth=0.8)
+    # Whole cells on both sides, counted as positive numbers either way.
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{abs(x):g}"))
     ax.set_xlabel("cells (regress left, improve right)")
-    ax.legend(loc="lower right", fontsize=7)
+    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2, fontsize=7, frameon=False)
     return _png_base64(fig)
 
 
