@@ -209,6 +209,13 @@ def _template_problem(config: AgentConfig) -> str | None:
     return None if words else f"command template is empty; {fix}"
 
 
+def _binary_problem(binary: str, name: str) -> str:
+    reason = unresolved_reason(binary)
+    if reason.startswith("exists"):
+        return f"{binary!r} {reason}"  # the fix is the chmod it names
+    return f"{binary!r} {reason}: install it or set `command` in [agents.{name}]"
+
+
 def check_agent(config: AgentConfig, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> CheckReport:
     """Run the checks for one agent; never raises for an agent problem."""
     from capeval.agents.registry import make_adapter
@@ -226,10 +233,7 @@ def check_agent(config: AgentConfig, *, timeout_s: float = DEFAULT_TIMEOUT_S) ->
     if not report.add(
         "binary",
         path is not None,
-        f"{path}"
-        if path
-        else f"{binary!r} {unresolved_reason(binary or '')}; install it or set `command` in "
-        f"[agents.{config.name}]",
+        f"{path}" if path else _binary_problem(binary or "", config.name),
     ):
         return report
     adapter = make_adapter(config)
