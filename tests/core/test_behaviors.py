@@ -187,6 +187,19 @@ def test_edit_via_shell_count(command: str, count: int) -> None:
     assert shell(command)["editViaShellCount"] == count
 
 
+@pytest.mark.parametrize(
+    ("command", "count"),
+    [
+        ("sed --in-place=.bak 's/a/b/' f", 1),  # the long option with a suffix
+        ("sed -i'' 's/a/b/' f", 1),  # BSD habit: -i with an empty quoted suffix
+        ("perl -mstrict -e 'print 1' f", 0),  # -m takes the rest: `strict` is a module
+        ("perl -Mwarnings -ne 'print' f", 0),
+    ],
+)
+def test_edit_via_shell_switch_spellings(command: str, count: int) -> None:
+    assert shell(command)["editViaShellCount"] == count
+
+
 SCRIPT_WITH_COMMENT = (
     "# Let's fetch the page\ncurl -s http://x/x > out.txt\nsed -i 's/a/b/' out.txt"
 )
@@ -217,6 +230,28 @@ def test_an_arithmetic_shift_opens_no_heredoc() -> None:
     assert result["chainSegmentCount"] == 3
     assert result["networkCommandCount"] == 2
     assert result["editViaShellCount"] == 0
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat <<'EOF' > f\n$x; y && z\nEOF\ncurl u",  # a quoted delimiter ends the body unquoted
+        'cat <<"EOF" > f\n$x; y && z\nEOF\ncurl u',
+        "cat <<EOF > f\r\n$x; y && z\r\nEOF\r\ncurl u\r\n",  # CRLF line endings
+    ],
+)
+def test_a_heredoc_body_ends_at_its_delimiter_line(command: str) -> None:
+    result = shell(command)
+    assert result["chainSegmentCount"] == 2
+    assert result["editViaShellCount"] == 1
+    assert result["networkCommandCount"] == 1
+
+
+def test_a_comment_right_after_a_command_substitution_opens_no_quote() -> None:
+    """In `$(# it's …` the `#` starts a word, so bash reads a comment."""
+    result = shell("echo $(# it's a note\necho a) && curl x")
+    assert result["chainSegmentCount"] == 2
+    assert result["networkCommandCount"] == 1
 
 
 def test_reserved_words_do_not_hide_the_command() -> None:
@@ -373,6 +408,18 @@ def test_backfill_defaults_and_keeps_what_is_there() -> None:
         ]
         == 7
     )
+
+
+def test_backfill_fills_a_task_count_written_as_null() -> None:
+    filled = backfill_legacy({"taskToolCallCount": None, TOOL_CALLS_BY_NAME: {"spawn_agent": 2}})
+    assert filled is not None
+    assert filled["taskToolCallCount"] == 2
+
+
+def test_backfill_counts_no_boolean_as_a_call() -> None:
+    filled = backfill_legacy({TOOL_CALLS_BY_NAME: {"task": True, "spawn_agent": 3}})
+    assert filled is not None
+    assert filled["taskToolCallCount"] == 3
 
 
 def test_real_results_have_stored_behaviors_and_backfill(real_results: Path) -> None:

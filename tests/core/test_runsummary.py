@@ -102,6 +102,21 @@ def test_round_trip_through_to_json() -> None:
     assert summary_from_json(json.loads(json.dumps(summary.to_json()))) == summary
 
 
+def test_error_and_tool_results_survive_a_round_trip() -> None:
+    """`error?` and the optional tool results are part of the summary shape."""
+    summary = summary_from_json(
+        {
+            "status": "error",
+            "error": "max turns",
+            "turns": [{"toolCalls": [{"id": "1", "name": "ls", "arguments": {}, "result": "a"}]}],
+        }
+    )
+    out = summary.to_json()
+    assert out["error"] == "max turns"
+    assert out["turns"][0]["toolCalls"][0]["result"] == "a"
+    assert summary_from_json(out) == summary
+
+
 MALFORMED: list[tuple[Any, str, str]] = [
     ([], "(top level)", "expected a JSON object, got an array"),
     ({"status": "done"}, "turns", "missing"),

@@ -156,6 +156,17 @@ def test_script_that_looks_like_an_option_is_not_unwrapped() -> None:
     assert unwrap_shell("bash -lc '-0'") == "bash -lc '-0'"
 
 
+def test_an_option_after_c_keeps_the_wrapper() -> None:
+    """`bash -c -e 'x'` runs `x` (bash reads every option, then the script)."""
+    assert unwrap_shell("bash -c -e 'curl x && y'") == "curl x && y"
+
+
+def test_an_expanded_positional_argument_after_the_script_is_no_wrapper() -> None:
+    """The script's `$0` is the expansion: the whole command is the model's own."""
+    command = "sh -c 'curl \"$0\"' $URL"
+    assert unwrap_shell(command) == command
+
+
 def _bash_double_quote(script: str) -> str:
     escaped = "".join("\\" + c if c in '$`"\\' else c for c in script)
     return f'"{escaped}"'
