@@ -133,6 +133,17 @@ def test_schema_errors_name_the_field_and_the_fix(obj: Any, expected: str) -> No
     assert any(p.startswith(expected) for p in found), found
 
 
+def test_empty_turns_does_not_offer_dropping_the_required_field() -> None:
+    problems = validate_trajectory({"turns": []}, file="t.json")
+    assert len(problems) == 1
+    text = str(problems[0])
+    assert text.startswith("t.json: turns: must not be empty")
+    assert "drop the field" not in text
+    # The fix it does offer is true: one turn is valid.
+    assert validate_trajectory({"turns": [{"text": "done"}]}, file="t.json") == []
+    assert "missing" in str(validate_trajectory({}, file="t.json")[0])
+
+
 def test_a_result_reference_must_point_at_an_earlier_call() -> None:
     obj = {
         "turns": [

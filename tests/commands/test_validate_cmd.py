@@ -37,6 +37,10 @@ def invoke(*args: str) -> Any:
     return CliRunner().invoke(main, ["validate", *args])
 
 
+def _problems(root: Path) -> list[str]:
+    return [str(p) for p in validate_workspace(root).problems]
+
+
 def test_valid_workspace_prints_ok_with_the_case_ids_and_exits_0(good: Path) -> None:
     result = invoke("--root", str(good))
     assert result.exit_code == 0, result.output
@@ -206,6 +210,42 @@ def test_broken_configuration_and_broken_cases_are_reported_together(broken: Pat
         # no tier problem for gamma's "hard": the tiers come from the broken file
         ["evals/capability/cases/gamma/case.json", "bait.metric"],
     ]
+
+
+def test_a_config_typo_does_not_hide_a_cases_tier_error(tmp_path: Path) -> None:
+    add_case(tmp_path, "tiered", tier="x")
+    (tmp_path / "capeval.toml").write_text("repeat = 1\n")
+    problems = _problems(tmp_path)
+    assert any(p.startswith("capeval.toml: repeat: ") for p in problems), problems
+    assert any(p.startswith(f"{CASES}/tiered/case.json: tier: unknown tier") for p in problems)
+
+
+def test_the_configured_tiers_apply_despite_another_config_problem(tmp_path: Path) -> None:
+    add_case(tmp_path, "hard", tier="hard")
+    add_case(tmp_path, "typo", tier="simple")
+    (tmp_path / "capeval.toml").write_text('tiers = ["hard"]\nrepeat = 1\n')
+    problems = _problems(tmp_path)
+    assert [p.split(": ")[:2] for p in problems if "tier" in p.split(": ")[1]] == [
+        [f"{CASES}/typo/case.json", "tier"]
+    ], problems
+
+
+def test_the_pyproject_tiers_apply_despite_another_config_problem(tmp_path: Path) -> None:
+    add_case(tmp_path, "hard", tier="hard")
+    (tmp_path / "pyproject.toml").write_text('[tool.capeval]\ntiers = ["hard"]\nrepeat = 1\n')
+    problems = _problems(tmp_path)
+    assert problems and not any(": tier: " in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    "toml", ['tiers = "hard"\nrepeat = 1\n', "tiers = [\n"], ids=["bad-tiers", "bad-syntax"]
+)
+def test_no_tier_check_when_the_tiers_cannot_be_told(tmp_path: Path, toml: str) -> None:
+    # Checking against the defaults would call a configured tier unknown.
+    add_case(tmp_path, "hard", tier="hard")
+    (tmp_path / "capeval.toml").write_text(toml)
+    problems = _problems(tmp_path)
+    assert problems and not any(": tier: " in p for p in problems), problems
 
 
 def test_the_repository_workspace_is_valid(repo_root: Path) -> None:

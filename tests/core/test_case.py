@@ -439,6 +439,21 @@ def test_every_problem_in_one_case_is_reported_at_once_in_field_order() -> None:
     ]
 
 
+def test_empty_optional_list_still_offers_dropping_it() -> None:
+    from capeval.core.case import schema_problems
+    from capeval.core.jsonschemas import strict_validator
+
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"xs": {"type": "array", "minItems": 1, "description": "a list"}},
+    }
+    errors = list(strict_validator(schema).iter_errors({"xs": []}))
+    (problem,) = schema_problems(errors, file="f", schema=schema)
+    assert str(problem).endswith("with at least one entry, or drop the field")
+    (problem,) = schema_problems(errors, file="f")
+    assert str(problem).endswith("with at least one entry")
+
+
 def test_problem_text_is_file_field_message() -> None:
     assert str(Problem("a/case.json", "bait.metric", "bad")) == "a/case.json: bait.metric: bad"
     assert str(Problem("a/case.json", "", "bad")) == "a/case.json: bad"

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from capeval.runner.workdir import WorkdirError, prepare_workdir
+from tests.casefactory import FIXTURES, write_case
 
 
 @dataclass
@@ -158,6 +159,22 @@ def test_a_users_global_ignore_file_leaves_no_fixture_file_out_of_the_commit(
         tmp_path, FakeCase("demo", "evals/capability/fixtures/demo"), dest=tmp_path / "w"
     )
     assert "run.log" in _git(wd, "ls-files").split()
+
+
+def test_files_the_fixtures_own_gitignore_names_are_in_the_baseline_commit(
+    tmp_path: Path,
+) -> None:
+    write_case(tmp_path, "wordfreq", fixture={".gitignore": "*.py\n", "wordfreq.py": "print(1)\n"})
+
+    class _Case:
+        id = "wordfreq"
+        fixture = f"{FIXTURES}/wordfreq"
+
+    wd = prepare_workdir(tmp_path, _Case(), dest=tmp_path / "w")
+    assert "wordfreq.py" in _git(wd, "ls-files").split()
+    (wd / "wordfreq.py").write_text("print(2)\n")
+    assert "wordfreq.py" in _git(wd, "status", "--porcelain")
+    assert "+print(2)" in _git(wd, "diff")
 
 
 def test_a_users_global_config_does_not_change_the_commit(
