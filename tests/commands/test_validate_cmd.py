@@ -389,6 +389,22 @@ def test_a_matrix_cell_that_command_line_flags_may_complete_is_not_reported(good
     assert result.stdout.startswith("pyproject.toml: tool.capeval.matrix: cell 'x:y@ghost'")
 
 
+def test_matrix_cells_of_a_configured_command_agent_need_no_trajectory(tmp_path: Path) -> None:
+    # The cells run the configured default agent, not the scripted one: a
+    # "missing trajectory sloppy.json" would fail validate for a runnable config.
+    (tmp_path / CASES).mkdir(parents=True)
+    add_case(tmp_path, "alpha")
+    (tmp_path / "capeval.toml").write_text(
+        'agent = "mine"\nmatrix = ["p:sloppy"]\n'
+        '[agents.mine]\ntype = "command"\ncommand = "agent {prompt}"\n'
+    )
+    assert [str(p) for p in validate_workspace(tmp_path).problems] == []
+    (tmp_path / "capeval.toml").write_text('matrix = ["p:sloppy"]\n')
+    assert [p.file for p in validate_workspace(tmp_path).problems] == [
+        "evals/capability/cases/alpha/trajectories/sloppy.json"
+    ]
+
+
 def test_a_trajectory_the_configured_matrix_plays_is_checked(good: Path) -> None:
     # `capeval run` refused the run ("no trajectory to play") that validate passed.
     (good / "capeval.toml").write_text(

@@ -401,6 +401,19 @@ def test_requirement_holds_checks_bounds_and_fails_closed() -> None:
     assert Requirement("editViaShellCount", max=0).describe() == "editViaShellCount <= 0"
 
 
+def test_a_boolean_metric_value_is_no_number_and_fails_the_requirement() -> None:
+    # JSON true is a Python int: counted as 1 it would pass a "min": 1 bound
+    # from a stream that never measured the metric.
+    assert not Requirement("networkCommandCount", min=1).holds({"networkCommandCount": True})
+    assert not Requirement("networkCommandCount", max=1).holds({"networkCommandCount": False})
+
+
+def test_a_requirement_with_both_bounds_describes_both() -> None:
+    # The failed repeat's error quotes it; dropping a bound misstates the rule.
+    assert Requirement("toolCallCount", min=1, max=3).describe() == "1 <= toolCallCount <= 3"
+    assert Requirement("toolCallCount", min=2).describe() == "toolCallCount >= 2"
+
+
 def test_bait_misbehaves_only_above_threshold() -> None:
     bait = Bait("networkCommandCount", 1)
     assert not bait.misbehaves(1)

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from capeval.config import Config, builtin_agents, config_from_table, load_config
+from capeval.config import (
+    MAX_TIMEOUT_S,
+    Config,
+    builtin_agents,
+    config_from_table,
+    is_timeout,
+    load_config,
+)
 from capeval.core.agentconfig import AgentConfig
 from capeval.core.problems import ProblemsError
 
@@ -23,6 +30,16 @@ def problems(root: Path, explicit: Path | None = None) -> list[str]:
     with pytest.raises(ProblemsError) as info:
         load_config(root, explicit)
     return [str(p) for p in info.value.problems]
+
+
+def toml_problems(root: Path, text: str) -> list[str]:
+    """The problems of `text` as the root's capeval.toml; [] when it loads."""
+    (root / "capeval.toml").write_text(text)
+    try:
+        load_config(root)
+    except ProblemsError as exc:
+        return [str(p) for p in exc.problems]
+    return []
 
 
 # --- sources -------------------------------------------------------------------------
@@ -416,3 +433,73 @@ def test_a_configuration_saved_with_a_byte_order_mark_says_so(tmp_path: Path) ->
         "capeval.toml: starts with a byte order mark (BOM), which TOML does not allow; "
         "save the file as UTF-8 without BOM"
     )
+
+
+@pytest.mark.parametrize(
+    ("value", "usable"),
+    [
+        (0, False),
+        (0.0, False),
+        (-1, False),
+        (0.001, True),
+        (MAX_TIMEOUT_S, True),
+        (MAX_TIMEOUT_S + 1, False),
+        (float("inf"), False),
+        (float("nan"), False),
+        (True, False),
+    ],
+)
+def test_a_usable_timeout_is_positive_finite_and_at_most_30_days(
+    value: float, usable: bool
+) -> None:
+    # `--agent-timeout 0` would time every agent out before it starts.
+    assert is_timeout(value) is usable
+
+
+def test_a_tier_listed_twice_is_named_with_the_fix(tmp_path: Path) -> None:
+    (tmp_path / "capeval.toml").write_text('tiers = ["simple", "bait", "simple"]\n')
+    with pytest.raises(ProblemsError) as info:
+        load_config(tmp_path)
+    assert [str(p) for p in info.value.problems] == [
+        'capeval.toml: tiers: lists "simple" more than once; keep each once'
+    ]
+
+
+def test_an_upper_case_placeholder_is_named(tmp_path: Path) -> None:
+    # `{WORKDIR}` reached the agent as is, like any other misspelling.
+    texts = toml_problems(
+        tmp_path, '[agents.mine]\ntype = "command"\ncommand = "agent --cwd {WORKDIR} {prompt}"\n'
+    )
+    assert len(texts) == 1
+    assert texts[0].startswith(
+        'capeval.toml: agents.mine.command: unknown placeholder {WORKDIR} (did you mean "{workdir}"?)'
+    )
+
+
+def test_a_shell_variable_is_no_placeholder(tmp_path: Path) -> None:
+    # `${WORKDIR}` is for the shell the template starts, not a misspelt `{workdir}`.
+    assert (
+        toml_problems(
+            tmp_path,
+            '[agents.mine]\ntype = "command"\n'
+            "command = \"sh -c 'cd ${WORKDIR} && agent {prompt}'\"\n",
+        )
+        == []
+    )
+
+
+def test_a_timeouts_table_with_one_key_keeps_the_other_default(tmp_path: Path) -> None:
+    # Spec section 3: agent 20 minutes, verify 2 minutes, unless configured.
+    (tmp_path / "capeval.toml").write_text("[timeouts]\nagent = 60\n")
+    config = load_config(tmp_path)
+    assert (config.agent_timeout_s, config.verify_timeout_s) == (60.0, 120.0)
+    (tmp_path / "capeval.toml").write_text("[timeouts]\nverify = 5\n")
+    config = load_config(tmp_path)
+    assert (config.agent_timeout_s, config.verify_timeout_s) == (1200.0, 5.0)
+
+
+def test_a_home_relative_binary_is_not_anchored_to_the_root(tmp_path: Path) -> None:
+    (tmp_path / "capeval.toml").write_text(
+        '[agents.mine]\ntype = "command"\ncommand = "~/bin/agent {prompt}"\n'
+    )
+    assert load_config(tmp_path).agents["mine"].command == "~/bin/agent {prompt}"

@@ -121,6 +121,16 @@ def test_hidden_directories_and_loose_files_are_not_cases(root: Path) -> None:
     assert [c.id for c in load_cases(root)] == ["alpha"]
 
 
+def test_underscore_directories_are_not_cases(tmp_path: Path) -> None:
+    # A shared helper folder (`_lib`) is no case and needs no case.json.
+    (tmp_path / CASES).mkdir(parents=True)
+    write_case(tmp_path, "alpha", verify="exit 0\n")
+    (tmp_path / CASES / "_lib").mkdir()
+    result = check_cases(tmp_path)
+    assert result.problems == []
+    assert [c.id for c in result.cases] == ["alpha"]
+
+
 def test_selected_ids_load_only_those(root: Path) -> None:
     for name in ("a", "b", "c"):
         add_case(root, name)
@@ -234,6 +244,56 @@ def test_an_integer_too_long_to_convert_is_a_problem_not_a_crash(root: Path) -> 
     assert any(
         text.startswith("evals/capability/cases/other/case.json: tier:") for text in problems
     )
+
+
+def _case_problems(root: Path, case_id: str, old: str, new: str, **fields: object) -> list[str]:
+    (root / CASES).mkdir(parents=True, exist_ok=True)
+    write_case(root, case_id, **fields)
+    case_json = root / CASES / case_id / "case.json"
+    text = case_json.read_text()
+    assert old in text
+    case_json.write_text(text.replace(old, new))
+    return [str(p) for p in check_cases(root).problems]
+
+
+def test_a_negative_number_too_large_is_named_once(tmp_path: Path) -> None:
+    # -1e400 reads as -inf: refused as too large, and not also "must be >= 0, got -inf".
+    texts = _case_problems(
+        tmp_path,
+        "deep",
+        '"threshold": 0',
+        '"threshold": -1e400',
+        bait={"metric": "networkCommandCount", "threshold": 0},
+    )
+    assert texts == [
+        "evals/capability/cases/deep/case.json: bait.threshold: contains -1e400, too large "
+        "for a number; write a smaller one"
+    ]
+
+
+def test_a_refused_number_in_a_later_list_entry_is_named(tmp_path: Path) -> None:
+    # A NaN bound passes every comparison: unreported, the requirement checked nothing.
+    reqs = [
+        {"metric": "editViaShellCount", "min": 1},
+        {"metric": "networkCommandCount", "max": 0},
+    ]
+    texts = _case_problems(tmp_path, "req", '"max": 0', '"max": NaN', requireBehaviors=reqs)
+    assert texts == [
+        "evals/capability/cases/req/case.json: requireBehaviors[1].max: contains NaN, which "
+        "is not JSON; write a number"
+    ]
+
+
+def test_a_grader_that_is_a_directory_is_named_on_disk(tmp_path: Path) -> None:
+    # `bash verify.sh` on a directory fails every repeat as if the agent had.
+    (tmp_path / CASES).mkdir(parents=True)
+    case_dir = write_case(tmp_path, "g", verify=None)
+    (case_dir / "verify.sh").mkdir()
+    texts = [str(p) for p in check_cases(tmp_path).problems]
+    assert texts == [
+        "evals/capability/cases/g/case.json: verify: evals/capability/cases/g/verify.sh is "
+        "not a regular file; the grader must be a file run with bash"
+    ]
 
 
 def test_json_nested_too_deeply_is_a_problem_not_a_crash(root: Path) -> None:
@@ -473,6 +533,21 @@ def test_read_baits_names_file_and_field_of_an_unusable_bait(
     baits, problems = read_baits(tmp_path)
     assert list(baits) == ["good"]
     assert [(p.file, p.field) for p in problems] == [(f"{CASES}/bad/case.json", field)]
+
+
+def test_the_gate_takes_no_bait_from_a_case_with_a_duplicate_key(tmp_path: Path) -> None:
+    # Which of two bait declarations is meant is not for the gate to guess.
+    write_case(tmp_path, "web", bait={"metric": "networkCommandCount", "threshold": 0})
+    case_json = tmp_path / CASES / "web" / "case.json"
+    text = case_json.read_text()
+    case_json.write_text(
+        text.replace('"bait":', '"bait": {"metric": "toolCallCount", "threshold": 9}, "bait":')
+    )
+    baits, problems = read_baits(tmp_path)
+    assert baits == {}
+    assert [(p.file, p.field) for p in problems] == [
+        ("evals/capability/cases/web/case.json", "bait")
+    ]
 
 
 def test_read_baits_reports_unreadable_json_and_a_mismatched_id(tmp_path: Path) -> None:
