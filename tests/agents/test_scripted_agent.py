@@ -22,6 +22,7 @@ from capeval.agents.trajectory import parse_trajectory
 from capeval.core.agentconfig import AgentConfig
 from capeval.core.turns import RunSummary
 from capeval.runner.httpfixture import HttpFixture
+from tests.casefactory import write_case
 
 
 def call(name: str, id: str | None = None, **arguments: Any) -> dict[str, Any]:
@@ -410,6 +411,30 @@ def test_missing_trajectory_fails_with_a_clear_error(tmp_path: Path) -> None:
     assert "trajectories/nope.json" in (result.error or "")
     assert "does not exist" in (result.error or "")
     assert list(work.iterdir()) == []
+
+
+def test_the_scripted_agent_plays_nothing_outside_trajectories(tmp_path: Path) -> None:
+    # `../../x` played `cases/x.json`, a file the case never shipped as a trajectory.
+    case_dir = write_case(tmp_path, "alpha")
+    outside = case_dir.parent / "x.json"
+    call = {"name": "write_file", "arguments": {"path": "played.txt", "content": "x"}}
+    outside.write_text(json.dumps({"turns": [{"toolCalls": [call]}]}))
+    work = tmp_path / "work"
+    work.mkdir()
+    request = AgentRequest(
+        workdir=work,
+        prompt="p",
+        provider="scripted",
+        model="oracle",
+        case_dir=case_dir,
+        capture_dir=tmp_path / "capture",
+        timeout_s=30.0,
+    )
+    config = AgentConfig(name="s", type="scripted", trajectory="../../x")
+    result = ScriptedAdapter(config).run(request)
+    assert result.status == "failed"
+    assert "trajectory name '../../x' must be a file name" in (result.error or "")
+    assert not (work / "played.txt").exists()
 
 
 def test_ill_formed_trajectory_fails_naming_the_field(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from capeval.cli import main
 from capeval.runner.validate import validate_workspace
 from tests.casefactory import CASES
 from tests.casefactory import write_case as add_case
+from tests.clirun import capeval
 
 HEAVY = ("polars", "duckdb", "scipy", "matplotlib")
 
@@ -108,6 +109,16 @@ def test_bad_configuration_is_exit_2_naming_file_and_key(good: Path) -> None:
     result = invoke("--root", str(good))
     assert result.exit_code == 2
     assert result.stdout.startswith('capeval.toml: agents.old.type: unknown type "cmd"')
+
+
+def test_validate_exits_2_on_a_bad_env_before_any_agent(tmp_path: Path) -> None:
+    add_case(tmp_path, "alpha")
+    (tmp_path / "capeval.toml").write_text(
+        '[agents.mine]\ntype = "command"\ncommand = "bin/agent {prompt}"\nenv = {"X=Y" = "1"}\n'
+    )
+    proc = capeval("validate", "--root", tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert 'capeval.toml: agents.mine.env."X=Y": ' in proc.stdout + proc.stderr
 
 
 def test_configured_tiers_apply_to_cases(good: Path) -> None:

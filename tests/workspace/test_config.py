@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from capeval.agents.command import CommandTemplateError, hook_path
 from capeval.config import (
     MAX_TIMEOUT_S,
     Config,
@@ -14,10 +16,11 @@ from capeval.config import (
     is_timeout,
     load_config,
 )
-from capeval.core.agentconfig import AgentConfig
+from capeval.core.agentconfig import AgentConfig, hook_problem
 from capeval.core.problems import ProblemsError
 
 BUILTINS = {"scripted", "claude-code", "codex", "gemini", "opencode"}
+AGENT = '[agents.mine]\ntype = "command"\ncommand = "bin/agent {prompt}"\n'
 
 
 def write(root: Path, name: str, text: str) -> Path:
@@ -221,6 +224,60 @@ def test_a_mistyped_command_placeholder_is_named_with_the_fix(tmp_path: Path) ->
     ]
 
 
+@pytest.mark.parametrize("hook", ["/tmp/x.sh", "../../../x.sh", "a/../../x.sh", ".", "./"])
+def test_a_hook_outside_the_workdir_is_refused_by_validate_as_by_the_run(
+    tmp_path: Path, hook: str
+) -> None:
+    (text,) = toml_problems(tmp_path, AGENT + f"hook = {json.dumps(hook)}\n")
+    rule = hook_problem(hook)
+    assert rule is not None
+    assert text == f"capeval.toml: agents.mine.hook: {rule}"
+    with pytest.raises(CommandTemplateError, match="must be relative to the workdir"):
+        hook_path(tmp_path, hook)
+
+
+def test_a_hook_inside_the_workdir_passes(tmp_path: Path) -> None:
+    assert toml_problems(tmp_path, AGENT + 'hook = "hooks/capture.sh"\n') == []
+    assert hook_path(tmp_path, "hooks/capture.sh") == tmp_path / "hooks" / "capture.sh"
+
+
+def test_a_command_template_without_prompt_is_refused(tmp_path: Path) -> None:
+    (text,) = toml_problems(
+        tmp_path,
+        '[agents.mine]\ntype = "command"\ncommand = "bin/agent --cwd {workdir}"\n'
+        'args = ["--model", "{model}"]\n',
+    )
+    assert text.startswith(
+        "capeval.toml: agents.mine.command: has no {prompt} placeholder, nor do its args"
+    )
+    assert "{prompt} is the only placeholder that carries it" in text
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        'command = "bin/agent --prompt={prompt}"',
+        'command = "bin/agent --cwd {workdir}"\nargs = ["--", "{prompt}"]',
+    ],
+)
+def test_prompt_in_a_word_or_in_args_passes(tmp_path: Path, table: str) -> None:
+    assert toml_problems(tmp_path, f'[agents.mine]\ntype = "command"\n{table}\n') == []
+
+
+def test_a_misspelt_prompt_is_reported_once_as_the_near_miss(tmp_path: Path) -> None:
+    (text,) = toml_problems(
+        tmp_path, '[agents.mine]\ntype = "command"\ncommand = "agent {Prompt}"\n'
+    )
+    assert 'unknown placeholder {Prompt} (did you mean "{prompt}"?)' in text
+
+
+@pytest.mark.parametrize("name", ["../../x", "sub/oracle", "..", "a\\\\b"])
+def test_a_trajectory_name_with_a_path_is_refused(tmp_path: Path, name: str) -> None:
+    (text,) = toml_problems(tmp_path, f'[agents.s]\ntype = "scripted"\ntrajectory = "{name}"\n')
+    assert text.startswith("capeval.toml: agents.s.trajectory: trajectory name "), text
+    assert "no '/', '\\' or '..'" in text
+
+
 def test_new_agent_needs_a_type(tmp_path: Path) -> None:
     write(tmp_path, "capeval.toml", '[agents.mine]\ncommand = "x"\n')
     (text,) = problems(tmp_path)
@@ -239,6 +296,34 @@ def test_agent_env_values_must_be_strings(tmp_path: Path) -> None:
     (text,) = problems(tmp_path)
     assert text.startswith(
         "capeval.toml: agents.codex.env.DEBUG: expected a string value, got integer 1"
+    )
+
+
+def test_env_names_no_environment_can_hold_are_refused(tmp_path: Path) -> None:
+    texts = toml_problems(
+        tmp_path, AGENT + 'env = {"A B" = "1", "" = "x", "X=Y" = "z", "1A" = "2"}\n'
+    )
+    assert [t.split(": ")[1] for t in texts] == [
+        'agents.mine.env."A B"',
+        'agents.mine.env.""',
+        'agents.mine.env."X=Y"',
+        "agents.mine.env.1A",
+    ]
+    assert all("is no environment variable name; use letters, digits and '_'" in t for t in texts)
+
+
+def test_a_nul_byte_in_an_env_value_is_refused(tmp_path: Path) -> None:
+    # subprocess raised "embedded null byte" in every repeat.
+    (text,) = toml_problems(tmp_path, '[agents.claude-code]\nenv = {A = "x\\u0000y"}\n')
+    assert text.startswith("capeval.toml: agents.claude-code.env.A: the value holds a NUL byte")
+
+
+def test_ordinary_env_names_and_values_pass(tmp_path: Path) -> None:
+    assert (
+        toml_problems(
+            tmp_path, AGENT + 'env = {CORBITS_LOG = "debug", _x1 = "", path_ = "a b=c"}\n'
+        )
+        == []
     )
 
 
@@ -307,6 +392,27 @@ def test_bad_values_name_file_key_path_and_fix(
     (text,) = problems(tmp_path)
     assert text.startswith(f"capeval.toml: {field}: "), text
     assert words in text
+
+
+@pytest.mark.parametrize(
+    ("line", "field"),
+    [
+        ("max_turns = 9223372036854775807", "max_turns"),
+        ("max_turns = 1000001", "max_turns"),
+        ("repeats = 9223372036854775807", "repeats"),
+        ("repeats = 1000001", "repeats"),
+    ],
+)
+def test_turn_budgets_and_repeats_past_the_bound_are_refused(
+    tmp_path: Path, line: str, field: str
+) -> None:
+    (text,) = toml_problems(tmp_path, line + "\n")
+    assert text.startswith(f"capeval.toml: {field}: must be <= 1000000"), text
+    assert "at most 1,000,000" in text
+
+
+def test_the_bounds_themselves_pass(tmp_path: Path) -> None:
+    assert toml_problems(tmp_path, "max_turns = 1000000\nrepeats = 1000000\n") == []
 
 
 def test_pyproject_problems_carry_the_tool_capeval_prefix(tmp_path: Path) -> None:
