@@ -7,6 +7,8 @@ the CLI tests go through `capeval run` in a subprocess.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from urllib.parse import unquote
@@ -24,17 +26,21 @@ from capeval.runner.artifacts import (
     SUMMARY_FILE,
     VERIFY_LOG,
     ArtifactBudget,
+    capped,
     copy_capped,
     default_artifacts_dir,
     path_component,
+    redact_bytes,
     repeat_dir,
     run_budget,
     safe_cut,
     save_repeat_artifacts,
+    verify_log,
 )
 from capeval.runner.repeat import RepeatJob, RepeatSettings, run_repeat
 from capeval.workspace import load_cases
 from tests.runhelpers import (
+    REPO,
     capeval,
     interrupt_when,
     read_rows,
@@ -45,6 +51,9 @@ from tests.runhelpers import (
 )
 
 SECRET = "sk-test-9f8e7d6c5b4a"
+# 24 characters: the cut tests place it against a cap of 100 bytes.
+KEY = "sk-test-9f8e7d6c5b4aZQ31"
+R = REDACTED.encode()
 FAILING_GRADER = 'echo "grader looked at done.txt"\necho "expected ok, found nothing" >&2\nexit 3\n'
 
 
@@ -168,6 +177,57 @@ def test_cap_never_keeps_part_of_a_secret_cut_in_two(tmp_path: Path) -> None:
     assert SECRET[:5].encode() not in kept
 
 
+def test_cut_ignores_a_secret_ending_at_it_and_moves_past_chained_ones() -> None:
+    data = b"a" * 90 + KEY.encode()[:10] + b"b" * 50
+    assert safe_cut(data, 100, [KEY[:10]]) == 100
+    s1, s2 = "PQRSTUVW", "UVWxyz12"  # overlap in "PQRSTUVWxyz12"
+    data = b"." * 10 + b"PQRSTUVWxyz12" + b"." * 20
+    for order in ([s1, s2], [s2, s1], ["unrelated-one", s2, s1]):
+        assert safe_cut(data, 20, order) == 10
+
+
+def test_a_multibyte_key_straddling_the_cap_is_dropped_whole(tmp_path: Path) -> None:
+    key = "pässwörd-€€€€-ключ"
+    src = tmp_path / "log"
+    src.write_bytes(b"a" * 95 + key.encode() + b"b" * 200)
+    copy_capped(src, tmp_path / "copy", [key], max_bytes=100)
+    kept = (tmp_path / "copy").read_bytes()
+    assert kept.startswith(b"a" * 95 + b"\n[capeval: truncated, kept the first 95 of ")
+
+
+def test_a_key_ending_exactly_at_the_cap_is_redacted(tmp_path: Path) -> None:
+    src = tmp_path / "log"
+    src.write_bytes(b"a" * 76 + KEY.encode() + b"b" * 100)
+    copy_capped(src, tmp_path / "copy", [KEY], max_bytes=100)
+    assert (tmp_path / "copy").read_bytes().startswith(b"a" * 76 + R + b"\n[capeval: truncated")
+
+
+def test_a_truncated_file_is_still_redacted(tmp_path: Path) -> None:
+    src = tmp_path / "log"
+    src.write_bytes(b"key " + KEY.upper().encode() + b"\n" + b"z" * 5000)
+    assert copy_capped(src, tmp_path / "copy", [KEY], max_bytes=1000) is True
+    kept = (tmp_path / "copy").read_bytes()
+    assert kept.startswith(b"key " + R + b"\n") and KEY.upper().encode() not in kept
+
+
+def test_verify_log_cut_at_a_key_in_another_case_keeps_none_of_it(tmp_path: Path) -> None:
+    verify = b"a" * 95 + KEY.upper().encode() + b"b" * 100
+    dest = save_repeat_artifacts(tmp_path / "0", verify=verify, secrets=[KEY], max_bytes=100)
+    kept = (dest / VERIFY_LOG).read_bytes()
+    assert kept.startswith(b"a" * 95 + b"\n[capeval: truncated, kept the first 95 of ")
+
+
+def test_undecodable_bytes_pass_through_unchanged() -> None:
+    data = b"\xff\xfe " + KEY.encode() + b" \x80\xc3"
+    assert redact_bytes(data, [KEY]) == b"\xff\xfe " + R + b" \x80\xc3"
+
+
+def test_a_file_shorter_than_it_said_reports_what_was_kept() -> None:
+    assert (
+        capped(b"abc", 10, [], 100) == b"abc\n[capeval: truncated, kept the first 3 of 10 bytes]\n"
+    )
+
+
 def test_verify_log_and_summary_are_capped_too(tmp_path: Path) -> None:
     dest = tmp_path / "a" / "0"
     summary = {"turns": [{"text": "t" * 4000}]}
@@ -222,6 +282,114 @@ def test_path_components_are_safe_distinct_and_reversible() -> None:
         assert "/" not in name and ":" not in name and not name.startswith(".")
         assert unquote(name) == original
     assert repeat_dir(Path("r"), "a/b", "c", 2) == Path("r/a%2Fb/c/2")
+
+
+def test_a_streamed_key_split_across_lines_is_redacted_in_the_capture(tmp_path: Path) -> None:
+    capture = tmp_path / "capture"
+    capture.mkdir()
+    chunks = ["my key is " + KEY[:11], KEY[11:] + ", done"]
+    lines = [json.dumps({"type": "message", "content": c, "delta": True}) for c in chunks]
+    (capture / "gemini-stream.jsonl").write_text("\n".join(lines) + "\n")
+    dest = save_repeat_artifacts(tmp_path / "out", capture_dir=capture, secrets=[KEY])
+    kept = (dest / "gemini-stream.jsonl").read_text()
+    assert KEY[:8] not in kept and KEY[-8:] not in kept and kept.count(REDACTED) == 2
+
+
+def test_a_secret_in_a_capture_file_name_is_redacted(tmp_path: Path) -> None:
+    capture = tmp_path / "capture"
+    capture.mkdir()
+    (capture / f"log-{KEY}.txt").write_text("x")
+    dest = save_repeat_artifacts(tmp_path / "0", capture_dir=capture, secrets=[KEY])
+    assert [p.name for p in dest.iterdir()] == [f"log-{REDACTED}.txt"]
+
+
+def test_a_secret_deep_in_summary_tool_arguments_is_redacted(tmp_path: Path) -> None:
+    quoted = 'pw"with\\quote'
+    call = {
+        "name": "run_shell",
+        "arguments": {"command": f"curl -H 'x-api-key: {KEY}'", "env": {KEY: [KEY]}},
+        "raw": json.dumps({"cmd": f"login {quoted}"}),
+    }
+    summary = {"turns": [{"toolCalls": [call]}]}
+    dest = save_repeat_artifacts(tmp_path / "0", summary=summary, secrets=[KEY, quoted])
+    text = (dest / SUMMARY_FILE).read_text()
+    assert "9f8e7d6c" not in text and "with" not in text
+    assert json.loads(text)["turns"][0]["toolCalls"][0]["arguments"]["env"] == {
+        REDACTED: [REDACTED]
+    }
+
+
+def test_capture_files_are_capped_at_the_given_size(tmp_path: Path) -> None:
+    capture = tmp_path / "capture"
+    capture.mkdir()
+    (capture / "big.log").write_bytes(b"x" * 5000)
+    dest = save_repeat_artifacts(tmp_path / "0", capture_dir=capture, max_bytes=100)
+    assert (dest / "big.log").read_bytes() == (
+        b"x" * 100 + b"\n[capeval: truncated, kept the first 100 of 5000 bytes]\n"
+    )
+
+
+def test_a_missing_capture_folder_still_saves_the_rest(tmp_path: Path) -> None:
+    dest = save_repeat_artifacts(tmp_path / "0", capture_dir=tmp_path / "gone", verify=b"v\n")
+    assert [p.name for p in dest.iterdir()] == [VERIFY_LOG]
+
+
+def test_a_file_turned_symlink_after_the_listing_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outside = tmp_path / "login.json"
+    outside.write_text('{"token": "the user login"}')
+    capture = tmp_path / "capture"
+    capture.mkdir()
+    (capture / "ok.log").write_text("fine")
+    (capture / "swapped.log").symlink_to(outside)
+    with pytest.raises(OSError):
+        copy_capped(capture / "swapped.log", tmp_path / "copy", [], max_bytes=100)
+    # As if the file had been swapped for the link between listing and copying.
+    monkeypatch.setattr(
+        "capeval.runner.artifacts.capture_files", lambda d: sorted(Path(d).iterdir())
+    )
+    dest = save_repeat_artifacts(tmp_path / "0", capture_dir=capture)
+    assert [p.name for p in dest.iterdir()] == ["ok.log"]
+
+
+def test_a_rerun_clears_a_retired_folder_left_by_a_kill(tmp_path: Path) -> None:
+    dest = save_repeat_artifacts(tmp_path / "v" / "0", verify=b"first\n")
+    retired = tmp_path / "v" / ".0.old-deadbeef"
+    retired.mkdir()
+    (retired / VERIFY_LOG).write_text("old")
+    save_repeat_artifacts(dest, verify=b"second\n")
+    assert sorted(p.name for p in (tmp_path / "v").iterdir()) == ["0"]
+
+
+def test_a_copy_killed_before_the_rename_leaves_only_a_hidden_folder(tmp_path: Path) -> None:
+    dest = tmp_path / "v" / "0"
+    killed = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "import capeval.runner.artifacts as a\n"
+        "a._publish = lambda staging, dest: os._exit(9)\n"
+        "a.save_repeat_artifacts(Path(sys.argv[1]), verify=b'half')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *sys.path])}
+    proc = subprocess.run([sys.executable, "-c", killed, str(dest)], env=env, check=False)
+    assert proc.returncode == 9
+    left = [p.name for p in dest.parent.iterdir()]
+    assert len(left) == 1 and left[0].startswith(".0."), left
+    save_repeat_artifacts(dest, verify=b"whole\n")
+    assert [p.name for p in dest.parent.iterdir()] == ["0"]
+
+
+def test_verify_log_header() -> None:
+    log = verify_log(["bash", "verify.sh"], 3, 12.6, b"out", b"err")
+    assert log == (
+        b"$ bash verify.sh\n# exit code 3 after 13 ms\n--- stdout ---\nout\n--- stderr ---\nerr\n"
+    )
+    assert verify_log(["bash"], None, None, b"", b"").startswith(b"$ bash\n# exit code None\n")
+
+
+def test_an_empty_id_still_names_a_folder() -> None:
+    assert path_component("") == "_"
 
 
 # -- through the command --------------------------------------------------------

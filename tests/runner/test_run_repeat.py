@@ -16,12 +16,16 @@ import pytest
 
 from capeval.agents.base import AgentRequest, AgentResult
 from capeval.agents.registry import make_adapter
+from capeval.agents.scripted import ScriptedAdapter
 from capeval.core.agentconfig import AgentConfig
 from capeval.core.matrix import Variant
+from capeval.core.redact import REDACTED
 from capeval.core.row import ROW_FIELDS
 from capeval.runner.repeat import RepeatJob, RepeatSettings, run_repeat
 from capeval.workspace import load_cases
-from tests.runhelpers import write_case
+from tests.runhelpers import write_case, write_done
+
+SECRET = "sk-test-9f8e7d6c5b4aZQ31"
 
 
 @dataclass
@@ -172,6 +176,20 @@ def test_a_workdir_failure_row_is_redacted_like_any_row(
     row = run_repeat(job, FakeAdapter(), RepeatSettings(root=tmp_path))
     assert "workdir not prepared" in row["error"]
     assert "tok-9f8e7d6c5b4a" not in json.dumps(row) and "[REDACTED]" in row["error"]
+
+
+def test_a_rows_preview_cut_in_a_key_keeps_no_piece(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CAPEVAL_TEST_API_KEY", SECRET)
+    # The scripted agent's preview keeps 300 characters: the key is cut at 10.
+    write_case(tmp_path, "alpha", trajectories={"oracle": [write_done("x" * 290 + SECRET)]})
+    (case,) = load_cases(tmp_path)
+    agent = AgentConfig(name="scripted", type="scripted")
+    job = RepeatJob(case, Variant("v", "scripted", "oracle"), 0, agent)
+    row = run_repeat(job, ScriptedAdapter(agent), RepeatSettings(root=tmp_path))
+    assert row["textPreview"].endswith(REDACTED), row["textPreview"][-30:]
+    assert SECRET[:8] not in json.dumps(row)
 
 
 def test_a_workdir_that_failed_under_a_budget_reports_over_budget(tmp_path: Path) -> None:
