@@ -167,6 +167,17 @@ def test_an_expanded_positional_argument_after_the_script_is_no_wrapper() -> Non
     assert unwrap_shell(command) == command
 
 
+def test_a_glob_in_the_wrapper_is_the_models_own_shell() -> None:
+    """bash expands an unquoted `ls*` before `-c` sees it: no agent wrapper."""
+    assert unwrap_shell("sh -c ls*") == "sh -c ls*"
+
+
+@pytest.mark.parametrize("wrapper", ["bash +e -c", "bash +o posix -lc", "sh -e +x -c"])
+def test_plus_options_before_c_keep_the_wrapper(wrapper: str) -> None:
+    """`+e` turns an option off, as `-e` turns it on: still the agent's wrapper."""
+    assert unwrap_shell(f"{wrapper} 'curl u && ls'") == "curl u && ls"
+
+
 def _bash_double_quote(script: str) -> str:
     escaped = "".join("\\" + c if c in '$`"\\' else c for c in script)
     return f'"{escaped}"'
