@@ -130,6 +130,21 @@ def test_family_aliases_match_their_family_only(requested: str, resolved: str, o
 
 
 @pytest.mark.parametrize(
+    ("requested", "resolved", "ok"),
+    [
+        ("claude-sonnet-4-5", "claude-sonnet-4-5-latest", True),
+        # Same length, another model, then a date: not a snapshot of the request.
+        ("claude-sonnet-4-5", "claude-sonnet-4-6-20250929", False),
+        ("claude-sonnet-4-5", "claude-opus-4-5-x-20250929", False),
+    ],
+)
+def test_a_snapshot_is_the_requested_model_plus_a_date_only(
+    requested: str, resolved: str, ok: bool
+) -> None:
+    assert (provider_mismatch("anthropic", requested, None, resolved) is None) is ok
+
+
+@pytest.mark.parametrize(
     ("resolved", "ok"),
     [
         ((None, None), True),  # the agent did not say: nothing to check

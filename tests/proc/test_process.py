@@ -7,21 +7,31 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from capeval.core.passrule import TIMEOUT_EXIT_CODE
 from capeval.proc import process
-from capeval.proc.process import ProcessCancelled, live_groups, process_scope, run_process
+from capeval.proc.process import (
+    MAX_OUTPUT_BYTES,
+    ProcessCancelled,
+    live_groups,
+    process_scope,
+    run_process,
+)
 from tests.runhelpers import alive, eventually, group_gone
 
 
 @pytest.fixture(autouse=True)
-def _fresh() -> None:
+def _fresh() -> Iterator[None]:
     process.reset_shutdown()
+    yield
+    process.reset_shutdown()  # a test that shut down must not refuse the next file's children
 
 
 def test_captures_output_and_exit_code(tmp_path: Path) -> None:
@@ -47,6 +57,26 @@ def test_stdin_is_dev_null_unless_given(tmp_path: Path) -> None:
     assert r.stdout == b"hello"
 
 
+def test_a_child_never_reads_capevals_own_stdin(tmp_path: Path) -> None:
+    # Started from a pipe (CI, `capeval run < file`), a child that reads its
+    # stdin took capeval's input, or waited for it, instead of seeing EOF.
+    probe = textwrap.dedent(
+        f"""
+        from capeval.proc.process import run_process
+        r = run_process(["cat"], cwd={str(tmp_path)!r}, timeout_s=20)
+        print(r.exit_code, r.stdout)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        input="capeval's own input\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.stdout.strip() == "0 b''", out.stdout + out.stderr
+
+
 def test_env_and_cwd_are_used(tmp_path: Path) -> None:
     r = run_process(
         ["bash", "-c", 'echo "$X $PWD"'], cwd=tmp_path, env={"X": "1", "PATH": os.environ["PATH"]}
@@ -60,6 +90,18 @@ def test_pwd_names_the_workdir_for_children_that_read_it(tmp_path: Path) -> None
     stale = {"PWD": "/somewhere/else", "PATH": os.environ["PATH"]}
     assert run_process(read_pwd, cwd=tmp_path, env=stale).stdout.decode().strip() == str(tmp_path)
     assert run_process(read_pwd, cwd=tmp_path).stdout.decode().strip() == str(tmp_path)
+
+
+def test_git_location_variables_are_dropped_when_inherited_kept_when_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    show = ["bash", "-c", 'echo "${GIT_DIR-unset}"']
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "users-repo.git"))
+    assert run_process(show, cwd=tmp_path).stdout == b"unset\n"
+    assert run_process(show, cwd=tmp_path, env=dict(os.environ)).stdout == b"unset\n"
+    # One the caller sets for this child (an agent's configured `env`) is its to keep.
+    given = {**os.environ, "GIT_DIR": str(tmp_path / "agents.git")}
+    assert run_process(show, cwd=tmp_path, env=given).stdout.decode().strip() == given["GIT_DIR"]
 
 
 def test_timeout_kills_the_whole_group_on_time(tmp_path: Path) -> None:
@@ -90,6 +132,26 @@ def test_sigterm_ignoring_child_gets_sigkill_after_grace(tmp_path: Path) -> None
     assert r.timed_out and r.exit_code == TIMEOUT_EXIT_CODE
     assert 1.45 <= elapsed < 4, elapsed
     assert r.stdout == b"ready\n"
+
+
+def test_a_timed_out_child_gets_sigterm_and_the_default_grace_to_run_its_trap(
+    tmp_path: Path,
+) -> None:
+    # Spec: on timeout SIGTERM, then SIGKILL 5 s later, exit code 124 (GNU
+    # timeout's). A trap that needs 2 s to finish must get them: a SIGKILL
+    # first, or a grace shorter than that, loses what the trap writes.
+    ready, ran = tmp_path / "ready", tmp_path / "trap-ran"
+    script = (
+        f"trap 'sleep 2; echo ran > {ran}; exit 0' TERM; touch {ready}; "
+        "while :; do sleep 0.05; done"
+    )
+    start = time.monotonic()
+    r = run_process(["bash", "-c", script], cwd=tmp_path, timeout_s=2.0)
+    elapsed = time.monotonic() - start
+    assert ready.exists(), "bash did not set its trap within 2 s (overloaded host?)"
+    assert r.timed_out and r.exit_code == 124
+    assert ran.read_text() == "ran\n"
+    assert elapsed < 2.0 + 4.5, elapsed  # it left when the trap ended, not after the grace
 
 
 def test_leftover_background_children_are_killed_when_the_leader_exits(tmp_path: Path) -> None:
@@ -173,6 +235,57 @@ def test_shutdown_kills_every_live_group(tmp_path: Path) -> None:
     assert run_process(["true"], cwd=tmp_path).exit_code == 0
 
 
+def test_cancelling_a_scope_kills_a_child_that_ignores_sigterm(tmp_path: Path) -> None:
+    # An agent timeout cancels the repeat's scope: a CLI that traps SIGTERM
+    # must still die, or the repeat (and the run) waits for it.
+    ready = tmp_path / "ready"
+    script = f"trap '' TERM; touch {ready}; while :; do sleep 0.05; done"
+    results: list[process.ProcessResult] = []
+    scopes: list[process.ProcessScope] = []
+
+    def worker() -> None:
+        with process_scope("repeat") as scope:
+            scopes.append(scope)
+            results.append(run_process(["bash", "-c", script], cwd=tmp_path, timeout_s=60))
+
+    t = threading.Thread(target=worker)
+    t.start()
+    try:
+        assert eventually(ready.exists, 30)
+        scopes[0].cancel("agent timeout")
+        t.join(10)
+        assert not t.is_alive(), "the TERM-ignoring child outlived its scope's cancel"
+        assert results[0].cancelled and results[0].exit_code == 128 + 9
+    finally:
+        process.shutdown("test cleanup")
+        t.join(60)
+
+
+def test_after_shutdown_no_new_repeat_can_start_a_child(tmp_path: Path) -> None:
+    # Ctrl-C: repeats that start their scope afterwards, and the runner's own
+    # checks (`is_shutting_down`), must see it too, not only the scopes alive then.
+    process.shutdown("interrupted")
+    assert process.is_shutting_down()
+    with (
+        process_scope("later repeat"),
+        pytest.raises(process.ProcessCancelled, match="interrupted"),
+    ):
+        run_process(["true"], cwd=tmp_path)
+
+
+def test_reopening_a_scope_after_an_agent_timeout_does_not_undo_a_shutdown(
+    tmp_path: Path,
+) -> None:
+    # A repeat reopens its scope for the grader after the agent timed out; a
+    # Ctrl-C in between must still refuse the grader.
+    with process_scope("repeat") as scope:
+        scope.cancel("agent timeout")
+        process.shutdown("interrupted")
+        scope.reopen()
+        with pytest.raises(process.ProcessCancelled, match="interrupted"):
+            run_process(["true"], cwd=tmp_path)
+
+
 def test_a_process_that_left_the_group_holding_the_pipes_does_not_hang_the_run(
     tmp_path: Path,
 ) -> None:
@@ -206,6 +319,16 @@ def test_output_past_the_cap_keeps_head_and_tail_and_says_what_was_dropped(
 def test_output_under_the_cap_is_kept_whole(tmp_path: Path) -> None:
     r = run_process(["bash", "-c", "head -c 5000 /dev/zero"], cwd=tmp_path)
     assert r.stdout == b"\0" * 5000
+
+
+def test_the_default_output_cap_bounds_what_is_kept(tmp_path: Path) -> None:
+    # A grader running `yes` until its timeout held every byte (about 50 GB):
+    # callers rely on the default cap, not on passing one.
+    extra = 1024 * 1024
+    r = run_process(["bash", "-c", f"head -c {MAX_OUTPUT_BYTES + extra} /dev/zero"], cwd=tmp_path)
+    assert r.exit_code == 0
+    assert MAX_OUTPUT_BYTES <= len(r.stdout) < MAX_OUTPUT_BYTES + 200
+    assert f"[capeval: {extra} bytes of output dropped here]".encode() in r.stdout
 
 
 def test_a_process_that_left_its_group_dies_with_its_scope(tmp_path: Path) -> None:

@@ -266,3 +266,49 @@ def test_validate_graders_holds_the_oracle_to_the_configured_max_turns(tmp_path:
     (problem,) = validate_workspace(tmp_path, graders=True).problems
     assert problem.field == "turns"
     assert problem.message.startswith("uses 2 turns, over the configured max_turns 1")
+
+
+def test_the_grader_gets_the_http_url_as_in_a_run(tmp_path: Path) -> None:
+    # A run passes EVAL_HTTP_URL and EVAL_HTTP_TOKEN to the grader; one that
+    # fetches from the fixture itself failed here while passing in a run.
+    verify = (
+        'python3 -c "import sys, urllib.request as u; '
+        "sys.exit(u.urlopen(sys.argv[1] + '/token.txt').read().decode().strip() != "
+        'open(\'token.txt\').read().strip())" "$EVAL_HTTP_URL" || exit 1\n'
+    )
+    add_case(tmp_path, "web", verify=verify, oracle=FETCHES_TOKEN, httpFixture=True)
+    assert check(tmp_path) == []
+
+
+def test_the_oracle_gets_the_http_url_in_its_environment(tmp_path: Path) -> None:
+    # As a run's agent does: a trajectory whose shell step reads
+    # $EVAL_HTTP_URL must find it, or an honest case is reported as broken.
+    fetch = (
+        "python3 -c \"import os, urllib.request as u; print(u.urlopen(os.environ['EVAL_HTTP_URL']"
+        " + '/token.txt').read().decode().strip())\" > token.txt"
+    )
+    oracle = {"turns": [{"toolCalls": [{"name": "run_shell", "arguments": {"command": fetch}}]}]}
+    verify = 'grep -qx "$EVAL_HTTP_TOKEN" token.txt || { echo "no token"; exit 1; }\n'
+    add_case(tmp_path, "web", verify=verify, oracle=oracle, httpFixture=True)
+    assert check(tmp_path) == []
+
+
+def test_an_oracle_that_exits_0_but_reports_failure_did_not_succeed(tmp_path: Path) -> None:
+    # As in the pass rule: the agent's own status is the better witness
+    # (Claude's error_max_turns comes with exit 0).
+    add_case(tmp_path, "quiet", oracle={**SOLVES, "status": "failed", "error": "max turns"})
+    (problem,) = check(tmp_path)
+    assert "did not succeed (status failed, exit 0): max turns" in problem
+
+
+def test_an_oracle_using_exactly_its_budget_is_within_it(tmp_path: Path) -> None:
+    add_case(tmp_path, "exact", maxTurns=len(SOLVES["turns"]))
+    assert check(tmp_path) == []
+
+
+def test_a_failing_graders_output_is_reported_by_its_tail(tmp_path: Path) -> None:
+    # Where a grader says why it failed: the end of its output.
+    noisy = "for i in $(seq 200); do echo noise-$i; done; echo 'the real reason'; exit 3\n"
+    add_case(tmp_path, "noisy", verify=noisy)
+    (problem,) = check(tmp_path)
+    assert problem.endswith("the real reason") and "noise-1\n" not in problem

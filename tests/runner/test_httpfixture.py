@@ -79,6 +79,24 @@ def test_custom_pages_keep_literal_braces() -> None:
         assert _get(fx.url + "/") == (200, "<style>a{color:red}</style>" + fx.token)
 
 
+def test_a_query_string_does_not_hide_a_page_and_text_is_served_as_text() -> None:
+    with HttpFixture() as fx:
+        with urllib.request.urlopen(fx.url + "/token.txt?cache=0", timeout=5) as resp:
+            assert resp.read().decode() == fx.token + "\n"
+            assert resp.headers["Content-Type"].startswith("text/plain")
+            # A fetch tool's cache must not hand a later repeat (same port
+            # again) an earlier repeat's token.
+            assert resp.headers["Cache-Control"] == "no-store"
+        with urllib.request.urlopen(fx.url + "/", timeout=5) as resp:
+            assert resp.headers["Content-Type"].startswith("text/html")
+
+
+def test_a_page_may_name_the_fixtures_own_url() -> None:
+    with HttpFixture(pages={"/": 'see <a href="{url}/x">{url}</a>'}) as fx:
+        _, body = _get(fx.url + "/")
+    assert body == f'see <a href="{fx.url}/x">{fx.url}</a>'
+
+
 def test_substitute_url() -> None:
     assert (
         substitute_url("fetch {{HTTP_URL}}/ now", "http://127.0.0.1:1")

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from capeval.runner.workdir import WorkdirError, prepare_workdir
+from capeval.runner.workdir import WorkdirCache, WorkdirError, prepare_workdir
 from tests.casefactory import FIXTURES, write_case
 
 
@@ -29,10 +30,19 @@ def _fixture(root: Path) -> Path:
     return fx
 
 
+def _fixture_case(root: Path, files: dict[str, str] | None = None, name: str = "demo") -> FakeCase:
+    """A fixture folder holding `files` (a README by default), and a case naming it."""
+    fx = root / "evals/capability/fixtures" / name
+    fx.mkdir(parents=True)
+    for rel, text in ({"README.md": "demo\n"} if files is None else files).items():
+        (fx / rel).write_text(text)
+    return FakeCase(name, f"evals/capability/fixtures/{name}")
+
+
 def _git(cwd: Path, *args: str) -> str:
     return subprocess.run(
         ["git", *args], cwd=cwd, capture_output=True, text=True, check=True
-    ).stdout
+    ).stdout.strip()
 
 
 def test_copy_is_committed_with_a_fixed_identity(tmp_path: Path) -> None:
@@ -213,7 +223,7 @@ def test_a_fixture_holding_a_git_folder_still_gives_one_commit(tmp_path: Path) -
     wd = prepare_workdir(
         tmp_path, FakeCase("demo", "evals/capability/fixtures/demo"), dest=tmp_path / "w"
     )
-    assert _git(wd, "log", "--format=%s").split("\n")[:-1] == ["capeval fixture"]
+    assert _git(wd, "log", "--format=%s").split("\n") == ["capeval fixture"]
 
 
 def test_a_failed_commit_leaves_no_half_made_workdir(
@@ -243,3 +253,71 @@ def test_the_runners_git_never_reads_dev_null(tmp_path: Path) -> None:
     assert os.devnull not in settings
     assert str(tmp_path / ".git" / "capeval-none") in settings
     assert not (tmp_path / ".git" / "capeval-none").exists()
+
+
+def test_the_commit_has_fixed_dates_and_is_on_main(tmp_path: Path) -> None:
+    # Two copies made a second apart must give the same commit id, on every
+    # machine: the dates are fixed, not "now".
+    wd = prepare_workdir(tmp_path, _fixture_case(tmp_path), dest=tmp_path / "w")
+    assert _git(wd, "log", "--format=%at %ct") == "946684800 946684800"  # 2000-01-01Z
+    assert _git(wd, "symbolic-ref", "--short", "HEAD") == "main"
+
+
+def test_the_system_git_config_does_not_change_the_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case = _fixture_case(tmp_path)
+    plain = prepare_workdir(tmp_path, case, dest=tmp_path / "plain")
+    system = tmp_path / "system-gitconfig"
+    system.write_text("[i18n]\n\tcommitEncoding = ISO-8859-1\n")
+    monkeypatch.setenv("GIT_CONFIG_SYSTEM", str(system))
+    configured = prepare_workdir(tmp_path, case, dest=tmp_path / "configured")
+    assert _git(configured, "rev-parse", "HEAD") == _git(plain, "rev-parse", "HEAD")
+
+
+def test_an_empty_fixture_still_gives_a_head(tmp_path: Path) -> None:
+    wd = prepare_workdir(tmp_path, _fixture_case(tmp_path, {}), dest=tmp_path / "w")
+    assert _git(wd, "log", "--format=%s") == "capeval fixture"
+
+
+def test_an_existing_destination_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    case = _fixture_case(tmp_path)
+    dest = tmp_path / "mine"
+    dest.mkdir()
+    (dest / "keep.txt").write_text("not capeval's\n")
+    with pytest.raises(FileExistsError):
+        prepare_workdir(tmp_path, case, dest=dest)
+    assert (dest / "keep.txt").read_text() == "not capeval's\n"
+
+
+def test_one_cache_holds_a_template_per_fixture(tmp_path: Path) -> None:
+    first = _fixture_case(tmp_path, {"a.txt": "a\n"}, name="first")
+    second = _fixture_case(tmp_path, {"b.txt": "b\n"}, name="second")
+    with WorkdirCache(tmp_path) as cache:
+        a = prepare_workdir(tmp_path, first, dest=tmp_path / "a", cache=cache)
+        b = prepare_workdir(tmp_path, second, dest=tmp_path / "b", cache=cache)
+        again = prepare_workdir(tmp_path, first, dest=tmp_path / "again", cache=cache)
+    assert _git(a, "ls-files") == "a.txt" and _git(again, "ls-files") == "a.txt"
+    assert _git(b, "ls-files") == "b.txt"
+
+
+def test_a_failing_git_is_a_workdir_error_saying_what_git_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A repeat without its commit has no HEAD for the agent or the grader:
+    # it must fail as a setup error, not run on in a half-made repository.
+    case = _fixture_case(tmp_path)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "git").write_text(
+        '#!/bin/sh\ncase " $* " in *" commit "*) echo "disk quota exceeded" >&2; exit 128;; esac\n'
+        'exec "$REAL_GIT" "$@"\n'
+    )
+    (fake / "git").chmod(0o755)
+    real = shutil.which("git")
+    assert real is not None
+    monkeypatch.setenv("REAL_GIT", real)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    with pytest.raises(WorkdirError, match=r"git commit failed .*: disk quota exceeded"):
+        prepare_workdir(tmp_path, case, dest=tmp_path / "w")
+    assert not (tmp_path / "w").exists()

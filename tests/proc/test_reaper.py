@@ -21,6 +21,8 @@ import pytest
 from capeval.proc import process, reaper
 from tests.runhelpers import alive, eventually
 
+HAS_PROC = Path("/proc/self/environ").exists()
+
 # Starts two sleeping groups, tracks both and a dir, forgets the first group
 # (as run_process does before reaping), then dies or exits cleanly.
 _CAPEVAL = textwrap.dedent(
@@ -127,6 +129,49 @@ def test_death_also_kills_what_left_its_group(tmp_path: Path) -> None:
     finally:
         if alive(daemon):
             os.kill(daemon, signal.SIGKILL)
+
+
+# A "capeval" in a session of its own: a run temp dir and a tracked group, then
+# a signal to its whole process group (a CI job cancelled, `kill -- -PGID`).
+_GROUP_KILLED = textwrap.dedent(
+    """
+    import os, signal, subprocess, sys
+    from pathlib import Path
+    from capeval.proc import reaper
+
+    out = Path(sys.argv[1])
+    with reaper.running(), reaper.temp_dir("capeval-run-", out) as scratch:
+        (scratch / "f").write_text("x")
+        child = subprocess.Popen(["sleep", "60"], start_new_session=True)
+        reaper.track_group(child.pid)
+        (out / "pids").write_text(f"{child.pid} {reaper._ACTIVE._proc.pid}")
+        os.killpg(0, signal.SIGTERM)  # capeval has no handler here: it dies at once
+    """
+)
+
+
+@pytest.mark.skipif(not HAS_PROC, reason="reads /proc")
+def test_a_signal_to_capevals_group_leaves_the_reaper_to_clean_up(tmp_path: Path) -> None:
+    # The reaper runs in a session of its own; in capeval's group it died with
+    # it and removed neither the run's temp dir nor the agent still running.
+    script = tmp_path / "capeval_stub.py"
+    script.write_text(_GROUP_KILLED)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        start_new_session=True,
+    )
+    assert proc.returncode == -15, proc.stderr
+    child, watchman = (int(p) for p in (tmp_path / "pids").read_text().split())
+    try:
+        assert eventually(lambda: not alive(child), 10)
+        assert eventually(lambda: not list(tmp_path.glob("capeval-run-*")), 10)
+    finally:
+        for pid in (child, watchman):
+            if alive(pid):
+                os.kill(pid, 9)
 
 
 def test_run_process_forgets_a_group_before_reaping_its_leader(
