@@ -78,3 +78,26 @@ def test_errors(spec: str, message: str) -> None:
 
 def test_variant_json_is_the_v3_variants_entry() -> None:
     assert Variant("old", "p", "m", "a").to_json() == {"id": "old", "provider": "p", "model": "m"}
+
+
+def test_an_equals_sign_after_the_provider_is_part_of_the_model_not_a_label() -> None:
+    from capeval.core.matrix import parse_cell
+
+    v = parse_cell("openai:gpt=5")
+    assert (v.id, v.provider, v.model) == ("openai:gpt=5", "openai", "gpt=5")
+
+
+def test_only_the_last_at_sign_names_the_agent() -> None:
+    from capeval.core.matrix import parse_cell
+
+    v = parse_cell("vertex:claude@2025@claude-code")
+    assert (v.provider, v.model, v.agent) == ("vertex", "claude@2025", "claude-code")
+
+
+def test_an_empty_matrix_with_one_side_given_is_refused() -> None:
+    from capeval.core.matrix import parse_matrix
+
+    with pytest.raises(ValueError, match="empty matrix"):
+        parse_matrix(None, provider="anthropic")
+    with pytest.raises(ValueError, match="empty matrix"):
+        parse_matrix((), model="claude-x")

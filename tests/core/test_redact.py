@@ -56,6 +56,13 @@ def test_a_secret_containing_another_is_replaced_whole() -> None:
     assert out == REDACTED
 
 
+def test_secrets_are_gathered_from_every_environment_given() -> None:
+    from capeval.core.redact import secret_values
+
+    found = secret_values({"HOME": "/home/u"}, {"AGENT_API_KEY": "sk-agent-1"}, {"T_TOKEN": "tk-9"})
+    assert set(found) == {"sk-agent-1", "tk-9"}
+
+
 def test_a_rows_own_field_names_are_kept() -> None:
     out = redact({"model": "model", "x": {"model": 1}}, ["model"])
     assert out == {"model": REDACTED, "x": {REDACTED: 1}}

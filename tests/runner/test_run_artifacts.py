@@ -228,6 +228,14 @@ def test_a_file_shorter_than_it_said_reports_what_was_kept() -> None:
     )
 
 
+def test_a_cap_one_byte_into_a_secret_keeps_none_of_it() -> None:
+    from capeval.runner.artifacts import capped
+
+    data = b"abcd" + b"sk-secret-9" + b"tail"
+    kept = capped(data, len(data), ["sk-secret-9"], 5)
+    assert kept.startswith(b"abcd\n[capeval: truncated, kept the first 4 ")
+
+
 def test_verify_log_and_summary_are_capped_too(tmp_path: Path) -> None:
     dest = tmp_path / "a" / "0"
     summary = {"turns": [{"text": "t" * 4000}]}

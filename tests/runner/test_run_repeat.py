@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -21,7 +21,8 @@ from capeval.core.agentconfig import AgentConfig
 from capeval.core.matrix import Variant
 from capeval.core.redact import REDACTED
 from capeval.core.row import ROW_FIELDS
-from capeval.runner.repeat import RepeatJob, RepeatSettings, run_repeat
+from capeval.core.turns import RunSummary, Turn
+from capeval.runner.repeat import PREVIEW_CHARS, RepeatJob, RepeatSettings, run_repeat
 from capeval.workspace import load_cases
 from tests.runhelpers import write_case, write_done
 
@@ -296,3 +297,80 @@ def test_a_reported_provider_equal_to_the_requested_one_is_kept_even_if_a_secret
     )
     assert (row["provider"], row["model"]) == ("anthropic", "claude-x")
     assert row["passed"] is True
+
+
+def test_the_agent_is_told_the_budget_that_max_turns_overrides(tmp_path: Path) -> None:
+    adapter = FakeAdapter()
+    settings = RepeatSettings(root=tmp_path, max_turns=3)
+    row = run_repeat(_job(tmp_path, maxTurns=10), adapter, settings)
+    assert [r.max_turns for r in adapter.seen] == [3]
+    assert row["maxTurns"] == 3
+
+
+def test_the_row_records_its_own_0_based_repeat(tmp_path: Path) -> None:
+    job = replace(_job(tmp_path), repeat=2)
+    row = run_repeat(job, FakeAdapter(), RepeatSettings(root=tmp_path))
+    assert row["repeat"] == 2 and row["resultKey"] == "v::alpha"
+
+
+def test_a_long_text_preview_is_cut(tmp_path: Path) -> None:
+    class Chatty(FakeAdapter):
+        def run(self, request: AgentRequest) -> AgentResult:
+            result = super().run(request)
+            result.textPreview = "word " * 1000
+            return result
+
+    row = run_repeat(_job(tmp_path), Chatty(), RepeatSettings(root=tmp_path))
+    assert 0 < len(row["textPreview"]) <= PREVIEW_CHARS
+
+
+def test_a_metrics_bug_gives_null_behaviors_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import capeval.core.behaviors
+
+    def broken(_summary: RunSummary) -> dict[str, object]:
+        raise KeyError("metric")
+
+    monkeypatch.setattr(capeval.core.behaviors, "derive_behaviors", broken)
+
+    class WithTurn(FakeAdapter):
+        def run(self, request: AgentRequest) -> AgentResult:
+            result = super().run(request)
+            result.summary = RunSummary(turns=(Turn(0),))
+            return result
+
+    row = run_repeat(_job(tmp_path), WithTurn(), RepeatSettings(root=tmp_path))
+    assert row["behaviors"] is None
+    assert "behaviors not derived: KeyError" in (row["error"] or "")
+
+
+def test_an_adapter_diagnosis_on_a_clean_exit_reaches_the_row(tmp_path: Path) -> None:
+    class Unreadable(FakeAdapter):
+        def run(self, request: AgentRequest) -> AgentResult:
+            result = super().run(request)
+            result.error = "stream unreadable: truncated JSON"
+            return result
+
+    row = run_repeat(_job(tmp_path), Unreadable(), RepeatSettings(root=tmp_path))
+    assert "agent: stream unreadable: truncated JSON" in (row["error"] or "")
+
+
+def test_ask_permissions_reaches_the_agent_and_the_row(tmp_path: Path) -> None:
+    adapter = FakeAdapter()
+    row = run_repeat(_job(tmp_path), adapter, RepeatSettings(root=tmp_path, skip_permissions=False))
+    assert [r.skip_permissions for r in adapter.seen] == [False]
+    assert row["skipPermissions"] is False
+
+
+def test_the_grader_sees_the_workdirs_repository_even_under_git_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # capeval run from a git hook inherits GIT_DIR; the grader's git must
+    # still find the workdir's own repository.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.setenv("GIT_DIR", str(elsewhere / ".git"))
+    verify = 'test "$(git log --format=%s)" = "capeval fixture"\n'
+    row = run_repeat(_job(tmp_path, verify=verify), FakeAdapter(), RepeatSettings(root=tmp_path))
+    assert row["verifyExitCode"] == 0, row["error"]
