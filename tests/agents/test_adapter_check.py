@@ -4,7 +4,8 @@ The real Claude Code, Codex, opencode and Gemini CLI are checked in
 tests/agents/test_real_cli_agents.py; here stand-in binaries cover the paths that
 must not depend on npm: a missing binary, an agent with no custom endpoint
 (a `command` agent), a CLI whose run fails, the scripted agent, bad names
-and the JSON shape.
+and the JSON shape; and, without any binary, how the check aims each CLI at
+the scripted model server and judges the run it got.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -176,3 +178,81 @@ def test_agents_json_errors_are_json(tmp_path: Path, args: list[str]) -> None:
     doc = json.loads(out.stdout)
     assert doc["exitCode"] == 2
     assert ("repeat: unknown field" if broken else "unknown agent 'nope'") in doc["errors"][0]
+
+
+def test_agents_check_aims_a_vertex_configured_gemini_at_the_scripted_server(
+    tmp_path: Path,
+) -> None:
+    # An [agents.NAME] env choosing Vertex AI would send the check's requests
+    # to Google instead of the loopback server: the check switches it off.
+    from capeval.agents.check import ENDPOINTS
+    from capeval.agents.gemini import auth_type
+
+    config = AgentConfig(name="g", type="gemini", env={"GOOGLE_GENAI_USE_VERTEXAI": "true"})
+    aimed = ENDPOINTS["gemini"].configure(config, "http://127.0.0.1:9", tmp_path)
+    assert aimed.env["GOOGLE_GEMINI_BASE_URL"] == "http://127.0.0.1:9"
+    assert auth_type(aimed.env, {"HOME": str(tmp_path)}) == "gemini-api-key"
+
+
+def _check_result(command: str, turns: int) -> Any:
+    from capeval.agents.base import AgentResult
+    from capeval.agents.streams import make_call
+    from capeval.core.turns import RunSummary, Turn
+
+    shown = [Turn(0, ("Checking.",), (make_call("c1", "Bash", {"command": command}),))]
+    shown += [Turn(i, ("done",)) for i in range(1, turns)]
+    summary = RunSummary(turnsUsed=turns, toolCallCount=1, turns=tuple(shown))
+    return AgentResult(
+        exitCode=0, status="done", sessionId="s1", turnsUsed=turns, toolCallCount=1, summary=summary
+    )
+
+
+@pytest.mark.parametrize(
+    ("command", "turns", "written", "failing"),
+    [
+        ("echo capeval-check > check.txt && cat check.txt", 2, True, None),
+        # The scripted model answered twice: a parser that saw one response is broken.
+        ("echo capeval-check > check.txt && cat check.txt", 1, True, "stream parsed"),
+        # The stream claims success but the command never ran in the workdir.
+        ("echo capeval-check > check.txt && cat check.txt", 2, False, "headless run"),
+        # The chained command was parsed as one segment: behaviors are wrong.
+        ("echo capeval-check", 2, True, "behaviors"),
+    ],
+)
+def test_agents_check_fails_the_step_that_went_wrong(
+    tmp_path: Path, command: str, turns: int, written: bool, failing: str | None
+) -> None:
+    from capeval.agents.check import CHECK_FILE, CheckReport, _judge_run
+
+    if written:
+        (tmp_path / CHECK_FILE).write_text("capeval-check\n")
+    report = CheckReport(agent="a", type="claude-code")
+    _judge_run(report, _check_result(command, turns), tmp_path, requests=turns)
+    assert [s.name for s in report.steps if s.ok is False] == ([failing] if failing else [])
+    assert report.ok is (failing is None)
+
+
+def test_agents_check_sends_claude_no_token_of_the_users(tmp_path: Path) -> None:
+    # Claude Code prefers ANTHROPIC_AUTH_TOKEN to the API key: a user's token
+    # from [agents.NAME] env would be the credential the check's run sends.
+    from capeval.agents.check import ENDPOINTS
+
+    config = AgentConfig(name="c", type="claude-code", env={"ANTHROPIC_AUTH_TOKEN": "sk-mine"})
+    aimed = ENDPOINTS["claude-code"].configure(config, "http://127.0.0.1:9", tmp_path)
+    assert aimed.env["ANTHROPIC_AUTH_TOKEN"] == ""  # over the shell's, too
+    assert aimed.env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9"
+    assert aimed.env["ANTHROPIC_API_KEY"] == "capeval-check"
+
+
+def test_agents_check_turns_off_the_users_claude_provider_switches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # CLAUDE_CODE_USE_BEDROCK=1 in the user's shell sent the offline check to
+    # Bedrock (the real CLI: "Could not load AWS credentials", or a paid call).
+    from capeval.agents.check import ENDPOINTS
+
+    monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
+    config = AgentConfig(name="c", type="claude-code", env={"CLAUDE_CODE_USE_FOUNDRY": "1"})
+    aimed = ENDPOINTS["claude-code"].configure(config, "http://127.0.0.1:9", tmp_path)
+    assert aimed.env["CLAUDE_CODE_USE_BEDROCK"] == ""
+    assert aimed.env["CLAUDE_CODE_USE_FOUNDRY"] == ""

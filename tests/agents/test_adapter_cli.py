@@ -19,8 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from capeval.agents import claude_code
 from capeval.agents.base import AgentRequest
 from capeval.agents.claude_code import ClaudeCodeAdapter
+from capeval.agents.cliadapter import agent_environment, probe_version, resolve_binary
 from capeval.agents.codex import CodexAdapter
 from capeval.agents.gemini import GeminiAdapter
 from capeval.agents.opencode import OpencodeAdapter
@@ -154,6 +156,39 @@ def test_claude_ask_permissions_and_config_env_wins(
     assert rec["argv"][rec["argv"].index("--permission-mode") + 1] == "default"
     assert "IS_SANDBOX" not in rec["env"] or os.environ.get("IS_SANDBOX")
     assert rec["env"]["CLAUDE_CONFIG_DIR"] == own
+
+
+def test_the_agents_configured_env_wins_over_what_the_run_sets(tmp_path: Path) -> None:
+    # The runner puts TMPDIR (and EVAL_HTTP_URL) in the request; a user who
+    # sets TMPDIR (or a config home) in [agents.NAME] env must get theirs.
+    config = AgentConfig(
+        name="cc",
+        type="claude-code",
+        env={"TMPDIR": "/mine", "CLAUDE_CONFIG_DIR": str(tmp_path / "my-login")},
+    )
+    req = request(
+        tmp_path, None, env={"TMPDIR": "/run", "CLAUDE_CONFIG_DIR": str(tmp_path / "request")}
+    )
+    env = agent_environment(config, req, {"TMPDIR": "/adapter"})
+    assert env["TMPDIR"] == "/mine"
+    # The session log is read from the home the CLI was really given.
+    adapter = ClaudeCodeAdapter(config)
+    assert adapter.environment(req)["CLAUDE_CONFIG_DIR"] == str(tmp_path / "my-login")
+    assert adapter.home_of(req, "CLAUDE_CONFIG_DIR", "claude-config") == tmp_path / "my-login"
+
+
+def test_is_sandbox_is_set_only_to_skip_permissions_as_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # IS_SANDBOX tells Claude Code it may skip permission prompts as root:
+    # never set it for a run that asked to keep the prompts, nor as a user.
+    monkeypatch.delenv("IS_SANDBOX", raising=False)
+    adapter = ClaudeCodeAdapter(AgentConfig(name="cc", type="claude-code"))
+    monkeypatch.setattr(claude_code, "is_root", lambda: True)
+    assert adapter.cli_env(request(tmp_path, None))["IS_SANDBOX"] == "1"
+    assert "IS_SANDBOX" not in adapter.cli_env(request(tmp_path, None, skip_permissions=False))
+    monkeypatch.setattr(claude_code, "is_root", lambda: False)
+    assert "IS_SANDBOX" not in adapter.cli_env(request(tmp_path, None))
 
 
 @pytest.mark.parametrize(
@@ -336,6 +371,17 @@ def test_missing_binary_names_the_config_fix(tmp_path: Path) -> None:
     assert CodexAdapter(cfg).version() is None
 
 
+def test_a_file_that_is_not_executable_is_no_binary(tmp_path: Path) -> None:
+    # `agents list` said "found" for a script without its x bit; the run then
+    # failed with a bare OSError instead of "not found: fix `command`".
+    script = tmp_path / "agent"
+    script.write_text("#!/bin/sh\necho 1.0.0\n")
+    script.chmod(0o644)
+    assert resolve_binary(str(script)) is None
+    script.chmod(0o755)
+    assert resolve_binary(str(script)) == str(script)
+
+
 def test_version_is_read_from_the_binary(
     tmp_path: Path, fake_cli: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -346,6 +392,17 @@ def test_version_is_read_from_the_binary(
     assert CodexAdapter(AgentConfig(name="c", type="codex", command=str(fake_cli))).version() == (
         "0.171.0"
     )
+
+
+def test_a_version_printed_by_a_failing_command_is_no_version(tmp_path: Path) -> None:
+    # `agent --version` exiting 1 with "error: node 18.2.0 is too old" is not
+    # the agent's version 18.2.0; rows would record it as agentVersion.
+    cli = tmp_path / "agent"
+    cli.write_text(
+        f"#!{sys.executable}\nimport sys\nprint('error: node 18.2.0 too old')\nsys.exit(1)\n"
+    )
+    cli.chmod(0o755)
+    assert probe_version(str(cli), cwd=tmp_path) is None
 
 
 ESCAPING_CLI = textwrap.dedent(

@@ -129,6 +129,18 @@ def test_the_auth_choice_without_a_settings_file(tmp_path: Path) -> None:
     assert auth_type({}, {**nothing, "GEMINI_CLI_HOME": str(elsewhere)}) == "gemini-api-key"
 
 
+def test_an_env_that_asks_for_vertex_gets_vertex_even_beside_an_api_key(tmp_path: Path) -> None:
+    # Gemini's own precedence: GOOGLE_GENAI_USE_VERTEXAI=true picks Vertex AI
+    # over a GEMINI_API_KEY that is also set (a shell often has both).
+    from capeval.agents.gemini import auth_type
+
+    env = {"HOME": str(tmp_path), "GEMINI_API_KEY": "k", "GOOGLE_GENAI_USE_VERTEXAI": "true"}
+    assert auth_type({}, env) == "vertex-ai"
+    assert (
+        auth_type({"GOOGLE_GENAI_USE_VERTEXAI": "true", "GEMINI_API_KEY": "k"}, {}) == "vertex-ai"
+    )
+
+
 @pytest.mark.parametrize(
     "kind, var",
     [

@@ -14,6 +14,8 @@ from capeval.agents.modelserver import (
     THOUGHT_TOKENS,
     ModelServer,
     Script,
+    ScriptedCall,
+    ScriptStep,
 )
 
 SCRIPT = Script.from_json(
@@ -277,6 +279,24 @@ def test_script_from_json_rejects_bad_steps() -> None:
         Script.from_json([{"calls": [{"input": {}}]}])
     with pytest.raises(ValueError, match="step 1"):
         Script.from_json([{}, "nope"])  # type: ignore[list-item]
+
+
+def test_a_step_with_parallel_calls_takes_as_many_results_as_calls() -> None:
+    # The step answered is the count of tool results so far: a step of two
+    # parallel calls needs both results before the next step is due.
+    two = ScriptStep("both", (ScriptedCall("Bash", {}), ScriptedCall("Read", {})))
+    one = ScriptStep("one", (ScriptedCall("Bash", {}),))
+    script = Script((one, two, ScriptStep("last")))
+    assert [script.step_for(n).text for n in (0, 1, 3, 4)] == ["one", "both", "last", "done"]
+
+
+def test_url_placeholder_skips_the_model_servers_own_address() -> None:
+    # A CLI that names its endpoint in the prompt must not have its scripted
+    # curl aimed back at the model server instead of the HTTP fixture.
+    from capeval.agents.modelserver import _find_url
+
+    texts = ["base http://127.0.0.1:5000/v1/messages then http://127.0.0.1:6000/page."]
+    assert _find_url(iter(texts), "http://127.0.0.1:5000") == "http://127.0.0.1:6000/page"
 
 
 def test_server_binds_loopback_only(server: ModelServer) -> None:
