@@ -541,3 +541,31 @@ def test_strays_get_sigterm_first_so_their_exit_traps_run(tmp_path: Path) -> Non
         assert strays.marked_pids(AGENT_MARK_VAR, mark) == []
     finally:
         child.kill()
+
+
+def test_claude_env_quiets_side_traffic(tmp_path: Path) -> None:
+    config = AgentConfig(name="cc", type="claude-code")
+    env = ClaudeCodeAdapter(config).cli_env(request(tmp_path, None))
+    assert env["DISABLE_TELEMETRY"] == "1"
+    assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
+
+
+def test_codex_provider_args_define_a_responses_provider() -> None:
+    from capeval.agents.codex import provider_args
+
+    args = provider_args("mock", "http://127.0.0.1:9/v1", "MOCK_KEY")
+    assert args == [
+        "-c", 'model_providers.mock.name="mock"',
+        "-c", 'model_providers.mock.base_url="http://127.0.0.1:9/v1"',
+        "-c", 'model_providers.mock.wire_api="responses"',
+        "-c", 'model_providers.mock.env_key="MOCK_KEY"',
+    ]  # fmt: skip
+
+
+def test_stderr_tail_gives_the_last_line_naming_an_error() -> None:
+    from capeval.agents.cliadapter import stderr_tail
+
+    stderr = "Error: retrying request\nnote: detail\nfatal: no credentials found\nbye\n"
+    assert stderr_tail(stderr) == "fatal: no credentials found"
+    assert stderr_tail("first\nlast\n") == "last"
+    assert stderr_tail("\n\n") is None
