@@ -8,9 +8,17 @@ import json
 import pytest
 
 from capeval.paperclip import authorization as auth
+from capeval.paperclip.authorization import AuthContext
 from capeval.paperclip.bindings import codex_binding, fake_agent_binding, parity
-from capeval.paperclip.catalog import CATALOG, FAKE_AGENT_SEED_GRANTS
+from capeval.paperclip.catalog import (
+    CATALOG,
+    CONTINUATIONS,
+    FAKE_AGENT_SEED_GRANTS,
+    INTERACTION_KINDS,
+)
 from capeval.paperclip.policy import ALWAYS, CONTROL_PLANE, OPTIONAL, claims_for_grants
+from capeval.paperclip.report import DEFAULT_OUT, REPORT_JSON, REPORT_MD
+from capeval.paperclip.suite import CONTROL_PLANE_NAMES
 
 ALWAYS_14 = [
     "get_task_context",
@@ -29,6 +37,29 @@ ALWAYS_14 = [
     "inspect_operation_result",
 ]
 SEED_4 = ["search_tasks", "list_agents", "create_task", "request_approval"]
+
+# Section 4 of the conformance spec, verbatim: these names are contracts.
+SPEC_CONTROL_PLANE = [
+    "checkout_task",
+    "release_task",
+    "select_work",
+    "route_wake",
+    "enforce_budget",
+    "append_audit_record",
+    "persist_run",
+    "replay_run",
+    "schedule_blocker_wake",
+    "reconcile_run",
+]
+SPEC_REASONS = [
+    "task_scoped_always_tool",
+    "required_claims_granted",
+    "required_claim_missing",
+    "actor_role_not_authorized",
+    "operation_not_available_in_task_mode",
+    "control_plane_owned_operation",
+    "unknown_operation",
+]
 
 
 def ctx(
@@ -207,3 +238,37 @@ def test_pure_core_does_no_io(monkeypatch: pytest.MonkeyPatch) -> None:
     assert auth.decide("checkout_task", c).decision == auth.ABSENT
     a, b = build_fixture("baseline").state, build_fixture("blocker-graph").state
     assert state_diff(a, b)
+
+
+def test_names_are_spelled_as_the_spec_spells_them() -> None:
+    # A rename in the catalog and the suite together (persist_run -> persist_runs) kept
+    # every count and every check green: only the spelling says it broke the contract.
+    assert CATALOG.names(CONTROL_PLANE) == SPEC_CONTROL_PLANE
+    assert list(CONTROL_PLANE_NAMES) == SPEC_CONTROL_PLANE
+    assert (auth.EXPOSED, auth.ALLOWED, auth.DENIED, auth.ABSENT) == (
+        "exposed",
+        "allowed",
+        "denied",
+        "absent",
+    )
+    assert list(auth.REASONS[: len(SPEC_REASONS)]) == SPEC_REASONS
+    assert INTERACTION_KINDS == (
+        "confirmation",
+        "checkbox",
+        "questions",
+        "suggest_tasks",
+        "item_verdicts",
+    )
+    assert CONTINUATIONS == ("none", "wake_assignee", "wake_assignee_on_accept")
+    assert (REPORT_JSON, REPORT_MD) == ("eval-parity-report.json", "eval-parity-report.md")
+    assert DEFAULT_OUT.as_posix() == ".capeval/evidence/paperclip"
+
+
+def test_a_listing_hides_what_the_task_mode_refuses() -> None:
+    # What an agent is shown and what it may call must agree: in ask mode finish_task is
+    # refused, so it is not listed either.
+    ask = AuthContext("engineer", frozenset(), "ask", "i-0101")
+    d = auth.decide("finish_task", ask, listing=True)
+    assert (d.decision, d.reason) == (auth.ABSENT, auth.OPERATION_NOT_AVAILABLE_IN_TASK_MODE)
+    shown = auth.surface(ask)
+    assert "finish_task" not in shown and "answer_status_question" in shown

@@ -11,11 +11,12 @@ import pytest
 from capeval.paperclip import authorization as auth
 from capeval.paperclip.authorization import AuthContext
 from capeval.paperclip.catalog import CATALOG
-from capeval.paperclip.controlplane import CONTROL_PLANE_ACTOR, ControlPlane
+from capeval.paperclip.controlplane import CONTROL_PLANE_ACTOR, INVALID_ARGUMENTS, ControlPlane
 from capeval.paperclip.diff import Change, state_diff
 from capeval.paperclip.fixtures import FIXTURE_NAMES, UnknownFixtureError, build_fixture
 
 MANAGER = ("delegation:tasks:create", "governance:approvals:request")
+ALL_CLAIMS = frozenset(c for op in CATALOG.operations.values() for c in op.claims)
 
 
 def plane(
@@ -436,3 +437,90 @@ def test_a_secret_value_is_read_only_by_the_security_role_even_with_the_claim(
     if not allowed:
         assert result.error == "actor_role_not_authorized"
     assert state_diff(before, cp.state) == []  # a read changes nothing either way
+
+
+def _board(fixture: str) -> ControlPlane:
+    fx = build_fixture(fixture)
+    cp = ControlPlane(fx, AuthContext("board", ALL_CLAIMS, "standard", fx.run_task))
+    cp.open_run()
+    return cp
+
+
+def test_a_decision_that_is_not_approve_or_reject_is_invalid_arguments() -> None:
+    cp = _board("approval-approved")
+    before = copy.deepcopy(cp.state)
+    res = cp.call(
+        "decide_approval", {"approvalId": "apr-0001", "decision": "approved", "idempotencyKey": "k"}
+    )
+    assert (res.ok, res.error) == (False, INVALID_ARGUMENTS)
+    assert cp.state == before
+    schema = CATALOG.operations["decide_approval"].input_schema()
+    assert schema["properties"]["decision"]["enum"] == ["approve", "reject"]
+
+
+def test_an_approval_that_is_not_pending_cannot_be_decided_again() -> None:
+    cp = _board("approval-approved")
+    before = copy.deepcopy(cp.state)
+    res = cp.call(
+        "decide_approval", {"approvalId": "apr-0001", "decision": "reject", "idempotencyKey": "k"}
+    )
+    assert (res.ok, res.error) == (False, "approval_not_pending")
+    assert cp.state == before and cp.state["approvals"]["apr-0001"]["status"] == "approved"
+
+
+def test_a_pending_approval_is_approved_or_rejected_as_asked() -> None:
+    for verb, status in (("approve", "approved"), ("reject", "rejected")):
+        cp = _board("baseline")
+        asked = cp.call(
+            "request_approval",
+            {"task": cp.fixture.run_task, "approvalType": "hire_agent", "payload": "p"}
+            | {"idempotencyKey": "a"},
+        )
+        assert asked.ok, asked
+        res = cp.call(
+            "decide_approval",
+            {"approvalId": asked.entity_id, "decision": verb, "idempotencyKey": "d"},
+        )
+        assert res.ok and cp.state["approvals"][asked.entity_id]["status"] == status
+
+
+def test_a_malformed_task_argument_is_invalid_arguments_not_out_of_scope() -> None:
+    fx = build_fixture("baseline")
+    cp = ControlPlane(fx, AuthContext("engineer", frozenset(), "standard", fx.run_task))
+    cp.open_run()
+    before = copy.deepcopy(cp.state)
+    res = cp.call("finish_task", {"task": [fx.run_task], "summary": "s", "idempotencyKey": "k"})
+    assert (res.ok, res.error) == (False, INVALID_ARGUMENTS)
+    assert cp.state == before
+    other = cp.call("finish_task", {"task": "i-0103", "summary": "s", "idempotencyKey": "k2"})
+    assert other.error == "task_out_of_scope"  # a real other task is still out of scope
+
+
+def test_a_write_that_fails_half_way_leaves_no_trace() -> None:
+    # block_task sets the status before it finds the unknown blocker: applied in place,
+    # the failed write would leave the task blocked with no comment and no revision.
+    cp = plane()
+    before = copy.deepcopy(cp.state)
+    res = cp.call(
+        "block_task",
+        {"task": "i-0102", "reason": "waiting", "blockerIds": ["i-0999"], "idempotencyKey": "k1"},
+    )
+    assert (res.ok, res.error) == (False, "blocker_not_found")
+    assert state_diff(before, cp.state) == []
+
+
+def test_a_new_document_needs_a_null_base_revision() -> None:
+    cp = plane()
+    before = copy.deepcopy(cp.state)
+    res = cp.call(
+        "write_document",
+        {
+            "task": "i-0102",
+            "key": "notes",
+            "content": "v1",
+            "baseRevisionId": "rev-0001",
+            "idempotencyKey": "k1",
+        },
+    )
+    assert (res.ok, res.error) == (False, "document_revision_conflict")
+    assert state_diff(before, cp.state) == []

@@ -6,6 +6,7 @@ import copy
 import csv
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 import yaml
 
 from capeval.core.problems import ProblemsError
+from capeval.paperclip.corpus import CORPUS_FACTS
 from capeval.paperclip.derivative import (
     Row,
     check_derivative,
@@ -22,18 +24,18 @@ from capeval.paperclip.derivative import (
 )
 from capeval.paperclip.fakeagent import check_plans, derive_plan
 from capeval.paperclip.policy import CORPUS_CASE_IDS, GROUP_COUNTS, GROUPS
+from tests.clirun import capeval
 
 REPO = Path(__file__).resolve().parents[2]
 DERIVATIVE = REPO / "evals" / "paperclip" / "eval-traceability.yaml"
 
 
-@pytest.fixture(scope="module")
-def doc() -> dict[str, Any]:
-    return yaml.safe_load(DERIVATIVE.read_text(encoding="utf-8"))
+def problem_list(obj: Any) -> list[str]:
+    return [str(p) for p in check_derivative(obj, file="drift.yaml")]
 
 
 def messages(obj: Any) -> str:
-    return "\n".join(str(p) for p in check_derivative(obj, file="drift.yaml"))
+    return "\n".join(problem_list(obj))
 
 
 def test_checked_in_derivative_loads() -> None:
@@ -397,3 +399,165 @@ def test_legacy_group_must_be_a_whole_number(
         f"point, not quoted, not true/false), found {shown}; write 10 (the legacy number of "
         "group 'ap')"
     ]
+
+
+def test_an_actor_that_already_holds_the_grant_is_named_as_the_field_at_fault(
+    drifted: Callable[..., Path],
+) -> None:
+    path = drifted("su-no-poll-01", actor="manager")
+    out = capeval("paperclip", "validate", "--file", path)
+    assert out.returncode != 0
+    text = out.stdout + out.stderr
+    assert "(su-no-poll-01).actor:" in text, text
+    assert "delegation:tasks:create" in text and "write actor: engineer" in text, text
+    assert "expectedSemantics" not in text.replace("the evidence is corpus case", ""), text
+    assert "add the REST call" not in text, text
+
+
+def test_a_task_mode_that_refuses_the_granted_call_is_named_as_the_field_at_fault(
+    drifted: Callable[..., Path],
+) -> None:
+    path = drifted("su-no-poll-01", taskMode="ask")
+    text = (lambda r: r.stdout + r.stderr)(capeval("paperclip", "validate", "--file", path))
+    assert "(su-no-poll-01).taskMode:" in text and "write taskMode: standard" in text, text
+
+
+@pytest.mark.parametrize(
+    ("key", "where"),
+    [("title", "row"), ("schemaVersion", "top")],
+)
+def test_a_duplicate_key_is_refused_naming_line_and_key(
+    tmp_path: Path, paperclip_derivative: Path, key: str, where: str
+) -> None:
+    lines = paperclip_derivative.read_text(encoding="utf-8").splitlines(keepends=True)
+    if where == "top":
+        at = next(i for i, line in enumerate(lines) if line.startswith("schemaVersion:"))
+        extra = "schemaVersion: 1\n"
+    else:
+        at = next(i for i, line in enumerate(lines) if line.startswith("  title:"))
+        extra = "  title: A second title that used to win silently\n"
+    lines.insert(at + 1, extra)
+    path = tmp_path / "dup.yaml"
+    path.write_text("".join(lines), encoding="utf-8")
+    out = capeval("paperclip", "validate", "--file", path)
+    text = out.stdout + out.stderr
+    assert out.returncode != 0, text
+    assert f"line {at + 2}: duplicate key '{key}' (already at line {at + 1}" in text, text
+    assert str(path) in text and "found 1" not in text, text
+
+
+def _row(obj: dict[str, Any], case_id: str) -> tuple[int, dict[str, Any]]:
+    return next((i, r) for i, r in enumerate(obj["rows"]) if r["id"] == case_id)
+
+
+def _write(tmp_path: Path, obj: Any, name: str = "d.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(obj, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def test_the_packaged_corpus_facts_are_the_corpus(shared_dir: Path) -> None:
+    with (shared_dir / "paperclip" / "corpus-rows.tsv").open(encoding="utf-8") as fh:
+        corpus = {r["id"]: r for r in csv.DictReader(fh, delimiter="\t")}
+    assert sorted(CORPUS_FACTS) == sorted(corpus) == list(CORPUS_CASE_IDS)
+    for case_id, facts in CORPUS_FACTS.items():
+        assert facts.fixture == corpus[case_id]["fixture"]
+        assert list(facts.expected_semantics) == [
+            s.strip() for s in corpus[case_id]["expectedSemantics"].split(" ; ")
+        ]
+
+
+def test_a_drifted_evidence_entry_is_refused_by_validate_naming_the_corpus_entry(
+    doc: dict[str, Any], tmp_path: Path
+) -> None:
+    # The auditor's repro: validate said ok and `run` then failed with "no agent
+    # tool call was allowed", which points at the control plane, not the file.
+    bad = copy.deepcopy(doc)
+    i, row = _row(bad, "cm-multiline-01")
+    corpus = row["expectedSemantics"][0]
+    row["expectedSemantics"][0] = "GET /api/health"
+    path = _write(tmp_path, bad)
+    proc = capeval("paperclip", "validate", "--file", path)
+    assert proc.returncode == 2, proc.stdout
+    assert (
+        f"{path}: rows[{i}] (cm-multiline-01).expectedSemantics[0]: found `GET /api/health`, "
+        f"but corpus case cm-multiline-01 has `{corpus}` here; restore the corpus entry"
+    ) in proc.stderr
+    assert "1 problem(s)" in proc.stderr
+    run = capeval("paperclip", "run", "--file", path)
+    assert run.returncode == 2 and "no agent tool call was allowed" not in run.stdout
+
+
+def test_a_drifted_fixture_is_refused_naming_the_corpus_fixture(doc: dict[str, Any]) -> None:
+    bad = copy.deepcopy(doc)
+    i, row = _row(bad, "ap-approval-deny-01")
+    row["fixture"] = "baseline"
+    assert problem_list(bad) == [
+        f"drift.yaml: rows[{i}] (ap-approval-deny-01).fixture: corpus case ap-approval-deny-01 "
+        'runs on fixture "approval-denied", found "baseline"; write fixture: approval-denied'
+    ]
+
+
+def test_a_dropped_or_added_evidence_entry_is_refused_listing_the_corpus_entries(
+    doc: dict[str, Any],
+) -> None:
+    bad = copy.deepcopy(doc)
+    i, row = _row(bad, "st-done-comment-01")
+    want = list(row["expectedSemantics"])
+    row["expectedSemantics"].pop()
+    _, other = _row(bad, "hb-context-01")
+    other["expectedSemantics"].append("GET /api/health")
+    text = messages(bad)
+    assert (
+        f"rows[{i}] (st-done-comment-01).expectedSemantics: corpus case st-done-comment-01 "
+        f"has {len(want)} evidence entries, found {len(want) - 1}; write the corpus's, in "
+        "this order: " + " ; ".join(f"`{e}`" for e in want)
+    ) in text
+    assert "(hb-context-01).expectedSemantics: corpus case hb-context-01 has" in text
+
+
+def test_an_unknown_fixture_or_bad_entry_is_reported_once_not_again_as_drift(
+    doc: dict[str, Any],
+) -> None:
+    bad = copy.deepcopy(doc)
+    _, row = _row(bad, "cm-multiline-01")
+    row["fixture"] = "nofix"
+    row["expectedSemantics"][0] = "FETCH /x"
+    out = problem_list(bad)
+    assert len(out) == 2, out
+    assert "unknown fixture 'nofix'" in out[0] or "unknown fixture 'nofix'" in out[1]
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"), [(2.0, "2.0"), (True, "true"), ("2", '"2"'), (None, "null")]
+)
+def test_schema_version_must_be_the_whole_number_2(
+    doc: dict[str, Any], value: Any, shown: str
+) -> None:
+    bad = {**doc, "schemaVersion": value}
+    assert problem_list(bad) == [
+        f"drift.yaml: schemaVersion: must be 2, found {shown}; write schemaVersion: 2 "
+        "(a whole number, not quoted), and regenerate the derivative if it was written "
+        "for another schema version"
+    ]
+
+
+def test_a_missing_schema_version_is_reported_once(doc: dict[str, Any]) -> None:
+    bad = {k: v for k, v in doc.items() if k != "schemaVersion"}
+    assert problem_list(bad) == [
+        "drift.yaml: schemaVersion: missing; write schemaVersion: 2 (a whole number, not quoted)"
+    ]
+
+
+def test_values_are_spelled_as_in_yaml_not_python(doc: dict[str, Any]) -> None:
+    bad = copy.deepcopy(doc)
+    bad["rows"][0] = None
+    bad["rows"][1]["primaryDisposition"] = None
+    bad["rows"][2]["title"] = True
+    text = messages(bad)
+    assert "rows[0]: null is not of type 'object'" in text
+    assert "primaryDisposition: null is not one of" in text
+    assert "found null" in text and "title: true is not of type 'string'" in text
+    for python in ("None", "True", "False"):
+        assert python not in text, text
+    assert "rows: {\"a\": 1} is not of type 'array'" in messages({**doc, "rows": {"a": 1}})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,13 @@ import pytest
 
 from capeval.paperclip.bindings import codex_binding
 from capeval.paperclip.derivative import Row
-from capeval.paperclip.live import LiveSkipped, check_configured, find_codex, read_journal
+from capeval.paperclip.live import (
+    CodexNotFound,
+    LiveSkipped,
+    check_configured,
+    find_codex,
+    read_journal,
+)
 from capeval.paperclip.livejudge import (
     LIVE_TURN,
     NAMESPACE,
@@ -28,6 +35,7 @@ from capeval.paperclip.livejudge import (
 from capeval.paperclip.mcpserver import ControlPlaneServer, serve
 from capeval.paperclip.policy import CODEX_SAMPLE_GROUPS, RESTRAINT_NO_CALL
 from capeval.paperclip.suite import CONTROL_PLANE_NAMES, codex_sample
+from tests.clirun import capeval
 
 
 @pytest.fixture(scope="module")
@@ -393,3 +401,102 @@ def test_an_out_that_cannot_hold_the_rows_is_bad_usage_not_a_traceback(
     assert result.exit_code == 2, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert "cannot write" in result.output and "--out" in result.output
+
+
+def test_the_live_progress_line_names_the_decision_and_its_reason() -> None:
+    from capeval.commands.paperclip import failure_line
+
+    line = failure_line(
+        {
+            "assertionClass": "agent_tool_contract",
+            "operation": "request_review",
+            "decision": "denied",
+            "reason": "operation_not_available_in_task_mode",
+            "message": "no agent tool call was allowed",
+        }
+    )
+    assert line == (
+        "agent_tool_contract: request_review decision=denied "
+        "(operation_not_available_in_task_mode): no agent tool call was allowed"
+    )
+    assert failure_line({"assertionClass": "live_turn", "operation": "", "message": "m"}) == (
+        "live_turn: - decision=-: m"
+    )
+
+
+@pytest.fixture
+def fake_codex(tmp_path: Path) -> Path:
+    """An executable named codex that is found but exits at once (no turn passes)."""
+    exe = tmp_path / "bin" / "codex"
+    exe.parent.mkdir()
+    exe.write_text("#!/bin/sh\nexit 0\n")
+    exe.chmod(0o755)
+    return exe
+
+
+def test_a_named_codex_that_is_not_an_executable_is_bad_input(
+    paperclip_derivative: Path, tmp_path: Path
+) -> None:
+    for named, why in (
+        (tmp_path / "nope" / "codex", "does not exist"),
+        (tmp_path, "is a directory"),
+        ("no-such-codex-here", "is not on PATH"),
+    ):
+        proc = capeval("paperclip", "live", "--file", paperclip_derivative, "--codex", named)
+        assert proc.returncode == 2, proc.stderr
+        assert why in proc.stderr and "live matrix skipped" not in proc.stderr + proc.stdout
+        with pytest.raises(CodexNotFound, match=why):
+            find_codex(str(named))
+    plain = tmp_path / "plain"
+    plain.write_text("")
+    with pytest.raises(CodexNotFound, match="is not executable"):
+        find_codex(str(plain))
+
+
+def test_no_codex_on_path_and_none_named_is_still_a_skip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, paperclip_derivative: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(LiveSkipped, match="not on PATH"):
+        find_codex()
+    proc = capeval("paperclip", "live", "--file", paperclip_derivative)
+    assert proc.returncode == 0 and "live matrix skipped" in proc.stderr
+
+
+def test_live_keeps_an_earlier_matrix_unless_forced(
+    paperclip_derivative: Path, tmp_path: Path, fake_codex: Path
+) -> None:
+    out = tmp_path / "live"
+    out.mkdir()
+    rows = out / "live-rows.jsonl"
+    earlier = "".join(json.dumps({"group": g, "passed": True}) + "\n" for g in ("ap", "ar", "bl"))
+    rows.write_text(earlier)
+    argv = ["paperclip", "live", "--file", paperclip_derivative, "--scripted"]
+    argv += ["--codex", fake_codex, "--group", "hb", "--out", out, "--timeout", "60"]
+    proc = capeval(*argv)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "holds an earlier matrix's rows; pass --force" in proc.stderr
+    assert rows.read_text() == earlier
+    as_json = capeval(*argv, "--json")
+    assert as_json.returncode == 2 and json.loads(as_json.stdout)["exitCode"] == 2
+    assert rows.read_text() == earlier
+    forced = capeval(*argv, "--force", timeout=180)
+    assert forced.returncode == 1, forced.stderr  # the fake Codex never calls a tool
+    assert [json.loads(line)["group"] for line in rows.read_text().splitlines()] == ["hb"]
+
+
+def test_an_empty_rows_file_is_not_an_earlier_matrix(
+    paperclip_derivative: Path, tmp_path: Path, fake_codex: Path
+) -> None:
+    # The output check itself leaves an empty file when a matrix is stopped before its
+    # first turn: refusing over it would make every retry need --force.
+    out = tmp_path / "live"
+    out.mkdir()
+    (out / "live-rows.jsonl").write_text("")
+    proc = capeval(
+        "paperclip", "live", "--file", paperclip_derivative, "--scripted", "--codex",
+        fake_codex, "--group", "hb", "--out", out, "--timeout", "60", timeout=180,
+    )  # fmt: skip
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "earlier matrix" not in proc.stderr
+    assert os.path.getsize(out / "live-rows.jsonl") > 0

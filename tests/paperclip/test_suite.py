@@ -5,9 +5,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from capeval.paperclip.suite import (
     run_configuration,
     run_suite,
 )
+from tests.clirun import capeval
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -262,6 +265,26 @@ def test_report_contract_and_byte_identical_reruns(rows: list[Row], tmp_path: Pa
     )
 
 
+def test_reports_from_two_processes_are_byte_identical(tmp_path: Path) -> None:
+    # "repeat runs are byte-identical": across processes too, where anything drawn from
+    # Python's salted str hash (a plan seeded with hash(row.id)) would differ.
+    outs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"r{seed}"
+        proc = subprocess.run(
+            [sys.executable, "-m", "capeval", "paperclip", "report", "--out", str(out)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr
+        outs.append(out)
+    for name in (REPORT_JSON, REPORT_MD, ROWS_JSONL):
+        assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
+
+
 def test_group_counts_come_from_the_row_stream(rows: list[Row], tmp_path: Path) -> None:
     _, _, stream = write_report(run_suite(rows), tmp_path)
     counts = group_counts(stream)
@@ -310,6 +333,32 @@ def test_cli_run_and_report(tmp_path: Path) -> None:
         "Codex sample 9/9" in rep.stdout
     )
     assert (tmp_path / "r" / ROWS_JSONL).is_file()
+
+
+def test_run_refuses_to_write_its_rows_over_its_own_derivative(
+    paperclip_derivative: Path, tmp_path: Path
+) -> None:
+    copy_path = tmp_path / "copy.yaml"
+    original = paperclip_derivative.read_bytes()
+    copy_path.write_bytes(original)
+    link = tmp_path / "link.yaml"
+    link.symlink_to(copy_path)
+    for target in (copy_path, tmp_path / "." / "copy.yaml", link):
+        proc = capeval(
+            "paperclip", "run", "--file", copy_path, "--jsonl", target, "--force", cwd=tmp_path
+        )
+        assert proc.returncode == 2, proc.stdout
+        assert "is the derivative being run" in proc.stderr
+        assert copy_path.read_bytes() == original
+
+
+def test_the_cli_failure_line_names_operation_and_decision(drifted: Callable[..., Path]) -> None:
+    path = drifted("st-backlog-park-01", taskMode="ask")
+    out = capeval("paperclip", "run", "--file", path, timeout=300)
+    fails = [line for line in out.stdout.splitlines() if line.startswith("FAIL")]
+    assert fails, out.stdout + out.stderr
+    assert all(" - decision=-" not in line and "decision=-" not in line for line in fails), fails
+    assert any("request_review decision=denied" in line for line in fails), fails
 
 
 # -- the run and its lock, as the suite sees them ---------------------------------------------
@@ -365,6 +414,41 @@ def test_a_failure_shows_the_final_state_diff(by_id: dict[str, Row]) -> None:
     assert f.message.startswith("expected allowed") and f.step_diff == []
     assert f.state_diff == result.diff and f.state_diff
     assert "(empty)" not in str(f) and "comments[" in str(f)
+
+
+def test_a_row_whose_tool_is_refused_in_its_mode_names_the_call_and_why(
+    by_id: dict[str, Row],
+) -> None:
+    row = dataclasses.replace(by_id["st-backlog-park-01"], taskMode="ask")
+    result = run_configuration(row, SINGLE)
+    (failure,) = [f for f in result.failures if f.assertion_class == "agent_tool_contract"]
+    assert (failure.operation, failure.decision, failure.reason) == (
+        "request_review",
+        "denied",
+        "operation_not_available_in_task_mode",
+    )
+    assert "request_review decision=denied (operation_not_available_in_task_mode)" in str(failure)
+    assert failure.to_json()["reason"] == "operation_not_available_in_task_mode"
+
+
+def test_a_shared_invariant_is_filed_under_a_class_the_row_has(by_id: dict[str, Row]) -> None:
+    # A catalog that hands checkout_task to agents breaks the invariant every row shares;
+    # an ap row has no control_plane_invariant, so its failure must not claim that class.
+    leaky = CATALOG.with_disposition("checkout_task", "always_agent_tool")
+    for case_id, want in (
+        ("ap-approval-deny-01", "authorization_policy"),
+        ("st-backlog-park-01", "agent_tool_contract"),
+        ("hb-context-01", "control_plane_invariant"),
+    ):
+        row = by_id[case_id]
+        grants = GRANTED if row.primaryDisposition == "optional_agent_tool" else SINGLE
+        result = run_configuration(row, grants, catalog=leaky)
+        leaked = [f for f in result.failures if f.operation == "checkout_task"]
+        assert leaked, (case_id, [str(f) for f in result.failures])
+        for f in result.failures:
+            assert f.assertion_class in row.assertionClasses, str(f)
+            assert f.operation and f.decision, str(f)
+        assert {f.assertion_class for f in leaked} == {want}
 
 
 def _extra_tool_catalog() -> Any:

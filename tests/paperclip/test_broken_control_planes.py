@@ -1,8 +1,9 @@
-"""Mutation checks: a control plane broken in one rule must fail the cases about that rule.
+"""The suite against control planes broken in one rule: it must fail the cases about that rule.
 
 Each test breaks one rule of the mock the way a faulty control plane would and
 runs the whole suite: the cases whose scenario is that rule must fail, and no
-other. A rule no case catches would let a broken control plane pass all 148 checks.
+other, and every failure must name the call and how it was decided. A rule no
+case catches would let a broken control plane pass all 148 checks.
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ from typing import Any
 import pytest
 
 from capeval.paperclip import authorization, controlplane
+from capeval.paperclip.authorization import AuthContext
 from capeval.paperclip.catalog import CATALOG, Catalog
 from capeval.paperclip.derivative import Row
 from capeval.paperclip.fakeagent import PROBE, REFUSALS, auth_context, check_plans, derive_plan
 from capeval.paperclip.policy import TASK_MODES
-from capeval.paperclip.suite import SuiteResult, run_suite
+from capeval.paperclip.suite import SuiteResult, run_configuration, run_suite
+
+ALL_CLAIMS = frozenset(c for op in CATALOG.operations.values() for c in op.claims)
 
 
 @pytest.fixture(scope="module")
@@ -485,3 +489,73 @@ def test_a_write_that_also_changes_another_entity_fails_its_cases(
         in f.message
         for f in result.failures
     ), [f.message for f in result.failures]
+
+
+def test_every_failure_of_a_control_plane_that_ignores_grants_names_call_and_class(
+    rows: list[Row], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ungranted, su rows must refuse create_task; a control plane that allows it anyway
+    # fails them, and each failure must say which call did it and how it was decided.
+    from capeval.paperclip import authorization, controlplane
+    from capeval.paperclip.suite import UNGRANTED
+
+    real = authorization.decide
+
+    def lax(operation: str, ctx: AuthContext, **kw: Any) -> authorization.Decision:
+        return real(operation, dataclasses.replace(ctx, claims=ALL_CLAIMS), **kw)
+
+    monkeypatch.setattr(controlplane, "decide", lax)
+    changed = []
+    for row in (r for r in rows if r.group == "su"):
+        for f in run_configuration(row, UNGRANTED).failures:
+            assert f.assertion_class in row.assertionClasses, str(f)
+            assert f.operation and f.decision not in ("", "-"), str(f)
+            if f.message == "ungranted configuration changed state":
+                changed.append(f)
+    assert changed and all(
+        (f.operation, f.decision, f.reason) == ("create_task", "allowed", "required_claims_granted")
+        for f in changed
+    ), [str(f) for f in changed]
+
+
+@pytest.mark.parametrize(
+    ("operation", "lie"),
+    [
+        ("get_task_history", lambda d: {"comments": [], "interactions": []}),
+        ("list_documents", lambda d: {}),
+        ("read_document", lambda d: {**d, "content": "something else"}),
+        ("list_agents", lambda d: {"ids": []}),
+        ("search_tasks", lambda d: {"taskIds": []}),
+    ],
+)
+def test_a_read_that_answers_wrongly_fails_the_cases_that_read(
+    rows: list[Row], monkeypatch: pytest.MonkeyPatch, operation: str, lie: Any
+) -> None:
+    # The cases whose read the lie changes (a task with no comments reads as none either way).
+    sound = run_suite(rows)
+    readers = {
+        r.row.id
+        for r in sound.results
+        if any(
+            s.operation == operation and c.ok and lie(c.output["data"]) != c.output["data"]
+            for s, c in r.calls
+        )
+    }
+    assert readers, operation
+    _answering(monkeypatch, operation, lie)
+    result = run_suite([r for r in rows if r.id in readers])
+    assert set(failing(result)) == readers
+    # A wrong look before a document write also fails the write that trusted it.
+    assert operation in {f.operation for f in result.failures}
+    assert {f.operation for f in result.failures} <= {operation, "write_document"}
+
+
+def test_a_gateway_that_opens_a_pending_request_with_no_approver_fails(
+    rows: list[Row], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ap-mcp-pathmissing-01: the gated tool has no approver, so its action request
+    # "cannot be decided by the usual path"; filing it as pending says it can.
+    gateway_files_as(monkeypatch, "pending")
+    result = run_suite([r for r in rows if r.group == "ap"])
+    both = {"authorization_policy", "combined_multi_hop"}
+    assert failing(result) == {"ap-mcp-pathmissing-01": both}
