@@ -13,7 +13,6 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -60,7 +59,3 @@ def capeval_run(
         cwd=cwd,
         env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
     )  # fmt: skip
-
-
-def read_rows(rows: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in rows.read_text().splitlines()]

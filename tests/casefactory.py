@@ -34,13 +34,16 @@ def write_case(
     fixture: dict[str, str] | None = None,
     text: str | None = None,
     oracle: bool = True,
+    trajectories: dict[str, list[dict[str, Any]]] | None = None,
     **changes: Any,
 ) -> Path:
     """Write a case and its fixture folder under `root`; returns the case directory.
 
     `verify=None` leaves the grader out; `fixture` maps file names to their
     text; `text` is written as case.json verbatim (for malformed files);
-    `oracle=False` leaves out the oracle trajectory every case ships.
+    `oracle=False` leaves out the oracle trajectory every case ships;
+    `trajectories` maps trajectory names to their turns (an `oracle` entry
+    replaces the default one-turn oracle).
     """
     fixture_dir = root / FIXTURES / case_id
     fixture_dir.mkdir(parents=True, exist_ok=True)
@@ -53,8 +56,11 @@ def write_case(
     (case_dir / "case.json").write_text(text, encoding="utf-8")
     if verify is not None:
         (case_dir / "verify.sh").write_text(verify)
+    plays = dict(trajectories or {})
     if oracle:
+        plays.setdefault("oracle", [{"text": "done", "toolCalls": []}])
+    if plays:
         (case_dir / "trajectories").mkdir(exist_ok=True)
-        turn = {"text": "done", "toolCalls": []}
-        (case_dir / "trajectories" / "oracle.json").write_text(json.dumps({"turns": [turn]}))
+    for name, turns in plays.items():
+        (case_dir / "trajectories" / f"{name}.json").write_text(json.dumps({"turns": turns}))
     return case_dir

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests import casefactory
+
 REPO = Path(__file__).resolve().parents[1]
 
 PASSING_GRADER = 'test "$(cat done.txt 2>/dev/null)" = ok\n'
@@ -29,26 +31,16 @@ def write_case(
     verify: str = PASSING_GRADER,
     **fields: Any,
 ) -> Path:
-    """A case whose `oracle` trajectory writes done.txt and whose grader checks it."""
-    fixture = root / "evals/capability/fixtures" / case_id
-    fixture.mkdir(parents=True, exist_ok=True)
-    (fixture / "README.md").write_text(f"{case_id}\n")
-    case_dir = root / "evals/capability/cases" / case_id
-    (case_dir / "trajectories").mkdir(parents=True, exist_ok=True)
-    case = {
-        "id": case_id,
-        "tier": "simple",
-        "title": f"case {case_id}",
-        "fixture": f"evals/capability/fixtures/{case_id}",
-        "prompt": "write ok to done.txt",
-        **fields,
-    }
-    (case_dir / "case.json").write_text(json.dumps(case, indent=2))
-    (case_dir / "verify.sh").write_text(verify)
-    trajectories = {"oracle": [write_done()], **(trajectories or {})}
-    for name, turns in trajectories.items():
-        (case_dir / "trajectories" / f"{name}.json").write_text(json.dumps({"turns": turns}))
-    return case_dir
+    """`casefactory.write_case` set up for a run: the `oracle` trajectory writes
+    done.txt and the grader checks it; the fixture holds a README."""
+    return casefactory.write_case(
+        root,
+        case_id,
+        verify=verify,
+        fixture={"README.md": f"{case_id}\n"},
+        trajectories={"oracle": [write_done()], **(trajectories or {})},
+        **{"title": f"case {case_id}", "prompt": "write ok to done.txt", **fields},
+    )
 
 
 def write_done(text: str = "done") -> dict[str, Any]:

@@ -29,6 +29,7 @@ from capeval.agents.opencode import OpencodeAdapter
 from capeval.agents.registry import make_adapter
 from capeval.core.agentconfig import AgentConfig
 from capeval.core.turns import TokenUsage
+from tests.runhelpers import alive
 
 DATA = Path(__file__).parents[1] / "data" / "streams"
 
@@ -419,14 +420,6 @@ ESCAPING_CLI = textwrap.dedent(
 )
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie is dead
-    except OSError:
-        return False
-
-
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
 @pytest.mark.parametrize("sleep, status", [("0", "done"), ("30", "timeout")])
 def test_what_the_cli_started_in_its_own_session_dies_with_it(
@@ -444,9 +437,9 @@ def test_what_the_cli_started_in_its_own_session_dies_with_it(
     child = int(pidfile.read_text())
     try:
         assert result.status == ("failed" if status == "done" else "timeout")
-        assert not _alive(child), "the tool process outlived the agent"
+        assert not alive(child), "the tool process outlived the agent"
     finally:
-        if _alive(child):
+        if alive(child):
             os.kill(child, 9)
 
 

@@ -21,8 +21,8 @@ from capeval.agents.base import AgentRequest
 from capeval.agents.command import CommandAdapter, CommandTemplateError, hook_path, render_command
 from capeval.core.agentconfig import DEFAULT_HOOK, AgentConfig
 from capeval.core.turns import SHELL, TokenUsage
-from tests.agentrun import agent_table, capeval_run, read_rows
-from tests.runhelpers import write_case
+from tests.agentrun import agent_table, capeval_run
+from tests.runhelpers import read_rows, write_case
 
 FAKE_PRODUCT = textwrap.dedent(
     '''

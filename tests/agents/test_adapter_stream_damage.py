@@ -23,9 +23,10 @@ from capeval.agents.opencode import parse_opencode_stream
 from capeval.agents.streams import ParsedStream, unparsed_error
 from capeval.core.agentconfig import AgentConfig
 from tests.agent_clis import find_cli, missing_reason
-from tests.agentrun import agent_table, capeval_run, read_rows
+from tests.agentrun import agent_table, capeval_run
 from tests.agents.test_adapter_cli import FAKE_CLI, request
 from tests.casefactory import write_case
+from tests.runhelpers import read_rows
 
 DATA = Path(__file__).parents[1] / "data" / "streams"
 # The first line naming a tool call, in each CLI's stream, printed cut to 40 characters.

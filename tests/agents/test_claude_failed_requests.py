@@ -21,8 +21,9 @@ from capeval.agents.check import ENDPOINTS
 from capeval.agents.claude_code import ClaudeCodeAdapter, session_responses
 from capeval.core.agentconfig import AgentConfig
 from tests.agent_clis import find_cli, missing_reason
-from tests.agentrun import agent_table, capeval_run, read_rows
+from tests.agentrun import agent_table, capeval_run
 from tests.casefactory import write_case
+from tests.runhelpers import read_rows
 
 ENDPOINT = ENDPOINTS["claude-code"]
 

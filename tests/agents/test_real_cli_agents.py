@@ -33,7 +33,8 @@ from capeval.agents.registry import make_adapter
 from capeval.core.agentconfig import AgentConfig
 from capeval.runner.httpfixture import HttpFixture
 from tests.agent_clis import find_cli, missing_reason
-from tests.agentrun import agent_table, capeval_run, read_rows
+from tests.agentrun import agent_table, capeval_run
+from tests.runhelpers import read_rows
 
 pytestmark = [pytest.mark.slow, pytest.mark.realcli]
 
