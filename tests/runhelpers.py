@@ -81,13 +81,25 @@ def start_capeval(
 
 
 def interrupt_when(
-    proc: subprocess.Popen[str], ready: Callable[[], bool], within: float = 30.0
+    proc: subprocess.Popen[str], ready: Callable[[], bool], within: float = 600.0
 ) -> str:
-    """Ctrl-C a started run once `ready` holds; its stderr. Never leaves it running."""
+    """Ctrl-C a started run once `ready` holds; its stderr. Never leaves it running.
+
+    Waits for events, not for a time: it sends the signal as soon as `ready`
+    holds, and fails at once, with the run's output, if the run ends first.
+    `within` only bounds a run that hangs, so it is far above what any
+    repeat here takes, however loaded the machine.
+    """
     try:
-        assert eventually(ready, within=within), "the run never got to the point to interrupt"
+        reached = eventually(lambda: ready() or proc.poll() is not None, within=within)
+        if not ready():
+            out, err = proc.communicate(timeout=within) if reached else ("", "")
+            assert reached, "the run never got to the point to interrupt"
+            raise AssertionError(
+                f"the run ended (exit {proc.returncode}) before the point to interrupt:\n{out}{err}"
+            )
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=20)
+        _, err = proc.communicate(timeout=within)
     finally:
         if proc.poll() is None:
             proc.kill()

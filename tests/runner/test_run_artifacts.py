@@ -468,9 +468,15 @@ def test_plan_json_reports_the_artifacts_folder(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_interrupted_repeat_leaves_no_artifacts(tmp_path: Path) -> None:
-    started = tmp_path / "started"
+    # Ordered by events alone: one repeat at a time, so done-first's row and
+    # artifacts are written before hang's agent starts; hang's agent then
+    # blocks on a FIFO nobody writes, so only the Ctrl-C can end its repeat.
+    started, never = tmp_path / "started", tmp_path / "never-written"
+    os.mkfifo(never)
     write_case(tmp_path, "done-first")
-    write_case(tmp_path, "hang", trajectories={"oracle": [shell(f"touch {started}; sleep 60")]})
+    write_case(
+        tmp_path, "hang", trajectories={"oracle": [shell(f"touch {started}; read _ < {never}")]}
+    )
     stream = tmp_path / "res/run.jsonl"
     proc = start_capeval(tmp_path, "--jsonl", str(stream))
     err = interrupt_when(proc, started.exists)
