@@ -322,6 +322,7 @@ def test_timeout_kills_and_reports(tmp_path: Path, fake_cli: Path, agent_streams
     assert "timed out" in (result.error or "")
 
 
+@pytest.mark.slow
 def test_timeout_names_the_last_error_the_stream_reported(tmp_path: Path, fake_cli: Path) -> None:
     stream = tmp_path / "retrying.jsonl"
     stream.write_text(
@@ -421,7 +422,9 @@ ESCAPING_CLI = textwrap.dedent(
 
 
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
-@pytest.mark.parametrize("sleep, status", [("0", "done"), ("30", "timeout")])
+@pytest.mark.parametrize(
+    "sleep, status", [("0", "done"), pytest.param("30", "timeout", marks=pytest.mark.slow)]
+)
 def test_what_the_cli_started_in_its_own_session_dies_with_it(
     tmp_path: Path, sleep: str, status: str
 ) -> None:

@@ -485,6 +485,7 @@ def test_a_skip_word_the_template_lacks_is_a_configuration_problem(
     )
 
 
+@pytest.mark.slow
 def test_ask_permissions_through_capeval_run_drops_the_flags_and_says_so(
     tmp_path: Path, product: Path
 ) -> None:

@@ -110,6 +110,7 @@ def test_a_line_cut_short_is_noted_a_stray_line_is_not(
     assert "stream line 3 cut short" in (unparsed_error(cut) or "")
 
 
+@pytest.mark.slow
 def test_a_last_line_torn_by_the_timeout_is_not_measured(
     tmp_path: Path, agent_streams: Path
 ) -> None:

@@ -452,6 +452,7 @@ def test_failing_trajectory_reports_its_exit_code_and_status(tmp_path: Path) -> 
     assert (result.status, result.exitCode, result.error) == ("failed", 1, "model refused")
 
 
+@pytest.mark.slow
 def test_timeout_kills_the_player_and_its_shells(tmp_path: Path) -> None:
     slow = {
         "turns": [

@@ -32,6 +32,7 @@ def test_an_empty_named_query_is_named_by_its_file(tmp_path: Path) -> None:
     assert "analysis/nothing.sql holds no SQL statement" in done.stderr
 
 
+@pytest.mark.slow
 def test_plot_to_an_unwritable_path_is_bad_usage(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
@@ -91,6 +92,7 @@ def test_baseline_freeze_to_an_unwritable_out_is_bad_usage(tmp_path: Path) -> No
     assert "cannot write a-file/baseline.json: a-file is a file, not a folder" in done.stderr
 
 
+@pytest.mark.slow
 def test_run_json_with_a_refused_gate_says_why(tmp_path: Path) -> None:
     # `"gate": null` told a machine nothing; the reasons went to stdout in
     # text mode, mixed into the run's own table.

@@ -541,6 +541,7 @@ def chain(draw: st.DrawFn) -> tuple[str, list[str]]:
     return command, segments
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None)
 @given(chain())
 def test_round_trip_never_splits_inside_quotes(case: tuple[str, list[str]]) -> None:
@@ -576,6 +577,7 @@ def test_comment_rule_agrees_with_real_bash(text: str) -> None:
     assert [unquote_word(w) for w in segment.words[2:]] == argv
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None)
 @given(chain(), st.lists(DANGEROUS, max_size=5))
 def test_heredoc_body_adds_no_segments(case: tuple[str, list[str]], body: list[str]) -> None:

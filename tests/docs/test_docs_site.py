@@ -64,6 +64,7 @@ def site_build(tmp_path_factory: pytest.TempPathFactory) -> Build:
     return Build(out.returncode, out.stdout + out.stderr, site)
 
 
+@pytest.mark.slow
 def test_site_builds_strictly(site_build: Build) -> None:
     # Strict with anchor validation: a broken link, a link to a missing heading
     # or a page left out of the nav fails the build.
@@ -112,6 +113,7 @@ def test_the_walk_finds_nested_commands() -> None:
     assert {"capeval gate", "capeval agents check", "capeval paperclip live"} <= paths
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("words", "command"), COMMANDS, ids=[" ".join(words) for words, _ in COMMANDS]
 )

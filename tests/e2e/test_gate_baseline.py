@@ -209,6 +209,7 @@ def test_report_without_a_baseline_still_writes_a_refusal(tmp_path: Path, fmt: s
         assert json.loads(text)["exitCode"] == 2
 
 
+@pytest.mark.slow
 def test_freeze_note_names_the_setting_as_the_configuration_reads_it(tmp_path: Path) -> None:
     # From a subfolder, `--out b.json` was suggested as baseline = "b.json" (read
     # from the root, another file), and a pyproject.toml workspace was told to
@@ -244,6 +245,7 @@ def test_freeze_without_a_matrix_records_the_configured_provider_and_model(
     assert {(r["variantId"], r["agent"]) for r in rows} == {("local:v1", "sloppy")}
 
 
+@pytest.mark.slow
 def test_run_baseline_without_a_file_gates_against_the_configured_one(
     repo_root: Path, tmp_path: Path
 ) -> None:

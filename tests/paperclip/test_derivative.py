@@ -250,6 +250,7 @@ def test_cli_validate_names_an_unreadable_file(tmp_path: Path) -> None:
     assert "not valid YAML" in out.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["validate", "run", "report"])
 def test_cli_refuses_bad_input_before_running(
     doc: dict[str, Any], tmp_path: Path, command: str
@@ -339,6 +340,7 @@ def test_a_group_that_is_not_text_is_a_problem_not_a_traceback(doc: dict[str, An
     assert f'rows[1] ({bad["rows"][1]["id"]}).group: {{"code": "ap"}} is not one of' in text
 
 
+@pytest.mark.slow
 def test_assertion_classes_are_a_set_in_any_order(doc: dict[str, Any], tmp_path: Path) -> None:
     # The policy says which classes a group's rows carry, not in what order: the
     # reverse of the spec's order used to be refused as "requires [...], found [...]".
@@ -467,6 +469,7 @@ def test_the_packaged_corpus_facts_are_the_corpus(shared_dir: Path) -> None:
         ]
 
 
+@pytest.mark.slow
 def test_a_drifted_evidence_entry_is_refused_by_validate_naming_the_corpus_entry(
     doc: dict[str, Any], tmp_path: Path
 ) -> None:

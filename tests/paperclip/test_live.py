@@ -434,6 +434,7 @@ def fake_codex(tmp_path: Path) -> Path:
     return exe
 
 
+@pytest.mark.slow
 def test_a_named_codex_that_is_not_an_executable_is_bad_input(
     paperclip_derivative: Path, tmp_path: Path
 ) -> None:
@@ -463,6 +464,7 @@ def test_no_codex_on_path_and_none_named_is_still_a_skip(
     assert proc.returncode == 0 and "live matrix skipped" in proc.stderr
 
 
+@pytest.mark.slow
 def test_live_keeps_an_earlier_matrix_unless_forced(
     paperclip_derivative: Path, tmp_path: Path, fake_codex: Path
 ) -> None:

@@ -28,6 +28,8 @@ from capeval.paperclip.policy import RESTRAINT_NO_CALL
 from capeval.paperclip.suite import CONTROL_PLANE_NAMES
 from tests.agent_clis import find_cli, missing_reason
 
+pytestmark = [pytest.mark.slow, pytest.mark.realcli]
+
 
 @pytest.fixture(scope="module")
 def codex() -> str:

@@ -227,6 +227,7 @@ def test_control_plane_that_does_not_open_the_run_fails(
     )
 
 
+@pytest.mark.slow
 def test_report_contract_and_byte_identical_reruns(rows: list[Row], tmp_path: Path) -> None:
     first = write_report(run_suite(rows), tmp_path / "a")
     second = write_report(run_suite(rows), str(tmp_path / "b"))  # a notebook's plain string
@@ -265,6 +266,7 @@ def test_report_contract_and_byte_identical_reruns(rows: list[Row], tmp_path: Pa
     )
 
 
+@pytest.mark.slow
 def test_reports_from_two_processes_are_byte_identical(tmp_path: Path) -> None:
     # "repeat runs are byte-identical": across processes too, where anything drawn from
     # Python's salted str hash (a plan seeded with hash(row.id)) would differ.
@@ -335,6 +337,7 @@ def test_cli_run_and_report(tmp_path: Path) -> None:
     assert (tmp_path / "r" / ROWS_JSONL).is_file()
 
 
+@pytest.mark.slow
 def test_run_refuses_to_write_its_rows_over_its_own_derivative(
     paperclip_derivative: Path, tmp_path: Path
 ) -> None:
@@ -352,6 +355,7 @@ def test_run_refuses_to_write_its_rows_over_its_own_derivative(
         assert copy_path.read_bytes() == original
 
 
+@pytest.mark.slow
 def test_the_cli_failure_line_names_operation_and_decision(drifted: Callable[..., Path]) -> None:
     path = drifted("st-backlog-park-01", taskMode="ask")
     out = capeval("paperclip", "run", "--file", path, timeout=300)
@@ -544,6 +548,7 @@ def test_the_generic_api_escape_hatch_is_never_coverage(by_id: dict[str, Row]) -
 # -- where the report goes ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_report_defaults_to_the_workspace_evidence_folder(
     paperclip_derivative: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -573,6 +578,7 @@ def test_report_defaults_to_the_workspace_evidence_folder(
     assert (plain / ".capeval" / "evidence" / "paperclip" / REPORT_MD).is_file()
 
 
+@pytest.mark.slow
 def test_report_outside_a_workspace_goes_to_the_derivatives_workspace_and_says_so(
     paperclip_derivative: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -104,6 +104,7 @@ def test_git_location_variables_are_dropped_when_inherited_kept_when_given(
     assert run_process(show, cwd=tmp_path, env=given).stdout.decode().strip() == given["GIT_DIR"]
 
 
+@pytest.mark.slow
 def test_timeout_kills_the_whole_group_on_time(tmp_path: Path) -> None:
     pidfile = tmp_path / "child.pid"
     start = time.monotonic()
@@ -120,6 +121,7 @@ def test_timeout_kills_the_whole_group_on_time(tmp_path: Path) -> None:
     assert not alive(grandchild)
 
 
+@pytest.mark.slow
 def test_sigterm_ignoring_child_gets_sigkill_after_grace(tmp_path: Path) -> None:
     start = time.monotonic()
     r = run_process(
@@ -134,6 +136,7 @@ def test_sigterm_ignoring_child_gets_sigkill_after_grace(tmp_path: Path) -> None
     assert r.stdout == b"ready\n"
 
 
+@pytest.mark.slow
 def test_a_timed_out_child_gets_sigterm_and_the_default_grace_to_run_its_trap(
     tmp_path: Path,
 ) -> None:

@@ -69,6 +69,7 @@ def test_pure_python_gates_agree_on_a_candidate_equal_to_its_baseline(
     assert bench.streaming_gate(base, base) == expected
 
 
+@pytest.mark.slow
 def test_measure_reports_every_contender_and_the_quiet_rounds(small: dict[str, Path]) -> None:
     """The timing loop itself, on small files (no settle pause): shapes, not speeds."""
     bench = _bench()

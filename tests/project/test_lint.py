@@ -1,4 +1,7 @@
-"""The code stays ruff clean and its type hints hold: a regression fails `make test`, not only `make lint`."""
+"""The code stays ruff clean and its type hints hold: a regression fails the tests, not only `make lint`.
+
+ruff runs in `make test`; mypy (over ten seconds without its cache) in the slow tier.
+"""
 
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ def test_ruff_is_clean(args: list[str]) -> None:
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+@pytest.mark.slow
 def test_mypy_is_clean() -> None:
     # Type hints nobody checks drift into lies; mypy reads them as a reader would.
     try:

@@ -455,6 +455,7 @@ def test_cli_resume_keeps_the_choice_and_replaces_rerun_repeats(tmp_path: Path) 
     assert not (stream.parent / "run.artifacts").exists()
 
 
+@pytest.mark.slow
 def test_plan_json_reports_the_artifacts_folder(tmp_path: Path) -> None:
     write_case(tmp_path, "alpha")
     proc = capeval(tmp_path, "--jsonl", "res/a.jsonl", "--dry-run", "--json")

@@ -87,6 +87,7 @@ def test_resume_refuses_a_plan_of_another_shape(
     assert stream.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_resume_accepts_a_plan_without_the_fields_older_runs_did_not_write(
     tmp_path: Path,
 ) -> None:
