@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench clean install install-dev
+.PHONY: run test test-all lint bench clean install install-dev
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,8 +30,15 @@ install-dev: $(VENV)/.installed-dev
 run: install
 	$(BIN)/capeval run
 
+# The fast tier, one worker per core: every test not marked slow. PYTEST_ARGS
+# comes last, so it adds to these arguments or overrides them
+# (PYTEST_ARGS='-m "slow or not slow"' runs every tier, as .ci/run does).
 test: install-dev
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n auto -m "not slow" $(PYTEST_ARGS)
+
+# Every tier: the slow one too (real agent CLIs, notebooks, packaging, the docs build).
+test-all: install-dev
+	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
 
 lint: install-dev
 	$(BIN)/ruff check capeval tests benchmarks scripts notebooks hatch_build.py
