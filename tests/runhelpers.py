@@ -80,24 +80,32 @@ def start_capeval(
     )
 
 
+def wait_until(
+    proc: subprocess.Popen[str], ready: Callable[[], bool], within: float = 600.0
+) -> None:
+    """Wait for `ready` to hold while the started run goes on.
+
+    Waits for events, not for a time: it returns as soon as `ready` holds and
+    fails at once, with the run's output, if the run ends first. `within`
+    only bounds a run that hangs, so it is far above what any repeat here
+    takes, however loaded the machine.
+    """
+    reached = eventually(lambda: ready() or proc.poll() is not None, within=within)
+    if ready():
+        return
+    assert reached, "the run never got to the point the test waits for"
+    out, err = proc.communicate(timeout=within)
+    raise AssertionError(
+        f"the run ended (exit {proc.returncode}) before the point the test waits for:\n{out}{err}"
+    )
+
+
 def interrupt_when(
     proc: subprocess.Popen[str], ready: Callable[[], bool], within: float = 600.0
 ) -> str:
-    """Ctrl-C a started run once `ready` holds; its stderr. Never leaves it running.
-
-    Waits for events, not for a time: it sends the signal as soon as `ready`
-    holds, and fails at once, with the run's output, if the run ends first.
-    `within` only bounds a run that hangs, so it is far above what any
-    repeat here takes, however loaded the machine.
-    """
+    """Ctrl-C a started run once `ready` holds; its stderr. Never leaves it running."""
     try:
-        reached = eventually(lambda: ready() or proc.poll() is not None, within=within)
-        if not ready():
-            out, err = proc.communicate(timeout=within) if reached else ("", "")
-            assert reached, "the run never got to the point to interrupt"
-            raise AssertionError(
-                f"the run ended (exit {proc.returncode}) before the point to interrupt:\n{out}{err}"
-            )
+        wait_until(proc, ready, within)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=within)
     finally:

@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import socket
+import subprocess
 import time
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from tests.runhelpers import (
     read_rows,
     shell,
     start_capeval,
+    wait_until,
     write_case,
     write_done,
 )
@@ -125,14 +127,37 @@ def test_sigkill_of_capeval_stops_the_agent_group_and_removes_temp_dirs(
                 os.killpg(pgid, signal.SIGKILL)
 
 
+def _release(proc: subprocess.Popen[str], fifo: Path) -> None:
+    """Give a repeat blocked reading `fifo` its line (once it has opened it), unless the run ended."""
+    fd: list[int] = []
+
+    def reader_there() -> bool:
+        try:
+            fd.append(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:  # ENXIO: no reader yet
+            return proc.poll() is not None
+        return True
+
+    assert eventually(reader_there, within=600)
+    for f in fd:
+        os.write(f, b"go\n")
+        os.close(f)
+
+
 def test_a_second_run_on_a_stream_being_written_is_refused(tmp_path: Path) -> None:
     # Two runs started on one --jsonl both find it empty; the stream's lock
-    # refuses the second instead of interleaving two runs' rows.
-    write_case(tmp_path, "slow", trajectories={"oracle": [shell("sleep 0.5"), write_done()]})
+    # refuses the second instead of interleaving two runs' rows. The first
+    # run's first repeat waits on a FIFO until the test has checked, so the
+    # first run holds the lock and has written no row yet, however slow the
+    # second capeval is to start.
+    started, released, gate = tmp_path / "started", tmp_path / "released", tmp_path / "gate"
+    os.mkfifo(gate)
+    wait = shell(f"test -e {released} || {{ touch {started}; read _ < {gate}; }}")
+    write_case(tmp_path, "slow", trajectories={"oracle": [wait, write_done()]})
     stream = tmp_path / "rows.jsonl"
     first = start_capeval(tmp_path, "--repeats", "3", "--concurrency", "1", "--jsonl", str(stream))
     try:
-        assert eventually(lambda: (tmp_path / "rows.jsonl.plan.json").is_file(), within=30)
+        wait_until(first, started.exists)
         plan = (tmp_path / "rows.jsonl.plan.json").read_text()
         second = capeval(tmp_path, "--repeats", "2", "--jsonl", str(stream))
         assert second.returncode == 2
@@ -140,8 +165,11 @@ def test_a_second_run_on_a_stream_being_written_is_refused(tmp_path: Path) -> No
         assert (tmp_path / "rows.jsonl.plan.json").read_text() == plan  # untouched
         resumed = capeval(tmp_path, "--resume", str(stream))  # --resume waits its turn too
         assert resumed.returncode == 2 and "another capeval run" in resumed.stderr
+        assert read_rows(stream) == []
     finally:
-        _out, err = first.communicate(timeout=60)
+        released.touch()  # the later repeats go straight on
+        _release(first, gate)
+        _out, err = first.communicate(timeout=600)
     assert first.returncode == 0, err
     rows = read_rows(stream)
     assert len(rows) == 3 and len({r["runId"] for r in rows}) == 1
