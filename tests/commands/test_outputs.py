@@ -40,6 +40,7 @@ def link_out(tmp_path: Path) -> tuple[Path, Path]:
     return results, victim
 
 
+@pytest.mark.slow
 def test_report_to_a_device_writes_into_it_and_leaves_it_a_device(null_device: Path) -> None:
     proc = capeval("report", "--baseline", BASE, "--candidate", CAND, "-o", null_device)
     assert proc.returncode in (0, 1, 3), proc.stderr
@@ -47,6 +48,7 @@ def test_report_to_a_device_writes_into_it_and_leaves_it_a_device(null_device: P
     assert stat.S_ISCHR(null_device.stat().st_mode)
 
 
+@pytest.mark.slow
 def test_report_through_a_link_out_of_its_folder_is_refused(link_out: tuple[Path, Path]) -> None:
     results, victim = link_out
     (results / "report.md").symlink_to(victim)

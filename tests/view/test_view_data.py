@@ -88,6 +88,7 @@ def test_run_matrices_count_as_the_history_views_count() -> None:
     }
 
 
+@pytest.mark.slow
 def test_a_comparison_matrix_is_the_gates_comparison(small: Viewer, tmp_path: Path) -> None:
     base = small_run(tmp_path / "base")
     viewer = load_viewer([tmp_path / "results"], baseline=[base])
@@ -214,6 +215,7 @@ def test_page_keys_name_every_page_and_no_other_key_builds_one(small: Viewer) ->
         assert small.page(bad) is None, bad
 
 
+@pytest.mark.slow
 def test_ten_thousand_repeats_load_without_reading_a_transcript(tmp_path: Path) -> None:
     # 500 cases x 4 variants x 5 repeats. The matrix holds cells, not repeats;
     # a cell holds its own repeats; transcripts are read only for their page.

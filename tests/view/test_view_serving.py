@@ -152,6 +152,7 @@ def test_data_scripts_cannot_close_their_element_or_open_markup() -> None:
     assert data_script("k", {"n": float("nan")}).endswith('{"n":null});\n')
 
 
+@pytest.mark.slow
 def test_the_export_writes_every_page_and_the_artifacts_they_link(
     results: Path, tmp_path: Path
 ) -> None:
@@ -192,6 +193,7 @@ def test_the_export_never_writes_into_a_folder_of_other_files(
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
 
 
+@pytest.mark.slow
 def test_cli_export(results: Path, tmp_path: Path) -> None:
     out = tmp_path / "site"
     result = CliRunner().invoke(main, ["view", str(results), "--export", str(out)])
