@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 
 from capeval.cli import main
@@ -26,6 +27,7 @@ def files(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_baselines_pool_like_compare(tmp_path: Path) -> None:
     root = files(tmp_path)
     result = plot("--baseline", str(root / "a1.jsonl"), "--baseline", str(root / "a2.jsonl"),
