@@ -137,7 +137,7 @@ def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as fh:
             return fh.read().split(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:
+    except OSError:  # gone between the two looks (ENOENT, or ESRCH mid-read)
         return False
 
 
