@@ -60,6 +60,24 @@ class StreamBusy(ResultFileError):
     """Another process holds the stream: two runs appending to one file would mix their rows."""
 
 
+class StreamChanged(ResultFileError):
+    """The stream is not as this writer left it: another process wrote into it.
+
+    `offset` is where the writer's last row ended: every byte after it is not
+    capeval's.
+    """
+
+    def __init__(self, path: str | Path, size: int, offset: int) -> None:
+        self.size = size
+        self.offset = offset
+        super().__init__(
+            path,
+            f"changed by another process since capeval's last row: it is {size} bytes, but "
+            f"capeval's rows end at byte {offset}; no row was appended after bytes capeval "
+            "did not write",
+        )
+
+
 class JsonlWriter:
     """Appends rows to a JSON Lines file; one writer may be shared by threads.
 
@@ -71,7 +89,10 @@ class JsonlWriter:
 
     The writer holds an exclusive lock on the file (flock) until it is
     closed, so a second writer, in this process or another, is refused with
-    `StreamBusy` instead of interleaving its rows.
+    `StreamBusy` instead of interleaving its rows. A process that ignores the
+    lock (an agent appending forged rows, or half a line) is caught before the
+    next row: the file must be exactly as long as the writer left it, or
+    `write` raises `StreamChanged` instead of gluing its row onto theirs.
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -112,6 +133,7 @@ class JsonlWriter:
                 "to another path",
             ) from None
         self._repair_tail()
+        self._offset = os.fstat(self._handle.fileno()).st_size
 
     def _warn(self, message: str) -> None:
         self.warnings.append(message)
@@ -162,6 +184,8 @@ class JsonlWriter:
                 raise ValueError(f"{self.path}: writer is closed")
             fd = self._handle.fileno()
             start = os.fstat(fd).st_size
+            if start != self._offset:
+                raise StreamChanged(self.path, start, self._offset)
             try:
                 view = memoryview(data)
                 while view:
@@ -179,6 +203,7 @@ class JsonlWriter:
                 raise ResultFileError(
                     self.path, f"could not append a row: {exc.strerror or exc}; {kept}"
                 ) from exc
+            self._offset = start + len(data)
 
     def close(self) -> None:
         with self._lock:
