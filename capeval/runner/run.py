@@ -223,13 +223,24 @@ def _execute(
                 finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     fut.result()  # a runner bug surfaces here, not silently
-        except ResultFileError as exc:  # the stream refused a row (a full disk)
+        except ResultFileError as exc:  # the stream refused a row (a full disk, a forger)
             stop.set()
             process.shutdown("row stream not writable")
             HttpFixture.stop_all()
+            from capeval.results.jsonl import StreamChanged
+
+            if isinstance(exc, StreamChanged):
+                # Whatever wrote it ran as this user: an agent outside a sandbox.
+                fix = (
+                    f"the run was stopped after {len(rows)} repeats; cut the file back to "
+                    f"capeval's rows (truncate -s {exc.offset} {plan.jsonl_path}) and run the "
+                    'agents with isolation = "bwrap" or "docker" (docs/isolation.md), then '
+                    "finish the run"
+                )
+            else:
+                fix = f"{len(rows)} finished repeats are kept: free space, then finish the run"
             raise RunError(
-                f"{exc}; {len(rows)} finished repeats are kept: free space, then finish the "
-                f"run with: capeval run --resume {plan.jsonl_path}"
+                f"{exc}; {fix} with: capeval run --resume {plan.jsonl_path}"
                 + (f" --out {options.out}" if options.out is not None else "")
             ) from None
         except BaseException:
