@@ -25,6 +25,12 @@ from typing import Any
 
 from capeval.core.agentconfig import AGENT_TYPES, AgentConfig, builtin_agents
 from capeval.core.case import BAIT_POLICIES, DEFAULT_TIERS, ID_PATTERN, MAX_TURNS, schema_problems
+from capeval.core.isolation import (
+    HOME_DIRS_SCHEMA,
+    SCHEMA_PROPERTIES,
+    SHARED_KEYS,
+    table_problems,
+)
 from capeval.core.jsonschemas import is_finite_number, strict_validator
 from capeval.core.nesting import NESTED_TOO_DEEPLY, too_deep
 from capeval.core.problems import UTF8_BOM, Problem, ProblemsError, bom_message
@@ -68,6 +74,8 @@ class Config:
     bait_policy: str = "require"
     agents: dict[str, AgentConfig] = field(default_factory=builtin_agents)
     source: Path | None = None  # the file it came from; None: defaults
+    # The top level's isolation keys (isolation, network, image, limits, env_pass).
+    sandbox: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def defaults(cls, root: Path) -> Config:
@@ -100,7 +108,8 @@ _TEXT = {"type": "string", "minLength": 1, "description": "a non-empty string"}
 AGENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
-    "description": "a table of type, command, args, env, hook, trajectory, skip_permissions_args",
+    "description": "a table of type, command, args, env, hook, trajectory, "
+    "skip_permissions_args, isolation, network, image, limits, env_pass, home_dirs",
     "properties": {
         "type": {
             "type": "string",
@@ -132,6 +141,8 @@ AGENT_SCHEMA: dict[str, Any] = {
             'prompts (type command), e.g. ["--dangerously-skip-permissions", "--force"]; '
             "--ask-permissions drops them",
         },
+        **SCHEMA_PROPERTIES,
+        "home_dirs": HOME_DIRS_SCHEMA,
     },
 }
 
@@ -185,6 +196,7 @@ CONFIG_SCHEMA: dict[str, Any] = {
             "additionalProperties": AGENT_SCHEMA,
             "description": "tables [agents.NAME]",
         },
+        **SCHEMA_PROPERTIES,
     },
 }
 
@@ -214,6 +226,7 @@ def config_problems(table: Any, *, file: str, prefix: str = "") -> list[Problem]
     problems = schema_problems(errors, file=file, schema=CONFIG_SCHEMA)
     if isinstance(table, Mapping):
         problems += _agent_problems(table, file=file)
+        problems += _isolation_problems(table, file=file)
     if prefix:
         problems = [
             Problem(p.file, f"{prefix}.{p.field}" if p.field else prefix, p.message)
@@ -329,6 +342,17 @@ def _agent_problems(table: Mapping[str, Any], *, file: str) -> list[Problem]:
             )
         )
     return out
+
+
+def _isolation_problems(table: Mapping[str, Any], *, file: str) -> list[Problem]:
+    """The isolation keys' rules the schema does not express (docs/isolation.md)."""
+    found = table_problems(table, "")
+    agents = table.get("agents")
+    for name, spec in agents.items() if isinstance(agents, Mapping) else ():
+        if isinstance(spec, Mapping):
+            merged = {**{k: table.get(k) for k in ("isolation", "network")}, **spec}
+            found += table_problems(merged, f"agents.{name}.")
+    return [Problem(file, where, message) for where, message in dict.fromkeys(found)]
 
 
 def _path_and_env_problems(name: str, spec: Mapping[str, Any], *, file: str) -> list[Problem]:
@@ -470,6 +494,7 @@ def config_from_table(
             "skip_permissions_args": (
                 tuple(spec["skip_permissions_args"]) if "skip_permissions_args" in spec else None
             ),
+            "sandbox": {k: spec[k] for k in (*SHARED_KEYS, "home_dirs") if k in spec} or None,
         }
         given = {k: v for k, v in given.items() if v is not None}
         if "command" in given:
@@ -493,6 +518,7 @@ def config_from_table(
         bait_policy=table.get("bait", "require"),
         agents=agents,
         source=source,
+        sandbox={k: table[k] for k in SHARED_KEYS if k in table},
     )
 
 

@@ -46,6 +46,9 @@ class AgentConfig:
     # dropped under --ask-permissions; None when the config does not say.
     skip_permissions_args: tuple[str, ...] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    # The table's isolation keys as written (isolation, network, image, limits,
+    # env_pass, home_dirs); `capeval.core.isolation.resolve_isolation` reads them.
+    sandbox: Mapping[str, Any] = field(default_factory=dict)
 
 
 def builtin_agents() -> dict[str, AgentConfig]:

@@ -133,6 +133,7 @@ class Case:
     # `httpFixture` naming a folder of the case: the pages its server serves
     # instead of the default ones (docs/cases.md#case-pages).
     httpPages: str | None = None
+    image: str | None = None  # the Docker image its repeats run in (docs/isolation.md)
 
     def trajectory_path(self, name: str) -> Path:
         return self.dir / "trajectories" / f"{name}.json"
@@ -176,6 +177,8 @@ class Case:
             out["httpFixture"] = self.httpPages if self.httpPages is not None else True
         if self.requireBehaviors:
             out["requireBehaviors"] = [r.to_json() for r in self.requireBehaviors]
+        if self.image is not None:
+            out["image"] = self.image
         return out
 
 
@@ -215,6 +218,7 @@ def case_from_dict(obj: Mapping[str, Any], *, dir: Path, file: Path) -> Case:
         dir=dir,
         file=file,
         httpPages=pages if isinstance(pages := obj.get("httpFixture"), str) else None,
+        image=obj.get("image"),
     )
 
 
@@ -301,6 +305,11 @@ def _schema(tiers: Sequence[str]) -> dict[str, Any]:
                         "max": {"type": "number", "minimum": 0, "description": "a number >= 0"},
                     },
                 },
+            },
+            "image": {
+                "type": "string",
+                "pattern": NOT_BLANK,
+                "description": 'a Docker image name for isolation = "docker", e.g. "node-tools:22"',
             },
         },
     }
