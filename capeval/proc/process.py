@@ -259,6 +259,7 @@ def run_process(
     stdin: bytes | None = None,
     kill_grace_s: float = 5.0,
     max_output_bytes: int | None = MAX_OUTPUT_BYTES,
+    pass_fds: Sequence[int] = (),
 ) -> ProcessResult:
     """Run `argv` in its own process group and wait for it, whatever it does.
 
@@ -267,6 +268,7 @@ def run_process(
     SIGKILL after `kill_grace_s`. When the child exits, anything it left
     running in its group is killed too: a repeat leaves no processes behind.
     Of stdout and stderr each, at most `max_output_bytes` (head and tail) is kept.
+    `pass_fds` stay open in the child (bwrap's `--info-fd`).
     """
     scope = current_scope()
     start = time.monotonic()
@@ -295,6 +297,7 @@ def run_process(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            pass_fds=tuple(pass_fds),
         )
         # With start_new_session the child's pid is its process group id.
         scope.groups.add(proc.pid)
