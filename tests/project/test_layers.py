@@ -24,8 +24,9 @@ LAYERS: dict[str, set[str]] = {
     "workspace": {"core", "config"},
     "scaffold": {"core", "config", "workspace"},
     "proc": {"core"},
-    "agents": {"core", "proc", "results"},
-    "runner": {"core", "proc", "agents", "results", "config", "workspace"},
+    "isolation": {"core", "proc"},
+    "agents": {"core", "proc", "isolation", "results"},
+    "runner": {"core", "proc", "isolation", "agents", "results", "config", "workspace"},
     "analysis": {"core", "results", "config", "workspace"},
     "paperclip": {"core", "proc", "agents", "results", "workspace"},
     "commands": {
@@ -35,6 +36,7 @@ LAYERS: dict[str, set[str]] = {
         "config",
         "workspace",
         "proc",
+        "isolation",
         "agents",
         "runner",
         "analysis",
@@ -53,7 +55,16 @@ LAYERS: dict[str, set[str]] = {
 # Libraries the runner (and what it stands on) never loads: a run must not pay
 # for the analysis stack, and must not break when it is missing.
 ANALYSIS_STACK = ("polars", "duckdb", "_duckdb", "scipy", "matplotlib", "numpy")
-NO_ANALYSIS_STACK = ("core", "results", "config", "workspace", "proc", "agents", "runner")
+NO_ANALYSIS_STACK = (
+    "core",
+    "results",
+    "config",
+    "workspace",
+    "proc",
+    "isolation",
+    "agents",
+    "runner",
+)
 
 
 def _modules() -> dict[str, Path]:
