@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from capeval.core.agentconfig import AgentConfig
 from capeval.core.turns import RunSummary, TokenUsage
+
+if TYPE_CHECKING:
+    from capeval.isolation.sandbox import Sandbox
 
 STATUSES = ("done", "failed", "cancelled", "timeout")
 
@@ -33,6 +36,11 @@ class AgentRequest:
     skip_permissions: bool = True
     env: Mapping[str, str] = field(default_factory=dict)  # e.g. EVAL_HTTP_URL
     http_url: str | None = None
+    # The repeat's own HOME (copies of the agent's `home_dirs` in it); None: the user's.
+    home: Path | None = None
+    # Where the agent runs (docs/isolation.md); None: unconfined, as `none`.
+    sandbox: Sandbox | None = None
+    env_pass: tuple[str, ...] = ()  # variables passed from capeval's environment
 
 
 @dataclass

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from capeval.agents.base import AgentRequest
-from capeval.agents.cliadapter import CliAdapter, is_root, isolated_dir
+from capeval.agents.cliadapter import CliAdapter, config_home, is_root, runs_sandboxed
 from capeval.agents.streams import (
     ParsedStream,
     Skipped,
@@ -281,6 +281,7 @@ class ClaudeCodeAdapter(CliAdapter):
     type = "claude-code"
     default_binary = "claude"
     parse = staticmethod(parse_claude_stream)
+    env_needs = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")
 
     def cli_args(self, request: AgentRequest) -> list[str]:
         args = ["-p", "--output-format", "stream-json", "--verbose", "--model", request.model]
@@ -294,21 +295,23 @@ class ClaudeCodeAdapter(CliAdapter):
 
     def cli_env(self, request: AgentRequest) -> dict[str, str]:
         env = {
-            "CLAUDE_CONFIG_DIR": isolated_dir(request, "claude-config"),
+            "CLAUDE_CONFIG_DIR": config_home(request, ".claude", "claude-config"),
             "DISABLE_TELEMETRY": "1",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_AUTOUPDATER": "1",
         }
-        if request.skip_permissions and is_root():
+        if request.skip_permissions and is_root() and runs_sandboxed(request):
             # As root Claude refuses --dangerously-skip-permissions unless it is
-            # told it runs in a sandbox; capeval's workdirs are throwaway copies.
+            # told it runs in a sandbox: said only when it does (bwrap, docker).
             env["IS_SANDBOX"] = "1"
         return env
 
     def amend(self, parsed: ParsedStream, request: AgentRequest) -> ParsedStream:
         if parsed.sessionId is None:
             return parsed
-        projects = self.home_of(request, "CLAUDE_CONFIG_DIR", "claude-config") / "projects"
+        projects = (
+            self.home_of(request, "CLAUDE_CONFIG_DIR", "claude-config", ".claude") / "projects"
+        )
         logs = sorted(projects.glob(f"*/{parsed.sessionId}.jsonl"))
         if len(logs) != 1:
             return parsed

@@ -109,14 +109,25 @@ def probe_version(
 
 
 def agent_environment(
-    config: AgentConfig, request: AgentRequest, adapter_env: Mapping[str, str]
+    config: AgentConfig,
+    request: AgentRequest,
+    adapter_env: Mapping[str, str],
+    needs: Iterable[str] = (),
 ) -> dict[str, str]:
-    """The agent's environment: ours, then the adapter's, the request's, the config's.
+    """The agent's environment: the allow-list, then the adapter's, the request's, the config's.
 
-    The config comes last so a user can override anything capeval sets (for
-    example point CLAUDE_CONFIG_DIR at their own login).
+    From capeval's own environment only `PATH`, `LANG`, `LC_ALL`, `TERM`, the
+    variables the adapter `needs` (its credentials and endpoints, documented
+    per adapter) and the entry's `env_pass` reach the agent
+    (`capeval.isolation.environment`); HOME is the repeat's own. The config
+    comes last so a user can override anything capeval sets (for example
+    point CLAUDE_CONFIG_DIR at their own login).
     """
-    return {**os.environ, **adapter_env, **request.env, **config.env}
+    from capeval.isolation.environment import agent_environment as allowed
+
+    home = request.home or os.environ.get("HOME") or str(request.capture_dir)
+    base = allowed(needs=needs, env_pass=request.env_pass, home=home)
+    return {**base, **adapter_env, **request.env, **config.env}
 
 
 def launch(
@@ -124,13 +135,20 @@ def launch(
 ) -> ProcessResult | AgentResult:
     """Run the agent process under the agent timeout; an AgentResult when it could not start.
 
-    However it ends, nothing it started outlives it: its group is killed by
-    `run_process`, and what it started in sessions of its own by `strays`.
+    It runs in the request's sandbox (docs/isolation.md). However it ends,
+    nothing it started outlives it: its group is killed by `run_process`,
+    what it started in sessions of its own by `strays`, and a sandbox's
+    whole process tree by the sandbox.
     """
-    from capeval.proc.process import ProcessCancelled, run_process
+    from capeval.isolation.limits import LimitError
+    from capeval.isolation.sandbox import Confinement, Sandbox
+    from capeval.proc.process import ProcessCancelled
 
+    sandbox = request.sandbox
     exe = resolve_binary(argv[0])
-    if exe is None:
+    if exe is None and sandbox is not None and sandbox.resolves_in_image:
+        exe = argv[0]  # not on this host: the image's PATH may have it
+    elif exe is None:
         return AgentResult(
             exitCode=None,
             status="failed",
@@ -139,22 +157,30 @@ def launch(
                 f"`command` in [agents.{config.name}]"
             ),
         )
+    else:
+        # Found from here (a relative PATH entry or command), run from the workdir.
+        exe = os.path.abspath(exe)
     request.capture_dir.mkdir(parents=True, exist_ok=True)
-    # Found from here (a relative PATH entry or command), run from the workdir.
-    exe = os.path.abspath(exe)
+    if sandbox is None:
+        from capeval.core.isolation import Isolation
+
+        sandbox = Sandbox(Isolation(), Confinement(name="agent", writable=()))
     # Marked, so that what the CLI started in sessions of its own dies with it.
     mark = strays.new_mark()
     try:
-        return run_process(
+        return sandbox.run(
             [exe, *argv[1:]],
             cwd=request.workdir,
             env={**env, AGENT_MARK_VAR: mark},
             timeout_s=request.timeout_s,
+            tools=(exe,) if os.path.isabs(exe) else (),
         )
     except ProcessCancelled as exc:
         return AgentResult(exitCode=None, status="cancelled", error=str(exc))
     except OSError as exc:
         return AgentResult(exitCode=None, status="failed", error=f"could not start {exe}: {exc}")
+    except LimitError as exc:
+        return AgentResult(exitCode=None, status="failed", error=f"sandbox: {exc}")
     finally:
         strays.kill_marked(AGENT_MARK_VAR, mark)
 
@@ -187,6 +213,9 @@ class CliAdapter:
     type: ClassVar[str]
     default_binary: ClassVar[str]
     version_args: ClassVar[tuple[str, ...]] = ("--version",)
+    # What the CLI reads from capeval's environment: its credentials and
+    # endpoints (docs/agents.md#environment). Nothing else of it is passed.
+    env_needs: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: AgentConfig) -> None:
         self.config = config
@@ -230,10 +259,12 @@ class CliAdapter:
 
     # -- shared ------------------------------------------------------------
 
-    def home_of(self, request: AgentRequest, var: str, name: str) -> Path:
+    def home_of(self, request: AgentRequest, var: str, name: str, copied: str = "") -> Path:
         """The config home a run used: `var` from the config or request env (they win
-        over the adapter's, as in `agent_environment`), else the isolated `name`."""
-        return Path({**request.env, **self.config.env}.get(var) or request.capture_dir / name)
+        over the adapter's, as in `agent_environment`), else the copy in the repeat's
+        home (`copied`, from `home_dirs`), else the isolated `name`."""
+        given = {**request.env, **self.config.env}.get(var)
+        return Path(given) if given else Path(config_home(request, copied, name, make=False))
 
     @property
     def binary(self) -> str:
@@ -248,7 +279,7 @@ class CliAdapter:
         ]
 
     def environment(self, request: AgentRequest) -> dict[str, str]:
-        return agent_environment(self.config, request, self.cli_env(request))
+        return agent_environment(self.config, request, self.cli_env(request), self.env_needs)
 
     def version(self) -> str | None:
         """The CLI's version, asked in the environment of a run.
@@ -348,3 +379,17 @@ def isolated_dir(request: AgentRequest, name: str) -> str:
     path = request.capture_dir / name
     path.mkdir(parents=True, exist_ok=True)
     return str(path)
+
+
+def config_home(request: AgentRequest, copied: str, name: str, *, make: bool = True) -> str:
+    """A CLI's config directory for one repeat: the repeat's copy of the user's
+    (`copied`, e.g. `.claude`, when the entry's `home_dirs` brought it into the
+    repeat's home), else a fresh `name` in the capture dir."""
+    if copied and request.home is not None and (request.home / copied).is_dir():
+        return str(request.home / copied)
+    return isolated_dir(request, name) if make else str(request.capture_dir / name)
+
+
+def runs_sandboxed(request: AgentRequest) -> bool:
+    """The request runs in a bwrap or Docker sandbox, not as capeval's plain child."""
+    return request.sandbox is not None and request.sandbox.sandboxed

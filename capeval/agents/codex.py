@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from capeval.agents.base import AgentRequest
-from capeval.agents.cliadapter import CliAdapter, isolated_dir
+from capeval.agents.cliadapter import CliAdapter, config_home
 from capeval.agents.streams import (
     ParsedStream,
     Skipped,
@@ -401,6 +401,7 @@ class CodexAdapter(CliAdapter):
     type = "codex"
     default_binary = "codex"
     parse = staticmethod(parse_codex_stream)
+    env_needs = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY")
 
     @classmethod
     def parse_timed(cls, lines: list[tuple[str, float | None]]) -> ParsedStream:
@@ -428,10 +429,10 @@ class CodexAdapter(CliAdapter):
         return args
 
     def cli_env(self, request: AgentRequest) -> dict[str, str]:
-        return {"CODEX_HOME": isolated_dir(request, "codex-home")}
+        return {"CODEX_HOME": config_home(request, ".codex", "codex-home")}
 
     def amend(self, parsed: ParsedStream, request: AgentRequest) -> ParsedStream:
-        sessions = self.home_of(request, "CODEX_HOME", "codex-home") / "sessions"
+        sessions = self.home_of(request, "CODEX_HOME", "codex-home", ".codex") / "sessions"
         logs = sorted(sessions.rglob(f"rollout-*{parsed.sessionId or ''}.jsonl"))
         if len(logs) != 1:
             return parsed  # none (another layout), or several and no thread id to choose

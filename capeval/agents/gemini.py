@@ -227,6 +227,16 @@ class GeminiAdapter(CliAdapter):
     type = "gemini"
     default_binary = "gemini"
     parse = staticmethod(parse_gemini_stream)
+    env_needs = (
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "GOOGLE_CLOUD_PROJECT",
+        "GOOGLE_CLOUD_LOCATION",
+        "GOOGLE_GENAI_USE_VERTEXAI",
+        "GOOGLE_GENAI_USE_GCA",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "GOOGLE_GEMINI_BASE_URL",
+    )
 
     def cli_args(self, request: AgentRequest) -> list[str]:
         mode = "yolo" if request.skip_permissions else "default"
@@ -238,7 +248,11 @@ class GeminiAdapter(CliAdapter):
         # yolo to "default" or exits. The workdir is capeval's throwaway copy
         # of the fixture, as trusted as the fixture itself.
         env = {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
-        if "GEMINI_CLI_HOME" not in self.config.env:  # the agent's own env names its home
+        copied = _copied_home(request)
+        if copied is not None and "GEMINI_CLI_HOME" not in self.config.env:
+            # The entry's home_dirs brought the user's ~/.gemini into the repeat's home.
+            env["GEMINI_CLI_HOME"] = str(copied)
+        elif "GEMINI_CLI_HOME" not in self.config.env:  # the agent's own env names its home
             outer = {**os.environ, **request.env, **self.config.env}
             home = Path(isolated_dir(request, "gemini-home"))
             seed_home(home, auth_type(self.config.env, outer))
@@ -253,7 +267,10 @@ class GeminiAdapter(CliAdapter):
         session = parsed.sessionId
         if session is None:
             return parsed
-        chats = self.home_of(request, "GEMINI_CLI_HOME", "gemini-home") / ".gemini" / "tmp"
+        given = {**request.env, **self.config.env}.get("GEMINI_CLI_HOME")
+        home = Path(given) if given else _copied_home(request)
+        home = home or request.capture_dir / "gemini-home"
+        chats = home / ".gemini" / "tmp"
         logs = [
             messages
             for log in chats.glob(f"*/chats/session-*-{session[:8]}.jsonl")
@@ -264,6 +281,12 @@ class GeminiAdapter(CliAdapter):
         (messages,) = logs
         counted = with_session_counts(parsed, len(messages), finished=parsed.status == "done")
         return with_chat_thinking(counted, chat_thoughts(messages))
+
+
+def _copied_home(request: AgentRequest) -> Path | None:
+    """The repeat's home when `home_dirs` copied the user's ~/.gemini into it."""
+    home = request.home
+    return home if home is not None and (home / ".gemini").is_dir() else None
 
 
 # Gemini CLI keeps its settings, chat history, project registry and temp files

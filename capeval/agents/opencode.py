@@ -137,6 +137,15 @@ class OpencodeAdapter(CliAdapter):
     type = "opencode"
     default_binary = "opencode"
     parse = staticmethod(parse_opencode_stream)
+    env_needs = (
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "GOOGLE_GENERATIVE_AI_API_KEY",
+        "OPENROUTER_API_KEY",
+        "XAI_API_KEY",
+        "OPENCODE_CONFIG",
+        "OPENCODE_CONFIG_CONTENT",
+    )
 
     def cli_args(self, request: AgentRequest) -> list[str]:
         args = ["run", "--format", "json", "-m", f"{request.provider}/{request.model}"]

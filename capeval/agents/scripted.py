@@ -15,7 +15,7 @@ oracle `solution/solve.sh` as one `run_shell` turn).
 from __future__ import annotations
 
 import os
-import sys
+import shutil
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 SUMMARY_FILE = "scripted-summary.json"
 PROMPT_FILE = "scripted-prompt.txt"
+TRAJECTORY_FILE = "scripted-trajectory.json"
+SOLUTION_DIR = "scripted-solution"
 PREVIEW_CHARS = 300
 # The agent must discover per-repeat secrets itself (the web bait case reads
 # the token from the HTTP fixture); the grader alone gets them.
@@ -52,7 +54,11 @@ class ScriptedAdapter:
         return self.config.trajectory or request.model
 
     def run(self, request: AgentRequest) -> AgentResult:
-        from capeval.proc.process import run_process
+        from capeval.core.isolation import Isolation
+        from capeval.isolation.environment import agent_environment
+        from capeval.isolation.limits import LimitError
+        from capeval.isolation.sandbox import Confinement, Sandbox
+        from capeval.proc.reaper import remove_tree
 
         name = self.trajectory_name(request)
         session = str(uuid.uuid4())
@@ -71,13 +77,23 @@ class ScriptedAdapter:
         summary_path.unlink(missing_ok=True)
         prompt_path = capture / PROMPT_FILE
         prompt_path.write_text(request.prompt, encoding="utf-8")
+        # A copy beside the prompt: in a sandbox the case folder is out of sight.
+        # A shell oracle's folder goes whole: its data files sit beside it.
+        if path.suffix == ".sh":
+            copied = capture / SOLUTION_DIR
+            shutil.copytree(path.parent, copied, symlinks=True)
+            played = copied / path.name
+        else:
+            copied = played = capture / TRAJECTORY_FILE
+            shutil.copyfile(path, played)
+        sandbox = request.sandbox or Sandbox(Isolation(), Confinement("agent", ()))
         argv = [
-            sys.executable,
+            *sandbox.python(),
             "-P",  # the workdir must not shadow modules (a fixture's json.py)
             "-m",
             "capeval.agents.scripted_player",
             "--solve-script" if path.suffix == ".sh" else "--trajectory",
-            str(path.resolve()),
+            str(played),
             "--summary",
             str(summary_path),
             "--name",
@@ -87,10 +103,17 @@ class ScriptedAdapter:
         ]
         if request.http_url:
             argv += ["--http-url", request.http_url]
-        env = {**os.environ, **request.env, **self.config.env}
+        home = request.home or os.environ.get("HOME") or str(capture)
+        base = agent_environment(needs=(), env_pass=request.env_pass, home=home)
+        env = {**base, **sandbox.python_env(), **request.env, **self.config.env}
         for key in _HIDDEN_ENV:
             env.pop(key, None)
-        proc = run_process(argv, cwd=request.workdir, env=env, timeout_s=request.timeout_s)
+        try:
+            proc = sandbox.run(argv, cwd=request.workdir, env=env, timeout_s=request.timeout_s)
+        except LimitError as exc:
+            return self._failed(request, session, f"sandbox: {exc}")
+        finally:
+            remove_tree(copied)  # the case's own files, no evidence of the run
 
         summary, summary_error = _read(summary_path)
         if proc.timed_out:

@@ -85,4 +85,3 @@ class Sandbox:
         if bridge is None or self.shares_network:
             return list(argv)
         return bridged(self.python(), bridge, list(argv))
-

@@ -125,7 +125,7 @@ def test_claude_flags_env_and_result(tmp_path: Path, fake_cli: Path, agent_strea
     env = rec["env"]
     assert Path(env["CLAUDE_CONFIG_DIR"]).parent == req.capture_dir  # isolated, outside workdir
     assert env["MY_VAR"] == "1" and env["DISABLE_TELEMETRY"] == "1"
-    assert env.get("IS_SANDBOX") == ("1" if os.geteuid() == 0 else None)
+    assert "IS_SANDBOX" not in env  # not sandboxed: Claude Code is not told it is
     assert result.status == "done" and result.exitCode == 0 and result.error is None
     assert result.sessionId == "2cfd976e-e13e-4ec2-b4e2-e3a483a3d198"
     assert result.model == "claude-sonnet-4-5" and result.agentVersion == "2.1.332"
@@ -178,18 +178,31 @@ def test_the_agents_configured_env_wins_over_what_the_run_sets(tmp_path: Path) -
     assert adapter.home_of(req, "CLAUDE_CONFIG_DIR", "claude-config") == tmp_path / "my-login"
 
 
-def test_is_sandbox_is_set_only_to_skip_permissions_as_root(
+def test_is_sandbox_is_set_only_to_skip_permissions_as_root_in_a_sandbox(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # IS_SANDBOX tells Claude Code it may skip permission prompts as root:
-    # never set it for a run that asked to keep the prompts, nor as a user.
+    # never set it for a run that asked to keep the prompts, nor as a user,
+    # nor where nothing is sandboxed (isolation none, or no sandbox at all).
+    from capeval.core.isolation import Isolation
+    from capeval.isolation.backends import make_sandbox
+    from capeval.isolation.sandbox import Confinement
+
+    def box(backend: str) -> object:
+        return make_sandbox(Isolation(backend=backend, image="i"), Confinement("t", ()))
+
     monkeypatch.delenv("IS_SANDBOX", raising=False)
     adapter = ClaudeCodeAdapter(AgentConfig(name="cc", type="claude-code"))
     monkeypatch.setattr(claude_code, "is_root", lambda: True)
-    assert adapter.cli_env(request(tmp_path, None))["IS_SANDBOX"] == "1"
-    assert "IS_SANDBOX" not in adapter.cli_env(request(tmp_path, None, skip_permissions=False))
-    monkeypatch.setattr(claude_code, "is_root", lambda: False)
+    for backend in ("bwrap", "docker"):
+        sandboxed = request(tmp_path, None, sandbox=box(backend))
+        assert adapter.cli_env(sandboxed)["IS_SANDBOX"] == "1"
+    asked = request(tmp_path, None, skip_permissions=False, sandbox=box("bwrap"))
+    assert "IS_SANDBOX" not in adapter.cli_env(asked)
+    assert "IS_SANDBOX" not in adapter.cli_env(request(tmp_path, None, sandbox=box("none")))
     assert "IS_SANDBOX" not in adapter.cli_env(request(tmp_path, None))
+    monkeypatch.setattr(claude_code, "is_root", lambda: False)
+    assert "IS_SANDBOX" not in adapter.cli_env(request(tmp_path, None, sandbox=box("bwrap")))
 
 
 @pytest.mark.parametrize(
@@ -384,16 +397,14 @@ def test_a_file_that_is_not_executable_is_no_binary(tmp_path: Path) -> None:
     assert resolve_binary(str(script)) == str(script)
 
 
-def test_version_is_read_from_the_binary(
-    tmp_path: Path, fake_cli: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("FAKE_VERSION", "2.1.332 (Claude Code)")
-    cfg = AgentConfig(name="cc", type="claude-code", command=str(fake_cli))
+def test_version_is_read_from_the_binary(tmp_path: Path, fake_cli: Path) -> None:
+    # The probe runs in a run's environment: the entry's env reaches it, capeval's does not.
+    said = {"FAKE_VERSION": "2.1.332 (Claude Code)"}
+    cfg = AgentConfig(name="cc", type="claude-code", command=str(fake_cli), env=said)
     assert ClaudeCodeAdapter(cfg).version() == "2.1.332"
-    monkeypatch.setenv("FAKE_VERSION", "codex-cli 0.171.0")
-    assert CodexAdapter(AgentConfig(name="c", type="codex", command=str(fake_cli))).version() == (
-        "0.171.0"
-    )
+    said = {"FAKE_VERSION": "codex-cli 0.171.0"}
+    codex = AgentConfig(name="c", type="codex", command=str(fake_cli), env=said)
+    assert CodexAdapter(codex).version() == "0.171.0"
 
 
 def test_a_version_printed_by_a_failing_command_is_no_version(tmp_path: Path) -> None:

@@ -155,10 +155,13 @@ def test_the_version_probe_runs_in_a_runs_environment(
 ) -> None:
     """`--version` writes to the CLI's home too (Gemini registers the folder): isolate it."""
     record_path = tmp_path / "record.json"
-    monkeypatch.setenv("FAKE_RECORD", str(record_path))
     monkeypatch.chdir(tmp_path)
     before = tree(home)
-    assert make_adapter(AgentConfig(name="a", type=kind, command=str(cli))).version() == "0.61.0"
+    # The entry's env reaches the probe (capeval's own environment does not).
+    config = AgentConfig(
+        name="a", type=kind, command=str(cli), env={"FAKE_RECORD": str(record_path)}
+    )
+    assert make_adapter(config).version() == "0.61.0"
     record = json.loads(record_path.read_text())
     scratch = Path(record["env"][var])
     assert not str(scratch).startswith(str(home)) and not scratch.exists()  # thrown away
