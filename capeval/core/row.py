@@ -49,6 +49,7 @@ CONTEXT_FIELDS: tuple[str, ...] = (
     "agent",  # agent entry name (e.g. "scripted", "claude-code", "old")
     "agentType",
     "agentVersion",
+    "isolation",  # none | bwrap | docker: the sandbox the repeat ran in
     "capevalVersion",
     "gitCommit",
     "gitDirty",
@@ -81,6 +82,7 @@ IDENTITY_FIELDS: frozenset[str] = frozenset(
         "agent",
         "agentType",
         "agentVersion",
+        "isolation",
         "capevalVersion",
         "gitCommit",
         "gitDirty",

@@ -334,3 +334,80 @@ def refuse_broken_commands(agents: dict[str, AgentConfig], *, ask_permissions: b
         problem = permission_problem(agent) if ask_permissions else None
         if problem:
             raise RunError(problem)
+
+
+def refuse_unrunnable_isolation(
+    jobs: Sequence[RepeatJob], *, skip_permissions: bool, dry_run: bool
+) -> list[str]:
+    """Refuse an isolation that cannot run (anywhere, or on this host); the warnings a
+    dry run prints instead of the host's refusals (docs/isolation.md)."""
+    from capeval.core.isolation import isolation_problem
+    from capeval.isolation.host import host_problem
+
+    warnings: list[str] = []
+    seen: set[tuple[str, object]] = set()
+    for job in jobs:
+        name, iso = job.agent.name, job.isolation
+        if (name, iso) in seen:
+            continue
+        seen.add((name, iso))
+        problem = isolation_problem(iso)
+        if problem:
+            raise RunError(f"agent {name!r}: {problem}")
+        # What depends on this host (root, bwrap, a daemon) is a dry run's warning.
+        problem = _unsandboxed_root_claude(job.agent, iso.sandboxed, skip_permissions)
+        host = host_problem(iso)
+        problem = problem or (f"agent {name!r}: {host}" if host else None)
+        if problem and dry_run:
+            warnings.append(f"{problem}; a real run would refuse to start")
+        elif problem:
+            raise RunError(f"{problem}; nothing was run")
+    return warnings
+
+
+def _unsandboxed_root_claude(agent: AgentConfig, sandboxed: bool, skip: bool) -> str | None:
+    """Claude Code refuses --dangerously-skip-permissions as root outside a sandbox, and
+    capeval does not claim one (IS_SANDBOX) where there is none: every repeat would fail."""
+    from capeval.agents.cliadapter import is_root
+
+    if agent.type != "claude-code" or sandboxed or not skip or not is_root():
+        return None
+    if "IS_SANDBOX" in agent.env:
+        return None  # the user says this machine is itself a throwaway sandbox
+    return (
+        f"agent {agent.name!r}: Claude Code refuses --dangerously-skip-permissions as root "
+        'outside a sandbox: set isolation = "bwrap" or "docker" (docs/isolation.md), run '
+        "capeval as another user, pass --ask-permissions, or, if this machine is itself a "
+        f'throwaway container, say so with env = {{ IS_SANDBOX = "1" }} in [agents.{agent.name}]'
+    )
+
+
+def sandbox_paths(
+    root: Path,
+    results: Path,
+    jsonl: Path,
+    artifacts: Path | None,
+    baseline: Path | None,
+    out: Path | None,
+) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+    """(hidden, protected): what a sandbox masks, and what it never shows again.
+
+    The workspace is masked whole (cases, graders, fixtures, baseline,
+    results); the results, the stream's and the artifacts' folders, a
+    baseline and an `--out` folder wherever they are. Of those, all but the
+    workspace root are protected: a binary or a Python under the workspace
+    (a `.venv`) may be shown again read-only, the cases never.
+    """
+    from capeval.workspace import cases_dir
+
+    outputs = [results, jsonl.parent]
+    if artifacts is not None:
+        outputs.append(artifacts)
+    if out is not None:
+        outputs.append(out.parent)
+    protected = [cases_dir(root), *outputs]
+    if baseline is not None:
+        protected.append(baseline)
+    absolute = [Path(os.path.abspath(p)) for p in protected]
+    hidden = [Path(os.path.abspath(root)), *absolute]
+    return tuple(dict.fromkeys(hidden)), tuple(dict.fromkeys(absolute))

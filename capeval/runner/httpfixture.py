@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import mimetypes
 import secrets
+import socketserver
 import threading
 import urllib.parse
 from collections.abc import Mapping
@@ -79,13 +80,21 @@ def _content_type(path: str) -> str:
     return f"{kind}; charset=utf-8" if kind.startswith("text/") else kind
 
 
+class _UnixHttpServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    """The same pages on a Unix socket, for a sandbox with a network of its own."""
+
+    daemon_threads = True
+
+
 class HttpFixture:
     """A loopback HTTP server for one repeat; use as a context manager.
 
     `.url` (no trailing slash) and `.token` are valid while it runs. Paths not
     in `pages` get 404. Every request path is recorded in `.requests`. With
     `site` (a case's folder of pages) its files are served instead, with
-    `{{TOKEN}}` and `{{HTTP_URL}}` filled in in every UTF-8 text file.
+    `{{TOKEN}}` and `{{HTTP_URL}}` filled in in every UTF-8 text file. With
+    `unix_socket`, the pages are also served there: a sandbox without
+    the host's network reaches them through it (docs/isolation.md#http-fixture).
     """
 
     _live: ClassVar[set[HttpFixture]] = set()
@@ -96,12 +105,15 @@ class HttpFixture:
         pages: Mapping[str, str] | None = None,
         token: str | None = None,
         site: Path | None = None,
+        unix_socket: Path | None = None,
     ) -> None:
         self.token = token or secrets.token_hex(16)
         self._pages = dict(DEFAULT_PAGES if pages is None else pages)
         self._site = load_site(site) if site is not None else None
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.unix_socket = unix_socket
+        self._unix: _UnixHttpServer | None = None
         self.requests: list[str] = []
         self.url = ""
         self.port = 0
@@ -141,6 +153,9 @@ class HttpFixture:
             def log_message(self, format: str, *args: object) -> None:
                 """Quiet: request lines would interleave with the run's progress."""
 
+            def address_string(self) -> str:
+                return str(self.client_address[0]) if self.client_address else "unix"
+
         server = ThreadingHTTPServer((LOOPBACK, 0), Handler)
         server.daemon_threads = True
         self._server = server
@@ -150,6 +165,11 @@ class HttpFixture:
             target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
         self._thread.start()
+        if self.unix_socket is not None:
+            self._unix = _UnixHttpServer(str(self.unix_socket), Handler)
+            threading.Thread(
+                target=self._unix.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+            ).start()
         with HttpFixture._live_lock:
             HttpFixture._live.add(self)
         return self
@@ -178,6 +198,10 @@ class HttpFixture:
         server.server_close()
         if self._thread is not None:
             self._thread.join(5)
+        unix, self._unix = self._unix, None
+        if unix is not None:
+            unix.shutdown()
+            unix.server_close()
 
     @property
     def running(self) -> bool:

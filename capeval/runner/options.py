@@ -60,6 +60,7 @@ class RunOptions:
     # Where each repeat's evidence goes: None "not given" (resume: as stored,
     # else on), True beside the stream, False none, a Path that folder.
     artifacts: Path | bool | None = None
+    isolation: str | None = None  # --isolation: the backend of every agent (docs/isolation.md)
     on_row: Callable[[Row, int, int], None] | None = None  # (row, done, total)
     handle_signals: bool = True
 

@@ -19,6 +19,7 @@ from capeval import __version__
 from capeval.config import MAX_TOTAL_REPEATS
 from capeval.core.agentconfig import AgentConfig
 from capeval.core.case import Case
+from capeval.core.isolation import Isolation, resolve_isolation
 from capeval.core.matrix import Variant, parse_matrix
 from capeval.core.row import Row, triple
 from capeval.results.output import write_output
@@ -32,8 +33,10 @@ from capeval.runner.guards import (
     refuse_broken_commands,
     refuse_missing_trajectories,
     refuse_replacing_the_baseline,
+    refuse_unrunnable_isolation,
     refuse_unwritable_outputs,
     refuse_used_stream,
+    sandbox_paths,
     taken_message,
 )
 from capeval.runner.options import (
@@ -146,6 +149,9 @@ def plan_run(options: RunOptions) -> RunPlan:
     artifacts_dir = resolve_artifacts_dir(options.artifacts, jsonl)
     refuse_unwritable_outputs(options, config_key(config, root, "results"), jsonl, artifacts_dir)
     refuse_replacing_the_baseline(options, config.baseline, config_key(config, root, "baseline"))
+    hidden, protected = sandbox_paths(
+        root, config.results_dir, jsonl, artifacts_dir, config.baseline, options.out
+    )
     settings = RepeatSettings(
         root=root,
         agent_timeout_s=pick(options.agent_timeout_s, config.agent_timeout_s),
@@ -157,6 +163,8 @@ def plan_run(options: RunOptions) -> RunPlan:
         artifacts_dir=artifacts_dir,
         artifact_budget=None if artifacts_dir is None else run_budget(artifacts_dir),
         rows_dir=jsonl.parent,
+        hidden=hidden,
+        protected=protected,
         context={
             "runId": run_id,
             "runStartedAt": started_at,
@@ -165,8 +173,19 @@ def plan_run(options: RunOptions) -> RunPlan:
             "gitDirty": git.dirty,
         },
     )
+    isolations = {
+        (name, c.id): _isolation(options, config, agent, c)
+        for name, agent in used.items()
+        for c in cases
+    }
     jobs = [
-        RepeatJob(case=c, variant=v, repeat=r, agent=used[v.agent or default_agent])
+        RepeatJob(
+            case=c,
+            variant=v,
+            repeat=r,
+            agent=used[v.agent or default_agent],
+            isolation=isolations[(v.agent or default_agent, c.id)],
+        )
         for v in variants
         for c in cases
         for r in range(repeats)
@@ -215,12 +234,36 @@ def plan_run(options: RunOptions) -> RunPlan:
         ]
         if taken:
             raise RunError(taken_message(taken, options, artifacts_dir, jsonl))
-    missing = missing_binaries({j.agent.name: j.agent for j in plan.todo})
+    # An agent that runs only in containers may have its CLI in the image alone.
+    on_host = {
+        j.agent.name: j.agent for (_, _), j in _first_per_cell(plan.todo).items()
+        if j.isolation.backend != "docker"
+    }  # fmt: skip
+    missing = missing_binaries(on_host)
     if missing and options.dry_run:
         plan.warnings.append(f"{missing}; a real run would refuse to start")
     elif missing:
         raise RunError(f"{missing}; nothing was run")
+    plan.warnings += refuse_unrunnable_isolation(
+        list(_first_per_cell(plan.todo).values()),
+        skip_permissions=settings.skip_permissions,
+        dry_run=options.dry_run,
+    )
     return plan
+
+
+def _first_per_cell(jobs: list[RepeatJob]) -> dict[tuple[str, str], RepeatJob]:
+    """One job per (agent, case): what a check per agent and isolation needs to look at."""
+    out: dict[tuple[str, str], RepeatJob] = {}
+    for job in jobs:
+        out.setdefault((job.agent.name, job.case.id), job)
+    return out
+
+
+def _isolation(options: RunOptions, config: Any, agent: AgentConfig, case: Case) -> Isolation:
+    return resolve_isolation(
+        config.sandbox, agent.sandbox, backend=options.isolation, case_image=case.image
+    )
 
 
 def _resolution(

@@ -13,6 +13,14 @@ that, when the run keeps artifacts, the repeat's evidence (capture files,
 grader output, run summary) is copied out (`capeval.runner.artifacts`) and
 the row's `artifacts` field points at it.
 
+The agent and the grader each run in the repeat's sandbox
+(`capeval.isolation`, docs/isolation.md): with `bwrap` or `docker` the
+agent sees its workdir, temp dir, capture dir and a home of its own, never
+the workspace, the results or another repeat; the grader runs from a copy
+of the case folder taken before the agent started, with the workdir's git
+configuration as capeval made it. Both get an environment built from an
+allow-list, whatever the backend.
+
 A repeat interrupted by a shutdown produces no row at all: `--resume` then
 runs it again, which is better than a row that records an interruption as a
 failure of the agent.
@@ -21,6 +29,7 @@ failure of the agent.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -33,10 +42,16 @@ from typing import Any
 from capeval.agents.base import Adapter, AgentRequest, AgentResult
 from capeval.core.agentconfig import AgentConfig
 from capeval.core.case import Case
+from capeval.core.isolation import Isolation
 from capeval.core.matrix import Variant
 from capeval.core.passrule import decide, effective_budget, is_over_budget, provider_mismatch
 from capeval.core.redact import redact, redact_text, secret_values
 from capeval.core.row import IDENTITY_FIELDS, Row, result_key
+from capeval.isolation.backends import make_sandbox
+from capeval.isolation.bridge import HttpBridge
+from capeval.isolation.environment import grader_environment
+from capeval.isolation.limits import LimitError
+from capeval.isolation.sandbox import Confinement, Sandbox
 from capeval.proc import process, reaper
 from capeval.runner.artifacts import (
     ArtifactBudget,
@@ -46,7 +61,14 @@ from capeval.runner.artifacts import (
     verify_log,
 )
 from capeval.runner.httpfixture import HttpFixture
-from capeval.runner.workdir import WorkdirCache, WorkdirError, own_repo_env, prepare_workdir
+from capeval.runner.workdir import (
+    WorkdirCache,
+    WorkdirError,
+    grader_git_env,
+    prepare_workdir,
+    restore_git_config,
+    saved_git_config,
+)
 
 VERIFY_KILL_GRACE_S = 5.0
 # Past the agent timeout, the adapter gets this long to stop its own process
@@ -76,6 +98,10 @@ class RepeatSettings:
     artifacts_dir: Path | None = None  # where each repeat's evidence goes; None keeps none
     rows_dir: Path | None = None  # the row stream's folder: row `artifacts` is relative to it
     artifact_budget: ArtifactBudget | None = None  # what the whole run may still keep
+    # What a sandbox masks (the workspace, results, baseline, the row stream's and
+    # artifacts' folders), and what of it must never be shown again, not even read-only.
+    hidden: tuple[Path, ...] = ()
+    protected: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,6 +111,7 @@ class RepeatJob:
     repeat: int
     agent: AgentConfig
     agent_version: str | None = None
+    isolation: Isolation = field(default_factory=Isolation)
 
     @property
     def triple(self) -> tuple[str, str, int]:
@@ -116,6 +143,8 @@ def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Ro
     fixture: HttpFixture | None = None
     secrets: list[str] = []
     artifacts: tuple[str | None, str | None] = (None, None)
+    iso = job.isolation
+    socket_dir: Path | None = None
     try:
         with process.process_scope(f"{job.variant.id}::{case.id}#{job.repeat}") as scope:
             try:
@@ -125,20 +154,55 @@ def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Ro
                     _private_dir(base, "agent-tmp"),
                     _private_dir(base, "verify-tmp"),
                 )
+                agent_home, verify_home = (
+                    _private_dir(base, "home"),
+                    _private_dir(base, "verify-home"),
+                )
+                # Taken before the agent starts, out of its sight: the grader runs this copy.
+                case_copy = _copy_case(case, base / "case")
+                git_config = saved_git_config(workdir)
+                _copy_home_dirs(iso.home_dirs, agent_home)
             except (WorkdirError, OSError) as exc:
                 if process.is_shutting_down():  # Ctrl-C also reaches our own git calls
                     raise RepeatCancelled from exc
                 return _setup_failed_row(job, settings, started_at, t0, str(exc))
 
             agent_env = {"TMPDIR": str(agent_tmp)}
-            grader_env = {**own_repo_env(), "TMPDIR": str(verify_tmp)}
+            grader_env = {
+                **grader_environment(
+                    env_pass=iso.env_pass,
+                    credentials=getattr(adapter, "env_needs", ()),
+                    home=verify_home,
+                ),
+                **grader_git_env(workdir),
+                "TMPDIR": str(verify_tmp),
+            }
+            bridge: HttpBridge | None = None
             if case.httpFixture:
-                fixture = HttpFixture(site=case.pages_path).start()
+                socket: Path | None = None
+                if iso.sandboxed and iso.network != "shared":
+                    socket, socket_dir = _socket_path(base)
+                fixture = HttpFixture(site=case.pages_path, unix_socket=socket).start()
+                bridge = HttpBridge(socket, fixture.port) if socket is not None else None
                 agent_env["EVAL_HTTP_URL"] = fixture.url
                 grader_env["EVAL_HTTP_URL"] = fixture.url
                 grader_env["EVAL_HTTP_TOKEN"] = fixture.token
             secrets = secret_values(os.environ, job.agent.env, grader_env)
 
+            name = f"{case.id[:40]}-{job.repeat}"
+            run_tmp = (settings.tmp_parent,) if settings.tmp_parent else ()
+            hidden = (*settings.hidden, *run_tmp)
+            protected = (*settings.protected, *run_tmp, base)
+            agent_box = make_sandbox(
+                iso,
+                Confinement(
+                    name=f"{name}-agent",
+                    writable=(workdir, capture, agent_tmp, agent_home),
+                    hidden=hidden,
+                    protected=protected,
+                    http=bridge,
+                ),
+            )
             request = AgentRequest(
                 workdir=workdir,
                 prompt=case.render_prompt(fixture.url if fixture else None),
@@ -151,22 +215,30 @@ def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Ro
                 skip_permissions=settings.skip_permissions,
                 env=agent_env,
                 http_url=fixture.url if fixture else None,
+                home=agent_home,
+                sandbox=agent_box,
+                env_pass=iso.env_pass,
             )
             result = _run_agent(adapter, request, scope, settings.agent_timeout_s)
             if process.is_shutting_down():
                 raise RepeatCancelled
 
-            verify_argv = ["bash", str(case.verify_path)]
-            try:
-                graded = process.run_process(
-                    verify_argv,
-                    cwd=workdir,
-                    env=grader_env,
-                    timeout_s=settings.verify_timeout_s,
-                    kill_grace_s=settings.verify_kill_grace_s,
-                )
-            except process.ProcessCancelled as exc:
-                raise RepeatCancelled from exc
+            # The agent may have rewritten .git/config (a core.fsmonitor or a
+            # filter runs when the grader calls git): the grader gets capeval's.
+            restore_git_config(workdir, git_config)
+            grader_box = make_sandbox(
+                iso,
+                Confinement(
+                    name=f"{name}-grader",
+                    writable=(workdir, verify_tmp, verify_home),
+                    readable=(case_copy,),
+                    hidden=hidden,
+                    protected=protected,
+                    http=bridge,
+                ),
+            )
+            verify_argv = ["bash", str(case_copy / case.verify)]
+            graded = _grade(grader_box, verify_argv, workdir, grader_env, settings)
             if process.is_shutting_down():
                 raise RepeatCancelled
             artifacts = _keep_artifacts(
@@ -176,9 +248,81 @@ def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Ro
         if fixture is not None:
             fixture.stop()
         reaper.remove_tree(base)
+        if socket_dir is not None:
+            reaper.remove_tree(socket_dir)
 
     row = _row(job, settings, result, graded, started_at, t0, artifacts)
     return _redacted(row, job, secrets)
+
+
+def _grade(
+    sandbox: Sandbox,
+    argv: list[str],
+    workdir: Path,
+    env: Mapping[str, str],
+    settings: RepeatSettings,
+) -> process.ProcessResult:
+    """The grader's run in its sandbox; a sandbox that cannot be set up fails the grade."""
+    try:
+        return sandbox.run(
+            argv,
+            cwd=workdir,
+            env=env,
+            timeout_s=settings.verify_timeout_s,
+            kill_grace_s=settings.verify_kill_grace_s,
+        )
+    except process.ProcessCancelled as exc:
+        raise RepeatCancelled from exc
+    except LimitError as exc:
+        message = f"capeval: the grader's sandbox: {exc}\n".encode()
+        return process.ProcessResult(
+            exit_code=126, timed_out=False, duration_ms=0.0, stdout=b"", stderr=message
+        )
+
+
+def _copy_case(case: Case, dest: Path) -> Path:
+    """The case folder as it is now, for the grader: what the agent does later cannot change it."""
+    shutil.copytree(case.dir, dest, symlinks=True)
+    return dest
+
+
+def _copy_home_dirs(entries: tuple[str, ...], home: Path) -> None:
+    """Copies of the agent's `home_dirs` (from the user's home) in the repeat's home.
+
+    Copied, never bound: what the agent changes there (a login refreshed, a
+    history written) dies with the repeat. An entry the user does not have is
+    left out.
+    """
+    from capeval.core.isolation import home_relative
+
+    user_home = os.environ.get("HOME")
+    if not entries or not user_home:
+        return
+    for entry in entries:
+        rel = home_relative(entry)
+        src, dest = Path(user_home, rel), home.joinpath(*rel.parts)
+        if not src.exists():
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            if src.is_dir():
+                shutil.copytree(src, dest, symlinks=True, ignore_dangling_symlinks=True)
+            else:
+                shutil.copy2(src, dest)
+        except (shutil.Error, OSError) as exc:
+            raise OSError(
+                f"home_dirs {entry!r}: cannot copy it into the sandbox home: {exc}"
+            ) from None
+
+
+def _socket_path(base: Path) -> tuple[Path, Path | None]:
+    """Where the HTTP fixture's Unix socket goes: in the repeat's folder when the path
+    is short enough for a socket (107 bytes), else in a short folder of its own."""
+    path = base / "http.sock"
+    if len(os.fsencode(path)) < 100:
+        return path, None
+    folder = Path(tempfile.mkdtemp(prefix="capeval-http-", dir="/tmp"))
+    return folder / "http.sock", folder
 
 
 def _keep_artifacts(
@@ -438,6 +582,7 @@ def _assemble(
         "agent": job.agent.name,
         "agentType": job.agent.type,
         "agentVersion": agentVersion,
+        "isolation": job.isolation.backend,
         "capevalVersion": settings.context.get("capevalVersion"),
         "gitCommit": settings.context.get("gitCommit"),
         "gitDirty": settings.context.get("gitDirty"),

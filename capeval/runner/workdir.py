@@ -92,6 +92,61 @@ def git_env(repo: Path, base: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+# Set for the grader's git through the environment, which wins over the
+# workdir's own .git/config: no hook and no fsmonitor command of the agent's
+# runs when a grader calls git.
+GRADER_GIT_CONFIG: tuple[tuple[str, str], ...] = (
+    ("core.hooksPath", os.devnull),
+    ("core.fsmonitor", "false"),
+    ("safe.directory", "*"),
+)
+
+
+def grader_git_env(workdir: Path) -> dict[str, str]:
+    """git's configuration for a grader: capeval's, not the user's nor (for what runs
+    commands) the workdir's; and no repository above the workdir is ever found."""
+    env = {
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_CEILING_DIRECTORIES": str(workdir.parent),
+        "GIT_CONFIG_COUNT": str(len(GRADER_GIT_CONFIG)),
+        **{k: v for k, v in GIT_IDENTITY.items() if not k.endswith("_DATE")},
+    }
+    for i, (key, value) in enumerate(GRADER_GIT_CONFIG):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    return env
+
+
+def saved_git_config(workdir: Path) -> bytes | None:
+    """The workdir's .git/config as capeval committed it, before any agent ran."""
+    try:
+        return (workdir / ".git" / "config").read_bytes()
+    except OSError:
+        return None
+
+
+def restore_git_config(workdir: Path, saved: bytes | None) -> None:
+    """Put capeval's .git/config back (filters, textconv, aliases, includes of the
+    agent's run commands when the grader calls git). A `.git` that is no longer a
+    folder is left as it is: the grader's git then finds what the agent left."""
+    git = workdir / ".git"
+    if saved is None or git.is_symlink() or not git.is_dir():
+        return
+    config = git / "config"
+    try:
+        if config.is_dir() and not config.is_symlink():
+            shutil.rmtree(config)
+        elif config.is_symlink() or config.exists():
+            config.unlink()
+        fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as out:
+            out.write(saved)
+    except OSError:
+        pass
+
+
 def fixture_path(root: Path, case: FixtureLike) -> Path:
     """The case's fixture directory, refusing one that escapes the workspace root."""
     root = root.resolve()

@@ -18,6 +18,7 @@ import pytest
 from capeval.agents.claude_code import ClaudeCodeAdapter
 from capeval.agents.scripted import ScriptedAdapter
 from capeval.core.agentconfig import AgentConfig
+from capeval.core.isolation import Isolation
 from capeval.core.matrix import Variant
 from capeval.core.redact import REDACTED
 from capeval.runner.artifacts import (
@@ -62,6 +63,7 @@ def _repeat(
     *,
     artifacts: bool = True,
     variant: str = "scripted:oracle",
+    isolation: Isolation | None = None,
     **case_fields: object,
 ) -> tuple[dict, Path]:
     """Run case `alpha`'s oracle once in-process; (row, the stream's folder)."""
@@ -74,7 +76,9 @@ def _repeat(
         rows_dir=rows_dir,
     )
     agent = AgentConfig(name="scripted", type="scripted")
-    job = RepeatJob(case, Variant(variant, "scripted", "oracle"), 0, agent)
+    job = RepeatJob(
+        case, Variant(variant, "scripted", "oracle"), 0, agent, isolation=isolation or Isolation()
+    )
     return run_repeat(job, ScriptedAdapter(agent), settings), rows_dir
 
 
@@ -118,10 +122,17 @@ def test_no_artifacts_dir_keeps_nothing_and_row_says_null(tmp_path: Path) -> Non
 def test_secret_in_agent_output_is_redacted_in_every_artifact(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Passed to the agent by name (env_pass); the grader never gets a secret-named
+    # variable, but prints what the agent left in the workdir.
     monkeypatch.setenv("CAPEVAL_TEST_API_KEY", SECRET)
-    leak = shell('echo "key=$CAPEVAL_TEST_API_KEY"; echo ok > done.txt')
-    grader = 'echo "grader saw $CAPEVAL_TEST_API_KEY"\ntest "$(cat done.txt)" = ok\n'
-    row, rows_dir = _repeat(tmp_path, trajectories={"oracle": [leak]}, verify=grader)
+    leak = shell('echo "key=$CAPEVAL_TEST_API_KEY" | tee leak.txt; echo ok > done.txt')
+    grader = 'echo "grader saw $(cat leak.txt)"\ntest "$(cat done.txt)" = ok\n'
+    row, rows_dir = _repeat(
+        tmp_path,
+        trajectories={"oracle": [leak]},
+        verify=grader,
+        isolation=Isolation(env_pass=("CAPEVAL_TEST_API_KEY",)),
+    )
     assert row["passed"] is True
     folder = rows_dir / row["artifacts"]
     files = {p.name: p.read_bytes() for p in folder.iterdir()}
@@ -132,7 +143,7 @@ def test_secret_in_agent_output_is_redacted_in_every_artifact(
         f"key={REDACTED}" in json.loads(files[SUMMARY_FILE])["turns"][0]["toolCalls"][0]["result"]
     )
     assert f"key={REDACTED}".encode() in files["scripted-summary.json"]
-    assert f"grader saw {REDACTED}".encode() in files[VERIFY_LOG]
+    assert f"grader saw key={REDACTED}".encode() in files[VERIFY_LOG]
 
 
 def test_artifacts_that_cannot_be_saved_cost_the_evidence_not_the_row(tmp_path: Path) -> None:
@@ -526,7 +537,8 @@ def test_cli_agent_stream_and_stderr_are_kept_its_config_home_is_not(
     settings = RepeatSettings(
         root=tmp_path, artifacts_dir=tmp_path / "res/run.artifacts", rows_dir=tmp_path / "res"
     )
-    job = RepeatJob(case, Variant("v", "anthropic", "claude-x"), 0, agent)
+    passed = Isolation(env_pass=("CAPEVAL_TEST_API_KEY",))  # an agent's variable, by name
+    job = RepeatJob(case, Variant("v", "anthropic", "claude-x"), 0, agent, isolation=passed)
     row = run_repeat(job, ClaudeCodeAdapter(agent), settings)
     assert row["passed"] is True, row["error"]
     folder = tmp_path / "res" / row["artifacts"]

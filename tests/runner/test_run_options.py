@@ -298,7 +298,7 @@ def test_an_agent_whose_binary_is_missing_is_refused_before_any_repeat(
 
 def test_an_agent_found_on_path_is_not_refused(tmp_path: Path) -> None:
     write_case(tmp_path, "alpha")
-    (tmp_path / "capeval.toml").write_text("[agents.mine]\ntype = 'claude-code'\ncommand = 'sh'\n")
+    (tmp_path / "capeval.toml").write_text("[agents.mine]\ntype = 'codex'\ncommand = 'sh'\n")
     plan = plan_run(RunOptions(root=tmp_path, jsonl=tmp_path / "r.jsonl", matrix=("p:m@mine",)))
     assert [j.agent.name for j in plan.todo] == ["mine"]
 
