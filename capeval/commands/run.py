@@ -66,6 +66,24 @@ def _warn(message: str) -> None:
     click.echo(f"capeval run: warning: {message}", err=True)
 
 
+def _sandboxes(plan: Any) -> dict[str, str]:
+    """Each agent's isolation backends, as the plan resolved them (`none`, `bwrap/docker`)."""
+    found: dict[str, dict[str, None]] = {}
+    for job in plan.jobs:
+        found.setdefault(job.agent.name, {})[job.isolation.backend] = None
+    return {name: "/".join(backends) for name, backends in found.items()}
+
+
+def _unsandboxed_agents(plan: Any) -> list[str]:
+    """The agents of the repeats to run that are not scripted and run with isolation none."""
+    names = {
+        job.agent.name
+        for job in plan.todo
+        if job.agent.type != "scripted" and not job.isolation.sandboxed
+    }
+    return sorted(names)
+
+
 @contextmanager
 def _result_file_warnings_as_lines() -> Iterator[None]:
     """Show what the row stream's reader and writer set aside (a torn last line)
@@ -139,6 +157,12 @@ def _result_file_warnings_as_lines() -> Iterator[None]:
     help="Accept an agent that resolved another provider/model.",
 )
 @click.option(
+    "--isolation",
+    type=click.Choice(["none", "bwrap", "docker"]),
+    help="Sandbox every agent and grader runs in (default: capeval.toml's `isolation`, else "
+    "none; see docs/isolation.md).",
+)
+@click.option(
     "--dry-run", is_flag=True, help="Print the plan (variants x cases x repeats); run nothing."
 )
 @click.option(
@@ -205,6 +229,7 @@ def run(
     verify_timeout: float | None,
     ask_permissions: bool | None,
     allow_provider_fallback: bool | None,
+    isolation: str | None,
     dry_run: bool,
     jsonl: Path | None,
     resume: Path | None,
@@ -255,6 +280,7 @@ def run(
         resume=resume,
         out=out,
         artifacts=False if no_artifacts else artifacts_dir,
+        isolation=isolation,
         # On stderr, terminal or not: a CI log of an hour-long matrix shows its progress.
         on_row=ProgressPrinter(enabled=not quiet and not as_json),
     )
@@ -300,8 +326,12 @@ def run(
             f"{counted(plan.repeats, 'repeat')} = {counted(len(plan.jobs), 'repeat')} "
             f"({len(todo)} to run, concurrency {plan.concurrency})"
         )
+        sandboxes = _sandboxes(plan)
         for v in plan.variants:
-            click.echo(f"  variant {v.id}: provider {v.provider}, model {v.model}, agent {v.agent}")
+            click.echo(
+                f"  variant {v.id}: provider {v.provider}, model {v.model}, agent {v.agent}, "
+                f"isolation {sandboxes.get(str(v.agent), 'none')}"
+            )
         click.echo(f"  cases: {', '.join(c.id for c in plan.cases)}")
         click.echo(f"  rows -> {shown_path(plan.jsonl_path)}")
         kept = plan.settings.artifacts_dir
@@ -310,6 +340,12 @@ def run(
         )
         return
 
+    for name in _unsandboxed_agents(plan):
+        _warn(
+            f'agent {name!r} runs with isolation = "none": it can read and change every file '
+            "you can (cases, graders, baseline, this run's rows) and sees your whole "
+            'environment; set isolation = "bwrap" or "docker" (docs/isolation.md)'
+        )
     if not quiet and not as_json:
         click.echo(
             f"run {plan.run_id}: {len(plan.todo)} of {len(plan.jobs)} repeats to run; rows -> {shown_path(plan.jsonl_path)}",
