@@ -46,6 +46,7 @@ IMAGE_PACKAGES = (
     "mawk",
     "findutils",
     "util-linux",
+    "mount",
     "procps",
     "diffutils",
     "git",

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from capeval.core.isolation import Isolation, isolation_problem
 from capeval.isolation.docker import cli_environment
@@ -155,6 +156,20 @@ def docker_limits() -> dict[str, bool]:
         "pids": bool(info.get("PidsLimit", True)),
         "cpus": bool(info.get("CPUCfsQuota", True)),
     }
+
+
+def bwrap_limits() -> dict[str, str | None]:
+    """Each limit key: None when a bwrap sandbox can enforce it here, else why not."""
+    from capeval.core.isolation import LIMIT_KEYS, Limits
+
+    samples: dict[str, Any] = {
+        "memory": 1 << 30,
+        "pids": 64,
+        "cpu_seconds": 60,
+        "cpus": 1.0,
+        "disk": 1 << 30,
+    }
+    return {key: limits_problem(Limits(**{key: samples[key]})) for key in LIMIT_KEYS}
 
 
 def backend_status(backend: str) -> Status:
