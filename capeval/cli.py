@@ -44,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "query": "capeval.commands.query:query",
     "plot": "capeval.commands.plot:plot",
     "agents": "capeval.commands.agents:agents",
+    "doctor": "capeval.commands.doctor:doctor",
     "paperclip": "capeval.commands.paperclip:paperclip",
     "view": "capeval.commands.view:view",
 }
