@@ -215,6 +215,7 @@ def _execute(
                 options.on_row(row, len(rows), total)
         return row
 
+    stream_failed = False
     with _stop_on_signals(stop, got, options.handle_signals):
         pool = ThreadPoolExecutor(max_workers=plan.concurrency, thread_name_prefix="repeat")
         try:
@@ -225,6 +226,7 @@ def _execute(
                     fut.result()  # a runner bug surfaces here, not silently
         except ResultFileError as exc:  # the stream refused a row (a full disk, a forger)
             stop.set()
+            stream_failed = True
             process.shutdown("row stream not writable")
             HttpFixture.stop_all()
             from capeval.results.jsonl import StreamChanged
@@ -253,6 +255,8 @@ def _execute(
                 process.shutdown("run interrupted")
                 HttpFixture.stop_all()
             pool.shutdown(wait=True, cancel_futures=True)
+            if stream_failed:  # the run is over, every repeat stopped: children may start again
+                process.reset_shutdown()
     process.reset_shutdown()
 
     if got:
