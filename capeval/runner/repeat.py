@@ -187,12 +187,14 @@ def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Ro
                 agent_env["EVAL_HTTP_URL"] = fixture.url
                 grader_env["EVAL_HTTP_URL"] = fixture.url
                 grader_env["EVAL_HTTP_TOKEN"] = fixture.token
-            secrets = secret_values(os.environ, job.agent.env, grader_env)
+            # git's GIT_CONFIG_KEY_<n> names a setting, not a secret.
+            graders = {k: v for k, v in grader_env.items() if not k.startswith("GIT_CONFIG_")}
+            secrets = secret_values(os.environ, job.agent.env, graders)
 
             name = f"{case.id[:40]}-{job.repeat}"
             run_tmp = (settings.tmp_parent,) if settings.tmp_parent else ()
             hidden = (*settings.hidden, *run_tmp)
-            protected = (*settings.protected, *run_tmp, base)
+            protected = (*settings.protected, *run_tmp)
             agent_box = make_sandbox(
                 iso,
                 Confinement(
