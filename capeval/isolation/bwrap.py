@@ -22,6 +22,7 @@ dies.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -76,17 +77,23 @@ class BwrapSandbox(Sandbox):
     def arguments(self, cwd: Path, tools: Sequence[str | Path] = ()) -> list[str]:
         """bwrap's arguments (before `--` and the command)."""
         box = self.confinement
-        folders = masks(box.hidden, os.environ.get("HOME"))
-        args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        disk = self.isolation.limits.disk
-        for folder in folders:
-            if folder == Path("/tmp") and disk is not None:
-                args += ["--size", str(disk)]
-            args += ["--tmpfs", str(folder)]
-        for file in hidden_files(box.hidden, folders):
-            args += ["--ro-bind", "/dev/null", str(file)]
-        for path in exposures(needed_paths(tools), folders, box.protected):
-            args += ["--ro-bind", str(path), str(path)]
+        args = [
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            *_host_view(
+                box.hidden,
+                box.protected,
+                tuple(str(t) for t in tools),
+                os.environ.get("HOME"),
+                os.environ.get("PATH", ""),
+                self.isolation.limits.disk,
+            ),
+        ]
         for path in box.writable:
             args += ["--bind", str(path), str(path)]
         for path in box.readable:
@@ -145,6 +152,30 @@ class BwrapSandbox(Sandbox):
             os.close(info_read)
             if group is not None:
                 group.remove()
+
+
+@functools.lru_cache(maxsize=64)
+def _host_view(
+    hidden: tuple[Path, ...],
+    protected: tuple[Path, ...],
+    tools: tuple[str, ...],
+    home: str | None,
+    path: str,
+    disk: int | None,
+) -> tuple[str, ...]:
+    """The masks and what is shown again under them: the same for every repeat of a run
+    (its folders are bound after these), so worked out once."""
+    folders = masks(hidden, home)
+    args: list[str] = []
+    for folder in folders:
+        if folder == Path("/tmp") and disk is not None:
+            args += ["--size", str(disk)]
+        args += ["--tmpfs", str(folder)]
+    for file in hidden_files(hidden, folders):
+        args += ["--ro-bind", "/dev/null", str(file)]
+    for shown in exposures(needed_paths(tools), folders, protected):
+        args += ["--ro-bind", str(shown), str(shown)]
+    return tuple(args)
 
 
 def _cgroup_limits(limits: object) -> bool:
