@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from capeval.agents.base import AgentRequest, AgentResult
-from capeval.agents.cliadapter import resolve_binary, unresolved_reason
+from capeval.agents.cliadapter import is_root, resolve_binary, unresolved_reason
 from capeval.agents.modelserver import ModelServer, Script, ScriptedCall, ScriptStep
 from capeval.core.agentconfig import AgentConfig
 
@@ -103,6 +103,11 @@ class _ClaudeEndpoint(Endpoint):
             "ANTHROPIC_BASE_URL": url,
             "ANTHROPIC_API_KEY": "capeval-check",
         }
+        if is_root():
+            # As root Claude Code skips permission prompts only when told it is
+            # sandboxed. Here capeval's own script is the model: the one tool
+            # call it makes writes check.txt in the check's scratch folder.
+            env["IS_SANDBOX"] = "1"
         return dataclasses.replace(config, env=env)
 
 
