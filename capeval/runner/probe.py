@@ -435,11 +435,17 @@ def run_probe(
             root=root, jsonl=stream, tmp_dir=run_tmp, handle_signals=handle_signals
         )
         rows: list[dict[str, Any]] = []
+        # Run from inside the workspace, as a user does: capeval's /proc/PID/cwd
+        # then leads an unconfined agent straight to the cases.
+        previous = os.getcwd()
+        os.chdir(root)
         try:
             outcome = execute(options)
             rows = list(outcome.rows)
         except RunError as exc:
             report.error = str(exc)
+        finally:
+            os.chdir(previous)
         escapes = _probe_said(stream.parent / "probe.artifacts")
         forged = stream.is_file() and b"forged" in stream.read_bytes()
         report.escapes = _judged(
