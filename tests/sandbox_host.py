@@ -38,6 +38,9 @@ REPO = Path(__file__).resolve().parents[1]
 APT_PACKAGES = ("bubblewrap", "docker.io")
 # What the image holds: enough for graders, the scripted player, git and the agent CLIs.
 IMAGE_PACKAGES = (
+    "libc6",  # all of glibc: a native agent CLI (Claude Code) loads librt and more
+    "libgcc-s1",
+    "libstdc++6",
     "bash",
     "dash",
     "coreutils",

@@ -292,3 +292,41 @@ def test_a_stream_that_cannot_be_created_is_a_result_file_error(tmp_path: Path) 
     blocker.write_text("")
     with pytest.raises(ResultFileError, match=r"not-a-dir/rows\.jsonl: cannot write"):
         JsonlWriter(blocker / "rows.jsonl")
+
+
+def test_bytes_another_process_appended_are_never_glued_to_a_row(tmp_path: Path) -> None:
+    # An agent appended half a forged row; the next row would have finished its line.
+    from capeval.results.jsonl import StreamChanged
+
+    path = tmp_path / "rows.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(make_row("a"))
+        good = path.read_bytes()
+        with open(path, "ab") as other:
+            other.write(b'{"passed": true, "id": "forged"')
+        with pytest.raises(StreamChanged) as info:
+            writer.write(make_row("b"))
+    assert info.value.offset == len(good) and info.value.size == len(good) + 31
+    assert str(path) in str(info.value) and "changed by another process" in str(info.value)
+    assert path.read_bytes() == good + b'{"passed": true, "id": "forged"'
+
+
+def test_a_stream_cut_short_behind_the_writer_is_refused_too(tmp_path: Path) -> None:
+    from capeval.results.jsonl import StreamChanged
+
+    path = tmp_path / "rows.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(make_row("a"))
+        path.write_bytes(b"")
+        with pytest.raises(StreamChanged):
+            writer.write(make_row("b"))
+
+
+def test_a_reopened_stream_starts_from_its_size(tmp_path: Path) -> None:
+    path = tmp_path / "rows.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(make_row("a"))
+    with JsonlWriter(path) as writer:
+        writer.write(make_row("b"))
+        writer.write(make_row("c"))
+    assert [r["id"] for r in read_jsonl(path)[0]] == ["a", "b", "c"]
