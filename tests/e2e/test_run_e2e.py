@@ -174,7 +174,9 @@ def test_secrets_never_reach_a_row(tmp_path: Path) -> None:
         tmp_path,
         "leaky",
         trajectories={"oracle": [write_done(f"my key is {secret}")]},
-        verify='echo "grader saw $MY_API_KEY"; exit 1\n',
+        # A grader never inherits a secret (docs/isolation.md#environment): this
+        # one prints it from its own text, and the row must not show it either.
+        verify=f'echo "grader saw {secret}"; test -z "${{MY_API_KEY:-}}" && exit 1\n',
     )
     proc = capeval(tmp_path, "--jsonl", str(tmp_path / "rows.jsonl"), env={"MY_API_KEY": secret})
     assert proc.returncode == 1
