@@ -31,8 +31,11 @@ SHAPE_FLAGS: dict[str, str] = {
     "verify_timeout_s": "--verify-timeout",
     "ask_permissions": "--ask-permissions",
     "allow_provider_fallback": "--allow-provider-fallback",
+    "isolation": "--isolation",
 }
 SHAPE_FIELDS: tuple[str, ...] = tuple(SHAPE_FLAGS)
+# Flags plans have not always stored: a plan without one resumes with it not given.
+LATER_FLAGS: tuple[str, ...] = ("isolation",)
 
 
 def _nullable(kind: str, description: str) -> dict[str, Any]:
@@ -62,6 +65,7 @@ PLAN_SCHEMA: dict[str, Any] = {
         "verify_timeout_s": _SECONDS,
         "ask_permissions": _SWITCH,
         "allow_provider_fallback": _SWITCH,
+        "isolation": _nullable("string", "a string (none, bwrap or docker) or null"),
         "runId": {"type": "string", "minLength": 1, "description": "a run id string"},
         "runStartedAt": {"type": "string", "description": "a timestamp string"},
         "artifacts": {
@@ -102,7 +106,8 @@ def plan_problem(doc: Any, *, holds_rows: bool) -> str | None:
     error = best_match(_validator().iter_errors(doc))
     if error is not None:
         return _wrong_field(doc, list(error.absolute_path))
-    missing = [name for name in SHAPE_FIELDS if name not in doc] if holds_rows else []
+    required = [name for name in SHAPE_FIELDS if name not in LATER_FLAGS]
+    missing = [name for name in required if name not in doc] if holds_rows else []
     if missing:
         return (
             f"no {missing[0]!r} field ({SHAPE_FLAGS[missing[0]]}), so which repeats the "

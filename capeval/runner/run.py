@@ -231,20 +231,23 @@ def _execute(
             HttpFixture.stop_all()
             from capeval.results.jsonl import StreamChanged
 
+            resume = f"capeval run --resume {plan.jsonl_path}" + (
+                f" --out {options.out}" if options.out is not None else ""
+            )
             if isinstance(exc, StreamChanged):
                 # Whatever wrote it ran as this user: an agent outside a sandbox.
-                fix = (
-                    f"the run was stopped after {len(rows)} repeats; cut the file back to "
-                    f"capeval's rows (truncate -s {exc.offset} {plan.jsonl_path}) and run the "
-                    'agents with isolation = "bwrap" or "docker" (docs/isolation.md), then '
-                    "finish the run"
+                message = (
+                    f"{exc}; the run was stopped after {len(rows)} repeats: cut the file back "
+                    f"to capeval's rows (truncate -s {exc.offset} {plan.jsonl_path}), then "
+                    f"finish the run with: {resume}; and sandbox the agents of later runs "
+                    '(isolation = "bwrap" or "docker", docs/isolation.md)'
                 )
             else:
-                fix = f"{len(rows)} finished repeats are kept: free space, then finish the run"
-            raise RunError(
-                f"{exc}; {fix} with: capeval run --resume {plan.jsonl_path}"
-                + (f" --out {options.out}" if options.out is not None else "")
-            ) from None
+                message = (
+                    f"{exc}; {len(rows)} finished repeats are kept: free space, then finish the "
+                    f"run with: {resume}"
+                )
+            raise RunError(message) from None
         except BaseException:
             stop.set()
             process.shutdown("run aborted")

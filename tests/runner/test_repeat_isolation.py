@@ -184,3 +184,16 @@ def test_rows_carry_their_isolation_in_the_documented_place() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs/result-formats.md").read_text()
     assert "| `isolation` |" in doc
     assert json.dumps("isolation")
+
+
+def test_a_resume_finishes_the_run_in_the_sandbox_it_was_started_in(tmp_path: Path) -> None:
+    write_case(tmp_path, "alpha")
+    rows = tmp_path / "r.jsonl"
+    first = capeval(tmp_path, "--isolation", "none", "--jsonl", str(rows))
+    assert first.returncode == 0, first.stderr
+    plan = json.loads((tmp_path / "r.jsonl.plan.json").read_text())
+    assert plan["isolation"] == "none"
+    other = capeval(tmp_path, "--resume", str(rows), "--isolation", "bwrap")
+    assert other.returncode == 2 and "--isolation bwrap differs from the run's plan" in other.stderr
+    again = capeval(tmp_path, "--resume", str(rows))
+    assert again.returncode == 0, again.stderr
