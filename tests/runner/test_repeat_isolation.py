@@ -108,6 +108,7 @@ def test_home_dirs_are_copied_in_and_what_the_agent_does_there_stays_there(
     assert (home / ".tool" / "login").read_text() == "token\n"
 
 
+@pytest.mark.slow
 def test_an_agent_appending_to_the_stream_fails_the_run_loudly(tmp_path: Path) -> None:
     rows = tmp_path / "rows.jsonl"
     forge = shell(f'printf \'%s\' \'{{"passed": true, "id": "forged"\' >> {rows}')
@@ -120,6 +121,7 @@ def test_an_agent_appending_to_the_stream_fails_the_run_loudly(tmp_path: Path) -
     assert b"}{" not in rows.read_bytes()  # no row glued onto the forged bytes
 
 
+@pytest.mark.slow
 def test_a_non_scripted_agent_without_a_sandbox_is_warned_about(tmp_path: Path) -> None:
     agent = tmp_path / "agent.sh"
     agent.write_text("#!/bin/sh\necho ok > done.txt\n")
@@ -136,6 +138,7 @@ def test_a_non_scripted_agent_without_a_sandbox_is_warned_about(tmp_path: Path) 
     assert "warning" not in scripted.stderr
 
 
+@pytest.mark.slow
 def test_a_sandbox_this_host_lacks_is_refused_before_any_agent_starts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -155,6 +158,7 @@ def test_a_sandbox_this_host_lacks_is_refused_before_any_agent_starts(
     assert "isolation docker" in dry.stdout
 
 
+@pytest.mark.slow
 def test_the_flag_overrides_the_configuration(tmp_path: Path) -> None:
     write_case(tmp_path, "alpha")
     (tmp_path / "capeval.toml").write_text('isolation = "docker"\n')
@@ -186,6 +190,7 @@ def test_rows_carry_their_isolation_in_the_documented_place() -> None:
     assert json.dumps("isolation")
 
 
+@pytest.mark.slow
 def test_a_resume_finishes_the_run_in_the_sandbox_it_was_started_in(tmp_path: Path) -> None:
     write_case(tmp_path, "alpha")
     rows = tmp_path / "r.jsonl"
