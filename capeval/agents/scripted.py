@@ -112,8 +112,11 @@ class ScriptedAdapter:
             proc = sandbox.run(argv, cwd=request.workdir, env=env, timeout_s=request.timeout_s)
         except LimitError as exc:
             return self._failed(request, session, f"sandbox: {exc}")
-        finally:
-            remove_tree(copied)  # the case's own files, no evidence of the run
+        finally:  # the case's own files, no evidence of the run
+            if copied.is_dir():
+                remove_tree(copied)
+            else:
+                copied.unlink(missing_ok=True)
 
         summary, summary_error = _read(summary_path)
         if proc.timed_out:

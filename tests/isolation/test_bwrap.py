@@ -128,6 +128,7 @@ def test_the_http_fixture_is_reachable_through_its_socket_with_network_none(
     assert token in out
 
 
+@pytest.mark.slow
 def test_a_timeout_sends_sigterm_to_the_command_then_ends_the_sandbox(tmp_path: Path) -> None:
     sandbox, work = box(tmp_path)
     t0 = time.monotonic()
@@ -135,11 +136,11 @@ def test_a_timeout_sends_sigterm_to_the_command_then_ends_the_sandbox(tmp_path: 
         ["bash", "-c", "trap 'echo got TERM > term.txt; exit 3' TERM; sleep 60 & wait"],
         cwd=work,
         env={**ENV, "HOME": str(work)},
-        timeout_s=1.0,
+        timeout_s=3.0,  # time for bash to set its trap on a loaded machine
         kill_grace_s=5.0,
     )
     assert done.timed_out and done.exit_code == 124
-    assert time.monotonic() - t0 < 10
+    assert time.monotonic() - t0 < 15
     assert (work / "term.txt").read_text() == "got TERM\n"
 
 
