@@ -16,7 +16,10 @@ writable). bwrap starts with exactly the sandbox's environment, so nothing
 of capeval's shows in `/proc/1/environ`. When the command ends, bwrap's
 namespace init is killed, and with it every process of the sandbox,
 `setsid` daemons included; `--die-with-parent` does the same if capeval
-dies.
+dies. bwrap itself ignores SIGTERM (the command gets the default back with
+`env --default-signal`), so a timeout's SIGTERM to the process group reaches
+the command alone and it ends as it would unconfined; SIGKILL follows after
+the grace period.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ import contextlib
 import functools
 import json
 import os
+import shutil
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -123,14 +128,25 @@ class BwrapSandbox(Sandbox):
         group = Cgroup.create(self.confinement.name, limits) if _cgroup_limits(limits) else None
         info_read, info_write = os.pipe()
         try:
+            # bwrap itself ignores SIGTERM, and the command gets it back: a timeout's
+            # SIGTERM to the process group then reaches the command alone, which can
+            # end as it would unconfined. Died bwrap at once, the kernel would kill
+            # the sandbox mid-cleanup (--die-with-parent).
+            reset = _default_signal()
+            ignore = "trap '' TERM; " if reset else ""
+            joined = group.join_script() if group is not None else ""
             command = [
-                *(group.join_argv() if group is not None else []),
+                "/bin/sh",
+                "-c",
+                f'{ignore}{joined}exec "$@"',
+                "capeval-sandbox",
                 *rlimit_argv(limits),
                 "bwrap",
                 "--info-fd",
                 str(info_write),
                 *self.arguments(cwd, tools),
                 "--",
+                *reset,
                 *self.payload(argv),
             ]
             try:
@@ -176,6 +192,25 @@ def _host_view(
     for shown in exposures(needed_paths(tools), folders, protected):
         args += ["--ro-bind", str(shown), str(shown)]
     return tuple(args)
+
+
+@functools.lru_cache(maxsize=1)
+def _default_signal() -> tuple[str, ...]:
+    """`env --default-signal=TERM` (coreutils 8.31 and later), or () where env lacks it."""
+    env = shutil.which("env")
+    if env is None:
+        return ()
+    try:
+        done = subprocess.run(
+            [env, "--default-signal=TERM", "true"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    return (env, "--default-signal=TERM") if done.returncode == 0 else ()
 
 
 def _cgroup_limits(limits: object) -> bool:

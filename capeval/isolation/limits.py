@@ -196,12 +196,15 @@ class Cgroup:
             raise LimitError(f"cannot set up the sandbox's cgroup: {exc}") from None
         return group
 
+    def join_script(self) -> str:
+        """Shell commands that move the shell (then what it execs) into the cgroups."""
+        return "".join(f"echo $$ > {shlex.quote(str(d / 'cgroup.procs'))} && " for d in self.dirs)
+
     def join_argv(self) -> list[str]:
         """A prefix that moves the command into the cgroups before it starts."""
         if not self.dirs:
             return []
-        script = " && ".join(f"echo $$ > {shlex.quote(str(d / 'cgroup.procs'))}" for d in self.dirs)
-        return ["/bin/sh", "-c", f'{script} && exec "$@"', "capeval-sandbox"]
+        return ["/bin/sh", "-c", f'{self.join_script()}exec "$@"', "capeval-sandbox"]
 
     def remove(self) -> None:
         """Kill what is left in the cgroups, then remove them."""
