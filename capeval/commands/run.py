@@ -343,8 +343,8 @@ def run(
     for name in _unsandboxed_agents(plan):
         _warn(
             f'agent {name!r} runs with isolation = "none": it can read and change every file '
-            "you can (cases, graders, baseline, this run's rows) and sees your whole "
-            'environment; set isolation = "bwrap" or "docker" (docs/isolation.md)'
+            "you can (cases, graders, baseline, this run's rows) and signal your processes; "
+            'set isolation = "bwrap" or "docker" (docs/isolation.md)'
         )
     if not quiet and not as_json:
         click.echo(
