@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from capeval.agents.modelserver import INPUT_TOKENS, OUTPUT_TOKENS, ModelServer, Script
-from tests.agentrun import capeval_run, read_rows
+from tests.agentrun import capeval_run
 from tests.agents.test_real_cli_agents import (
     MODELS,
     SCRIPTS,
@@ -26,6 +26,7 @@ from tests.agents.test_real_cli_agents import (
     cli_path,
     make_workspace,
 )
+from tests.runhelpers import read_rows
 from tests.sandboxes import docker_image, require
 
 pytestmark = [pytest.mark.slow, pytest.mark.realcli]
