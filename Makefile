@@ -12,14 +12,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# The native reader is compiled on install: its sources count as the project's.
-NATIVE := hatch_build.py $(wildcard capeval/analysis/native/*)
-
-$(VENV)/.installed: pyproject.toml $(NATIVE) | $(BIN)/python
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml $(NATIVE) | $(BIN)/python
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(VENV)/.installed $@
 
@@ -41,9 +38,9 @@ test-all: install-dev
 	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
 
 lint: install-dev
-	$(BIN)/ruff check capeval tests benchmarks scripts notebooks hatch_build.py
-	$(BIN)/ruff format --check capeval tests benchmarks scripts notebooks hatch_build.py
-	$(BIN)/mypy capeval hatch_build.py
+	$(BIN)/ruff check capeval tests benchmarks scripts notebooks
+	$(BIN)/ruff format --check capeval tests benchmarks scripts notebooks
+	$(BIN)/mypy capeval
 
 bench: install-dev
 	$(BIN)/python benchmarks/runner.py

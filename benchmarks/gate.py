@@ -279,12 +279,6 @@ def contenders(files: dict[str, Path], node: str | None) -> dict[str, list[str]]
     out = {
         "capeval-jsonl": capeval(files["base.jsonl"], files["cand.jsonl"]),
         "capeval-v3": capeval(files["base.json"], files["cand.json"]),
-        # The same gate without the native reader (a pure-Python install reads so).
-        "capeval-jsonl-duckdb": [
-            "env",
-            "CAPEVAL_NATIVE=0",
-            *capeval(files["base.jsonl"], files["cand.jsonl"]),
-        ],
         "python-straightforward": [sys.executable, __file__, "--straightforward", base, cand],
         "python-streaming": [sys.executable, __file__, "--streaming", base, cand],
         "python-reference-reader": [sys.executable, __file__, "--reference", base, cand],
@@ -313,7 +307,6 @@ def measure(argvs: dict[str, list[str]], runs: int, slow_runs: int) -> dict[str,
         fast = run_child(argvs["capeval-jsonl"])
         samples["capeval-jsonl"].append(fast)
         samples["capeval-v3"].append(run_child(argvs["capeval-v3"]))
-        samples["capeval-jsonl-duckdb"].append(run_child(argvs["capeval-jsonl-duckdb"]))
         if round_no >= slow_runs:
             continue
         for name, argv in argvs.items():
@@ -414,7 +407,6 @@ MODES = {"--straightforward": "straightforward_gate", "--streaming": "streaming_
 TARGETS = {
     "capeval-jsonl": "target <= 0.6 s, <= 400 MiB",
     "capeval-v3": "target <= 2.5 s",
-    "capeval-jsonl-duckdb": "without the native reader (CAPEVAL_NATIVE=0)",
     "python-straightforward": "target >= 20x",
     "node-straightforward": "the issue quotes ~2.1 s, 890 MiB for the TypeScript harness",
 }

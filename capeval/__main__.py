@@ -1,5 +1,5 @@
 """`python -m capeval`: the console script, where no script is installed."""
 
-from capeval.launch import entry
+from capeval.cli import entry
 
 entry()

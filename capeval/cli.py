@@ -13,9 +13,6 @@ import importlib
 import sys
 from typing import Any, NoReturn
 
-import click
-
-from capeval import __version__
 from capeval.interrupt import (
     EXIT_INTERRUPTED,
     EXIT_TERMINATED,
@@ -26,6 +23,16 @@ from capeval.interrupt import (
     raise_on_sigterm,
     terminated_words,
 )
+
+try:
+    import click
+
+    from capeval import __version__
+except KeyboardInterrupt:
+    # Ctrl-C before click is there to catch it (the console script imports
+    # this module first): the same words and code as after, never a
+    # traceback and exit 1 (the gate's "regressed").
+    leave_interrupted(None)
 
 # name -> "module:attribute". One line per command; the module is imported only
 # when the command is invoked or its help is shown.
@@ -124,15 +131,7 @@ class LazyGroup(InterruptibleGroup):
 
 
 def interrupted(command: str | None) -> NoReturn:
-    """Say that SIGINT stopped `command` and exit 130 (raised as click's Exit).
-
-    In the console script with a background start still at work, the exit
-    is immediate instead (`capeval.interrupt.leave_interrupted` says why).
-    """
-    from capeval.commands import common
-
-    if common.PROMPT_EXIT:
-        leave_interrupted(command)
+    """Say that SIGINT stopped `command` and exit 130 (raised as click's Exit)."""
     click.echo(f"\n{interrupted_words(command)}", err=True)
     raise click.exceptions.Exit(EXIT_INTERRUPTED)
 
@@ -145,18 +144,21 @@ def main() -> None:
 
 def entry() -> None:
     """The console script: `main` in a real process, where commands may exit promptly."""
-    from capeval.commands import common
+    try:
+        from capeval.commands import common
 
-    common.PROMPT_EXIT = True
-    raise_on_sigterm()
-    # Result files may hold text no encoding can print (a lone surrogate
-    # escape such as "\ud800" is valid JSON): print it escaped rather than
-    # end a gate in a UnicodeEncodeError after the verdict was reached.
-    for stream in (sys.stdout, sys.stderr):
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            reconfigure(errors="backslashreplace")
-    main()
+        common.PROMPT_EXIT = True
+        raise_on_sigterm()
+        # Result files may hold text no encoding can print (a lone surrogate
+        # escape such as "\ud800" is valid JSON): print it escaped rather than
+        # end a gate in a UnicodeEncodeError after the verdict was reached.
+        for stream in (sys.stdout, sys.stderr):
+            reconfigure = getattr(stream, "reconfigure", None)
+            if reconfigure is not None:
+                reconfigure(errors="backslashreplace")
+        main()
+    except KeyboardInterrupt:  # before click's group could name the command
+        leave_interrupted(None)
 
 
 if __name__ == "__main__":  # pragma: no cover

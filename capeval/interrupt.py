@@ -10,8 +10,6 @@ leaving temp copies of result files and repeat workdirs behind.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
 import sys
 from typing import NoReturn
@@ -45,26 +43,8 @@ def interrupted_words(command: str | None) -> str:
 
 
 def leave_interrupted(command: str | None) -> NoReturn:
-    """Say that SIGINT stopped `command` and exit 130, never hanging on the way out.
-
-    A Ctrl-C that lands inside an import can leave one of Python's import
-    locks held; a background start (DuckDB's, or a guessed scan) importing
-    the same module then waits forever, and so would the normal exit, which
-    joins it (a gate hung in 1 of about 150 interrupted). With one still at
-    work, output is flushed and the process ends at once: these commands
-    hold no file open for writing.
-    """
+    """Say that SIGINT stopped `command` and exit 130."""
     sys.stderr.write(f"\n{interrupted_words(command)}\n")
-    busy = False
-    engine = sys.modules.get("capeval.analysis.engine")
-    prefetch = sys.modules.get("capeval.analysis.prefetch")
-    for module in (engine, prefetch):
-        busy = busy or (module is not None and module.running())
-    if busy:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):
-                stream.flush()
-        os._exit(EXIT_INTERRUPTED)
     raise SystemExit(EXIT_INTERRUPTED)
 
 

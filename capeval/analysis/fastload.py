@@ -1,20 +1,10 @@
 """Cells straight from result files, aggregated without building rows.
 
 The gate runs in CI on files of hundreds of thousands of rows; building a
-Python dict per row costs seconds. Two fast readers come first, in order:
+Python dict per row costs seconds. DuckDB reads only the columns the
+verdicts need and computes the medians in SQL.
 
-- the native reader (`_load_native`; capeval/analysis/native/jsonl_cells.cpp,
-  compiled on install when a compiler is there): JSON Lines only, every line
-  validated in full by its strict JSON reader (strict_json.h), cells
-  aggregated in the same pass on every core; the launcher may have begun
-  that very scan while capeval imported (`capeval.analysis.prefetch`). It is
-  stricter than DuckDB's: any line it does not judge exactly (a
-  legacy row, a numeric string, a duplicated field, rows of one cell that
-  disagree about id or bait) makes it give way, whole, to
-- DuckDB (`_load_duckdb`), which reads only the columns the verdicts need
-  and computes the medians in SQL; what follows is about it.
-
-Both are fast paths only: a
+It is a fast path only: a
 file DuckDB cannot read exactly (a torn last line, a malformed row, a v3 file
 whose `cases` is not its last key, a pipe, a name DuckDB would expand as a
 glob) is read again by the reference reader
@@ -53,9 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capeval.analysis import engine, prefetch
+from capeval.analysis import engine
 from capeval.analysis.cells import Cell, cells_from_rows, parse_bait, unread_bait, variant_of
-from capeval.analysis.native_reader import native_reader
 from capeval.core.metrics import METRIC_NAMES
 from capeval.results.duckdb_paths import reads_as_pattern
 from capeval.results.errors import JSON_ERRORS, ResultFileError
@@ -111,12 +100,12 @@ def load_sides(
         [Path(p) for p in distinct_files(paths, on_warning=warnings.append)] for paths in sides
     ]
     if fast:
-        for reader in (_load_native, _load_duckdb):
-            shared: list[str] = []
-            try:
-                cells = reader(sides, with_values=with_values, headline=headline, shared=shared)
-            except FastPathUnavailable:
-                continue
+        shared: list[str] = []
+        try:
+            cells = _load_duckdb(sides, with_values=with_values, headline=headline, shared=shared)
+        except FastPathUnavailable:
+            pass
+        else:
             # The reference's two checks: repeats two files hold (by run id,
             # counted exactly in DuckDB), then files told apart only by header.
             return cells, warnings + shared + [
@@ -348,57 +337,6 @@ def _single_pair(r: dict[str, Any]) -> tuple[str | None, str | None] | None:
     if r["pn"] not in (0, r["n"]) or r["mn"] not in (0, r["n"]):
         return None  # some repeats reported a provider/model, others none
     return (r["pmin"], r["mmin"])
-
-
-def _load_native(
-    sides: Sequence[Sequence[Path]],
-    *,
-    with_values: bool,
-    headline: bool,
-    shared: list[str] | None = None,
-    threads: int = 0,
-    chunk_bytes: int = 0,
-) -> list[dict[str, Cell]]:
-    """Cells per side from the native reader: JSON Lines files only, nothing odd in them.
-
-    It validates every line in full (strict JSON) and refuses, rather
-    than reads leniently, anything the DuckDB reader would cast or the
-    reference reader would refuse; the DuckDB reader then takes the files.
-    """
-    native = native_reader()
-    if native is None:
-        raise FastPathUnavailable("the native reader is not built")
-    sources = [[_probe(Path(p)) for p in paths] for paths in sides]
-    if any(s.fmt != "jsonl" for side in sources for s in side):
-        raise FastPathUnavailable("v3 files are the DuckDB reader's")
-    request = prefetch.ScanRequest(
-        [[str(s.path) for s in side] for side in sources],
-        list(METRIC_NAMES),
-        with_values,
-        headline,
-        threads or prefetch.threads(),
-    )
-    try:
-        # The launcher may have begun this very scan while capeval imported.
-        records = None if chunk_bytes else prefetch.take(request)
-        if records is None:
-            records = request.run(native, chunk_bytes=chunk_bytes)
-    except native.Unavailable as exc:
-        raise FastPathUnavailable(str(exc)) from exc
-    resolved: dict[tuple[int, str], tuple[tuple[str | None, str | None], ...]] = {}
-    for r in records:  # the native reader refuses cells whose rows disagree about bait
-        resolved[(r["side"], r["key"])] = tuple(
-            sorted(r["pairs"], key=lambda x: (x[0] or "", x[1] or ""))
-        )
-    if shared is not None and any(len(side) > 1 for side in sources):
-        con = engine.connect()
-        try:
-            shared += _shared_repeats(con, sources, {})
-        except engine.engine().Error as exc:
-            raise FastPathUnavailable(str(exc)) from exc
-        finally:
-            con.close()
-    return _cells_of(records, resolved, len(sides), with_values=with_values)
 
 
 def _load_duckdb(

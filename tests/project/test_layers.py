@@ -49,8 +49,7 @@ LAYERS: dict[str, set[str]] = {
     # (and the Paperclip suite, run in process); it never runs an agent.
     "view": {"core", "results", "config", "workspace", "analysis", "paperclip"},
     "cli": {"interrupt", "commands"},
-    "launch": {"interrupt", "cli", "analysis"},
-    "__main__": {"launch"},
+    "__main__": {"cli"},
 }
 # Libraries the runner (and what it stands on) never loads: a run must not pay
 # for the analysis stack, and must not break when it is missing.
