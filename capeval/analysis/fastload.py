@@ -46,11 +46,11 @@ from typing import Any
 from capeval.analysis import engine
 from capeval.analysis.cells import Cell, cells_from_rows, parse_bait, unread_bait, variant_of
 from capeval.core.metrics import METRIC_NAMES
+from capeval.results import formats
 from capeval.results.duckdb_paths import reads_as_pattern
-from capeval.results.errors import JSON_ERRORS, ResultFileError
-from capeval.results.v3head import read_v3_head
+from capeval.results.errors import ResultFileError
+from capeval.results.formats import HEAD_CHUNK
 
-_HEAD_CHUNK = 1 << 16
 _SMALLEST_NORMAL = sys.float_info.min  # 2.2250738585072014e-308
 
 
@@ -145,50 +145,26 @@ def _probe(path: Path) -> _Source:
             # probing it here would leave the reference reader without its head.
             raise FastPathUnavailable
         size = info.st_size
-        head = handle.read(_HEAD_CHUNK)
-        if not head.strip():
+        head = formats.read_head(handle)
+        if not head:
             raise FastPathUnavailable  # empty: let the reference reader decide
-        first_line = head.split(b"\n", 1)[0]
-        if len(first_line) < len(head) or len(head) == size:
-            try:
-                obj = json.loads(first_line)
-            except JSON_ERRORS:
-                obj = None
-            if isinstance(obj, dict) and not ({"version", "cases"} & obj.keys()):
-                _check_jsonl_tail(handle, size)
-                return _Source(path, "jsonl")
-        offset = _find_cases(handle)
-        handle.seek(max(0, size - _HEAD_CHUNK))
+        parsed, obj = formats.parse_first_line(head)
+        if parsed and isinstance(obj, dict) and formats.ROWS.claims(obj):
+            if formats.rows_end(handle, size)[1]:
+                raise FastPathUnavailable  # a torn last line is the reference reader's to report
+            return _Source(path, "jsonl")
+        v3 = formats.read_v3_head(handle)
+        # `version: 3` must come before `cases`, each member once, and Python
+        # must read every member before it; otherwise the reference reader judges the file.
+        if v3 is None or v3.fields.get("version") != 3 or v3.repeated:
+            raise FastPathUnavailable
+        handle.seek(max(0, size - HEAD_CHUNK))
         tail = handle.read()
         stripped = tail.rstrip()
         if not stripped.endswith(b"}"):
             raise FastPathUnavailable  # text after the document: the reference reader refuses it
         end = len(stripped) - 1
-        return _Source(path, "v3", offset, max(0, size - _HEAD_CHUNK) + end)
-
-
-def _check_jsonl_tail(handle: Any, size: int) -> None:
-    """A torn last line is the reference reader's to report (with a warning)."""
-    handle.seek(max(0, size - 1))
-    if handle.read(1) == b"\n":
-        return
-    back = min(size, 1 << 20)
-    handle.seek(size - back)
-    tail = handle.read(back).rsplit(b"\n", 1)[-1]
-    try:
-        json.loads(tail)
-    except JSON_ERRORS:
-        raise FastPathUnavailable from None
-
-
-def _find_cases(handle: Any) -> int:
-    """Byte offset of the `[` opening the top-level `cases` array of a v3 document."""
-    head = read_v3_head(handle)
-    # `version: 3` must come before `cases`, and Python must read every member
-    # before it; otherwise the reference reader judges the file.
-    if head is None or head.fields.get("version") != 3:
-        raise FastPathUnavailable
-    return head.cases_offset
+        return _Source(path, "v3", v3.cases_offset, max(0, size - HEAD_CHUNK) + end)
 
 
 # -- the DuckDB query -----------------------------------------------------------

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from capeval.analysis.history import run_identity_exprs, run_stem
+from capeval.analysis.history import run_identity_exprs
 from capeval.core.behaviors import backfill_legacy
 from capeval.core.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME
 from capeval.results.columns import (  # noqa: F401 (re-exported: the frame's schema)
@@ -41,10 +41,11 @@ from capeval.results.columns import (  # noqa: F401 (re-exported: the frame's sc
     convert,
     fits_int64,
 )
+from capeval.results.discovery import expand_paths
 from capeval.results.duckdb_paths import reads_as_pattern
-from capeval.results.jsonl import first_line_is_row
+from capeval.results.identity import header_started, run_stem
 from capeval.results.load import read_rows
-from capeval.results.overlap import distinct_files, shared_repeats_warning, v3_header
+from capeval.results.overlap import distinct_files, shared_repeats_warning
 
 if TYPE_CHECKING:
     import polars as pl
@@ -164,7 +165,7 @@ def load_frame(
     always. Both paths give the same frame; `fast=False` forces the reference.
 
     Every row gets the run identity the history views give it
-    (`capeval.analysis.history.run_identity`): a row without `runStartedAt`
+    (`capeval.results.identity.run_identity`): a row without `runStartedAt`
     takes its v3 file's header `startedAt`, and a row without `runId` belongs
     to the run `<file stem>@<start>` (files of the TypeScript harness carry
     neither in their rows).
@@ -197,7 +198,7 @@ def load_frame(
         # Files read by the reference become one part: building polars
         # columns per file cost more than reading a small file.
         parts.append(_Part.from_files(pending))
-    started = {str(path): _header_started(path) for path in paths}
+    started = {str(path): header_started(path) for path in paths}
     try:
         frame = _assemble(parts)
     except ColumnTypeError:
@@ -220,116 +221,6 @@ def _worth_fast(path: str | Path) -> bool:
         return os.stat(path).st_size >= FAST_MIN_BYTES
     except (OSError, ValueError):
         return False  # the reference reader names the problem
-
-
-def expand_paths(
-    paths: str | Path | Iterable[str | Path], *, on_warning: Callable[[str], None] | None = None
-) -> list[str | Path]:
-    """Result files named by `paths`: files as given, folders and glob patterns expanded.
-
-    A folder is searched as `capeval history` searches one (recursively,
-    run artifacts and sidecar files left out), and a file in it that is no
-    result file (a report, a plan) is skipped with a warning. A pattern
-    (`results/*.jsonl`, `results/**/*.json`) is expanded only when no file
-    has that very name, and its matches are searched as a folder's files
-    are; one that matches no result file is an error.
-    """
-    import glob
-
-    from capeval.analysis.history import discover, sniff
-    from capeval.results.errors import ResultFileError
-
-    given = [paths] if isinstance(paths, str | Path) else list(paths)
-    out: list[str | Path] = []
-    for path in given:
-        text = str(path)
-        if os.path.isdir(text):
-            root = Path(text)
-            for found in discover([root]):
-                if sniff(found) == "other":
-                    (on_warning or _default_warn)(f"skipped {found}: not a result file")
-                    continue
-                try:
-                    out.append(root / found.relative_to(root.resolve()))
-                except ValueError:  # reached through a link out of the folder
-                    out.append(found)
-        elif not os.path.lexists(text) and glob.has_magic(text):
-            matches = sorted(glob.glob(text, recursive=True))
-            if not matches:
-                raise ResultFileError(path, "no file matches this pattern")
-            found_any = False
-            # `results/**` matches the folder, its subfolders and their files:
-            # what a matched folder's search reaches is that pattern's own
-            # overlap, not a file named twice (`distinct_files` warns about those).
-            folders = {
-                os.path.realpath(m)
-                for m in matches
-                if os.path.isdir(m) and not _left_out_of_search(m, text)
-            }
-            reached: set[str] = set()
-            for match in matches:
-                if _left_out_of_search(match, text) or _inside(match, folders):
-                    continue
-                if not os.path.isdir(match) and sniff(Path(match)) == "other":
-                    (on_warning or _default_warn)(f"skipped {match}: not a result file")
-                    continue
-                found_any = True
-                for file in expand_paths([match], on_warning=on_warning):
-                    if (real := os.path.realpath(file)) not in reached:
-                        reached.add(real)
-                        out.append(file)
-            if not found_any:
-                raise ResultFileError(path, "no result file matches this pattern")
-        else:
-            out.append(path)
-    return out
-
-
-def _inside(match: str, folders: set[str]) -> bool:
-    """Whether `match` lies within one of `folders` (real paths), below its top."""
-    return any(str(parent) in folders for parent in Path(os.path.realpath(match)).parents)
-
-
-def _left_out_of_search(match: str, pattern: str) -> bool:
-    """Whether a folder search passes this match by: what the runner writes beside rows.
-
-    `results/*.json` matches every run's `<stream>.plan.json`, and
-    `results/**/*.json` every repeat's evidence under `<stem>.artifacts/`;
-    neither is a result file, and both made loading a results folder by
-    pattern fail. Folders the pattern names literally are the user's choice.
-    """
-    import glob
-
-    from capeval.analysis.history import SIDECAR_SUFFIXES, passed_over_dir
-
-    fixed = 0
-    for part in Path(pattern).parts:
-        if glob.has_magic(part):
-            break
-        fixed += 1
-    parts = Path(match).parts
-    if parts[-1].endswith(SIDECAR_SUFFIXES):
-        return True
-    return any(passed_over_dir(p) for p in parts[fixed:])
-
-
-def _header_started(path: str | Path) -> str | None:
-    """A v3 file's header `startedAt` (None for JSON Lines), as the history views read it."""
-    if first_line_is_row(path):
-        return None  # the v3 head walk costs more than reading a small stream
-    header = v3_header(path)
-    if header is None:
-        return None
-    if "startedAt" not in header:
-        # Not before `cases`, where every writer puts it; rare enough to parse it all.
-        try:
-            with open(path, "rb") as handle:
-                doc = json.load(handle)
-        except (OSError, ValueError, RecursionError):
-            return None
-        header = doc if isinstance(doc, dict) else {}
-    value = header.get("startedAt")
-    return value if isinstance(value, str) else None
 
 
 def _run_start(header: pl.Expr) -> pl.Expr:
@@ -529,10 +420,10 @@ def row_place(path: str | Path, index: int) -> str:
     """Where the reference reader names row `index` (0-based) of a result file:
     `path:line` in a stream (counted from 1, blank lines counted), `path: cases[i]`
     in a v3 file. Only an error message needs it, so the file is read again."""
-    from capeval.results.load import detect_format
+    from capeval.results.formats import format_of
 
     try:
-        if detect_format(path) == "v3":
+        if format_of(path) == "v3":
             return f"{path}: cases[{index}]"
         with open(path, "rb") as handle:
             rows = (n for n, line in enumerate(handle, 1) if line.strip())

@@ -45,12 +45,11 @@ import functools
 import hashlib
 import json
 import os
-import re
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from capeval.core.metrics import METRIC_NAMES, NUMERIC_METRICS
 from capeval.results.columns import (
@@ -64,29 +63,17 @@ from capeval.results.columns import (
     ColumnTypeError,
     convert,
 )
+from capeval.results.discovery import discover
 from capeval.results.duckdb_paths import reads_as_pattern
 from capeval.results.errors import ResultFileError
+from capeval.results.formats import result_format, rows_end
+from capeval.results.identity import run_identity, run_stem, run_times
 
 if TYPE_CHECKING:
     import duckdb
     import polars as pl
 
-T = TypeVar("T")
 
-RESULT_SUFFIXES = (".jsonl", ".ndjson", ".json")
-# Files the runner writes beside a row stream that are not results.
-SIDECAR_SUFFIXES = (".plan.json",)
-SKIP_DIRS = frozenset({".git", ".ipynb_checkpoints", "__pycache__", ".venv"})
-# Per-repeat evidence the runner keeps beside a stream (agent streams, run summaries).
-SKIP_DIR_SUFFIXES = (".artifacts",)
-
-
-def passed_over_dir(name: str) -> bool:
-    """A folder a results search does not enter: tooling, or a run's evidence."""
-    return name in SKIP_DIRS or name.endswith(SKIP_DIR_SUFFIXES)
-
-
-_HEAD = 1 << 16
 _HASH_CHUNK = 1 << 20
 # A time string that states its UTC offset (`Z`, `+09:00`, `-0800`, `+09`);
 # one without is taken as UTC. Shared with the plots (a polars expression),
@@ -272,30 +259,6 @@ _INPLACE_FACTS = {
 # -- run identity: one rule for the views (SQL) and the frames (polars) -----------------
 
 
-def run_identity(
-    run_id: T,
-    run_started: T,
-    stem: T,
-    header_started: T,
-    *,
-    coalesce: Callable[..., T],
-    concat: Callable[..., T],
-    text: Callable[[str], T],
-) -> tuple[T, T]:
-    """(runId, runStartedAt) of a row, in any expression language.
-
-    A row keeps its own `runStartedAt`, else takes its file's header
-    `startedAt` (v3 files of the TypeScript harness date their runs only
-    there); a row keeps its own `runId`, else belongs to the run
-    `<file stem>@<start>` (`<file stem>@` when nothing dates it). The views
-    render it as SQL (`run_identity_sql`), `capeval.analysis.frame.load_frame`
-    as polars (`run_identity_exprs`): one rule, so a run is the same run in both.
-    """
-    started = coalesce(run_started, header_started)
-    run = coalesce(run_id, concat(stem, text("@"), coalesce(run_started, header_started, text(""))))
-    return run, started
-
-
 def run_identity_sql(facts: Mapping[str, str]) -> tuple[str, str]:
     """`run_identity` over raw rows (alias r) and per-file facts, as SQL text."""
     return run_identity(
@@ -323,18 +286,6 @@ def run_identity_exprs(stem: pl.Expr, header_started: pl.Expr) -> tuple[pl.Expr,
         text=lambda value: pl.lit(value, dtype=pl.String),
     )
     return run.alias("runId"), started.alias("runStartedAt")
-
-
-def run_stem(path: str | Path) -> str:
-    """The file part of a run id: the name of the file the path leads to, without its suffix.
-
-    The views name a file by its resolved path (`discover`), so a link is
-    named after its target here too.
-    """
-    try:
-        return Path(path).resolve().stem
-    except (OSError, RuntimeError):
-        return Path(path).stem
 
 
 def _select_sql(facts: dict[str, str] = _STAGED_FACTS) -> str:
@@ -602,88 +553,6 @@ class _Input:
     start: int = 0  # byte offset of the range in `source` (a grown stream's new rows)
 
 
-# -- discovery ------------------------------------------------------------------
-
-
-def discover(paths: str | Path | Iterable[str | Path]) -> list[Path]:
-    """Result-file candidates under `paths` (files as given, folders recursively), sorted.
-
-    One path may be given bare, as `load_frame` and `gate_files` take it: a
-    str iterated was one "file" per character.
-    """
-    if isinstance(paths, str | Path):
-        paths = [paths]
-    found: set[Path] = set()
-    for raw in paths:
-        path = Path(raw)
-        if path.is_file():
-            found.add(path.resolve())
-        elif path.is_dir():
-            for dirpath, dirnames, filenames in os.walk(path):
-                dirnames[:] = [d for d in dirnames if not passed_over_dir(d)]
-                for name in filenames:
-                    if name.endswith(RESULT_SUFFIXES) and not name.endswith(SIDECAR_SUFFIXES):
-                        found.add((Path(dirpath) / name).resolve())
-        else:
-            raise ResultFileError(path, "no such file or folder")
-    return sorted(found)
-
-
-_V3_HEAD = re.compile(rb'"version"\s*:\s*3\b|"cases"\s*:\s*\[')
-
-
-def sniff(path: Path) -> str:
-    """'jsonl', 'v3' or 'other' (no result file), from the head of the file only.
-
-    `load_frame` skips the 'other' files of a folder as the views skip them.
-    """
-    with open(path, "rb") as handle:
-        head = handle.read(_HEAD)
-        text = head.lstrip()
-        if text and b"\n" not in text:
-            # One row longer than the head (a long `error`): judged by a cut
-            # first line, the whole stream was skipped as "not a result file".
-            text += handle.readline()
-    if not text:
-        return "jsonl" if path.suffix != ".json" else "other"
-    first = text.split(b"\n", 1)[0]
-    try:
-        obj = json.loads(first)
-    except (ValueError, UnicodeDecodeError):
-        # A pretty-printed document: v3 as the harness writes it, or any other
-        # JSON a results folder may hold (a report, a case.json). Only one that
-        # looks like v3 in its head goes to the v3 reader, which names the file
-        # if it is broken; the rest are skipped and named, like other files.
-        if text.startswith(b"{") and _V3_HEAD.search(text):
-            return "v3"
-        # A row stream whose first line is damaged is still a row stream: read
-        # as one, its bad line is an error naming file and line (as every
-        # other reader reports it), never a silent skip of all its rows.
-        return "jsonl" if any(_is_row(line) for line in text.split(b"\n")[1:]) else "other"
-    if not isinstance(obj, dict):
-        return "other"
-    if obj.get("version") == 3 or isinstance(obj.get("cases"), list):
-        return "v3" if obj.get("version") is not None else "other"
-    if "id" in obj and "passed" in obj:
-        return "jsonl"
-    return "other"
-
-
-def _is_row(line: bytes) -> bool:
-    """Whether one line of a file is a result row (a JSON object with `id` and `passed`).
-
-    Only an unindented `{` line can be one: the indented lines of a
-    pretty-printed document are parts of it, not rows.
-    """
-    if not line.startswith(b"{"):
-        return False
-    try:
-        obj = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
-        return False
-    return isinstance(obj, dict) and "id" in obj and "passed" in obj
-
-
 def _prefix_hashes(handle: Any, *offsets: int) -> list[str]:
     """SHA-1 of the file's first `offset` bytes, for each offset (ascending), in one pass.
 
@@ -703,29 +572,6 @@ def _prefix_hashes(handle: Any, *offsets: int) -> list[str]:
             done += len(chunk)
         out.append(hasher.copy().hexdigest())
     return out
-
-
-def _jsonl_end(handle: Any, size: int) -> tuple[int, bool]:
-    """(end of the last complete row, whether a torn tail was left out)."""
-    if size == 0:
-        return 0, False
-    handle.seek(size - 1)
-    if handle.read(1) == b"\n":
-        return size, False
-    back = min(size, 1 << 20)
-    handle.seek(size - back)
-    chunk = handle.read(back)
-    cut = chunk.rfind(b"\n")
-    start = size - back + cut + 1 if cut >= 0 else (0 if back == size else -1)
-    if start < 0:
-        return size, False  # a single row longer than 1 MiB: let DuckDB judge it
-    handle.seek(start)
-    tail = handle.read(size - start)
-    try:
-        complete = isinstance(json.loads(tail), dict)
-    except (ValueError, UnicodeDecodeError):
-        complete = False
-    return (size, False) if complete else (start, True)
 
 
 # -- ingest -----------------------------------------------------------------------
@@ -957,15 +803,15 @@ def _plan_file(
         if known.format == "other":
             report.skipped.append((key, "not a result file"))
         return
-    fmt = sniff(path)
-    if fmt == "other":
+    fmt = result_format(path)
+    if fmt is None:
         report.skipped.append((key, "not a result file (no v3 header, no result rows)"))
         if known is not None and known.format != "other":
             replaced.append(key)
         file_rows.append((key, "other", stat.st_size, stat.st_mtime_ns, 0, None))
         return
     if fmt == "v3":
-        rows, header = _read_v3(path, report.warnings.append)
+        rows, (started, finished) = _read_v3(path, report.warnings.append)
         if known is not None:
             replaced.append(key)
             report.files_replaced += 1
@@ -977,14 +823,14 @@ def _plan_file(
                 format="v3",
                 read_path=_temp_jsonl(rows, temps),
                 stem=run_stem(path),
-                header_started=_str(header.get("startedAt")),
-                header_finished=_str(header.get("finishedAt")),
+                header_started=started,
+                header_finished=finished,
             )
         )
         file_rows.append((key, "v3", stat.st_size, stat.st_mtime_ns, stat.st_size, None))
         return
     with open(path, "rb") as handle:
-        end, torn = _jsonl_end(handle, stat.st_size)
+        end, torn = rows_end(handle, stat.st_size)
         start = 0
         grown = False
         if known is not None and known.format == "jsonl" and known.intact and end > known.offset:
@@ -1024,21 +870,11 @@ def _plan_file(
 
 def _read_v3(
     path: Path, on_warning: Callable[[str], None]
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], tuple[str | None, str | None]]:
     from capeval.results.load import read_rows
-    from capeval.results.v3 import parse_v3
 
     # Its warnings (a repeat held twice) are the ingest's, printed with the rest.
-    rows = read_rows(path, on_warning=on_warning)
-    try:
-        header = parse_v3(json.loads(path.read_bytes()), path)[0]
-    except (ValueError, ResultFileError):
-        header = {}
-    return rows, header
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
+    return read_rows(path, on_warning=on_warning), run_times(path)
 
 
 def _temp_jsonl(rows: Sequence[dict[str, Any]], temps: list[str]) -> str:

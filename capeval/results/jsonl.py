@@ -24,30 +24,8 @@ from capeval.results.errors import (
     json_error_detail,
     warn_passed_over,
 )
+from capeval.results.formats import HEAD_CHUNK, is_complete_row, tail_start
 from capeval.results.rowcheck import row_problem
-
-_CHUNK = 1 << 16
-
-
-def _tail_start(handle: Any, size: int) -> int:
-    """Offset just after the last newline of the file (0 when there is none)."""
-    end = size
-    while end > 0:
-        start = max(0, end - _CHUNK)
-        handle.seek(start)
-        chunk = handle.read(end - start)
-        pos = chunk.rfind(b"\n")
-        if pos >= 0:
-            return start + pos + 1
-        end = start
-    return 0
-
-
-def _is_complete_row(data: bytes) -> bool:
-    try:
-        return isinstance(json.loads(data), dict)
-    except JSON_ERRORS:
-        return False
 
 
 def torn_sidecar(path: str | Path) -> Path:
@@ -149,10 +127,10 @@ class JsonlWriter:
             handle.seek(size - 1)
             if handle.read(1) == b"\n":
                 return
-            start = _tail_start(handle, size)
+            start = tail_start(handle, size)
             handle.seek(start)
             tail = handle.read(size - start)
-            if _is_complete_row(tail):
+            if is_complete_row(tail):
                 handle.seek(size)
                 handle.write(b"\n")
             else:
@@ -163,7 +141,9 @@ class JsonlWriter:
                     os.fsync(keep.fileno())
                 handle.truncate(start)
                 handle.seek(0)
-                line = sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(_CHUNK), b""))
+                line = sum(
+                    chunk.count(b"\n") for chunk in iter(lambda: handle.read(HEAD_CHUNK), b"")
+                )
                 self._warn(
                     f"{self.path}:{line + 1}: torn last line ({len(tail)} bytes, left by a "
                     f"crash mid-write) moved to {sidecar.name}; appending after the last "
@@ -221,22 +201,6 @@ class JsonlWriter:
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-
-def first_line_is_row(path: str | Path) -> bool:
-    """Whether a file starts with a whole JSON object without `cases`: a row stream.
-
-    A look at one line only (a v3 document, pretty-printed or not, is none);
-    a FIFO or device is no row stream and is never read from.
-    """
-    try:
-        with open(path, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return False
-            first = json.loads(handle.readline())
-    except (OSError, ValueError, RecursionError):
-        return False
-    return isinstance(first, dict) and "cases" not in first
 
 
 def read_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:

@@ -12,7 +12,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from capeval.core.aggregate import backfill_behaviors, row_result_key
 from capeval.results.errors import (
@@ -21,52 +21,12 @@ from capeval.results.errors import (
     json_error_detail,
     warn_passed_over,
 )
+from capeval.results.formats import read_bytes, reading_format
 from capeval.results.jsonl import parse_jsonl
 from capeval.results.overlap import distinct_files, shared_repeats_warning
 from capeval.results.v3 import parse_v3
 
-__all__ = ["ResultFileError", "detect_format", "read_many", "read_rows"]
-
-Format = Literal["jsonl", "v3"]
-JSONL_SUFFIXES = (".jsonl", ".ndjson")
-
-
-def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except IsADirectoryError as exc:
-        raise ResultFileError(path, "is a directory; pass result files") from exc
-    except OSError as exc:
-        raise ResultFileError(path, f"cannot read: {exc.strerror or exc}") from exc
-
-
-def _sniff(data: bytes, path: Path) -> tuple[Format, Any]:
-    """(format, the parsed document when sniffing already parsed all of it)."""
-    stripped = data.strip()
-    if not stripped:
-        if path.suffix == ".json":
-            raise ResultFileError(path, "file is empty; expected a v3 results object")
-        return "jsonl", None
-    first, _, rest = stripped.partition(b"\n")
-    try:
-        obj = json.loads(first)
-    except JSON_ERRORS:
-        # A pretty-printed document, or a stream whose only line is torn.
-        try:
-            return "v3", json.loads(stripped)
-        except JSON_ERRORS:
-            return ("jsonl" if path.suffix in JSONL_SUFFIXES else "v3"), None
-    if isinstance(obj, dict) and ("cases" in obj or ("version" in obj and "passed" not in obj)):
-        return "v3", (obj if not rest.strip() else None)
-    if isinstance(obj, dict):
-        return "jsonl", None
-    return "v3", (obj if not rest.strip() else None)
-
-
-def detect_format(path: str | Path) -> Format:
-    """'jsonl' or 'v3', by content."""
-    path = Path(path)
-    return _sniff(_read_bytes(path), path)[0]
+__all__ = ["ResultFileError", "read_many", "read_rows"]
 
 
 def _up_to_date(row: dict[str, Any]) -> dict[str, Any]:
@@ -91,8 +51,8 @@ def read_rows(
     (default: a `ResultFileWarning`).
     """
     path = Path(path)
-    data = _read_bytes(path)
-    fmt, doc = _sniff(data, path)
+    data = read_bytes(path)
+    fmt, doc = reading_format(data, path)
     if fmt == "jsonl":
         rows, found = parse_jsonl(data, path)
         for message in found:

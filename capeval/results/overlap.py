@@ -19,32 +19,10 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
-from capeval.results.v3head import read_v3_head
+from capeval.results.formats import first_rows_search, v3_header
 
 _RUN_ID = re.compile(rb'"runId"\s*:\s*"((?:[^"\\]|\\.)*)"')
-
-
-_HEAD = 1 << 16
-
-
-def first_rows_search(path: str | Path, pattern: re.Pattern[bytes]) -> re.Match[bytes] | None:
-    """`pattern` in the first 64 KiB of a file's rows: its start, or its `cases` array.
-
-    A v3 file capeval writes holds its aggregates before `cases`, one per
-    cell: past a hundred or so cells they fill the first 64 KiB, and a look
-    there alone would find no row at all.
-    """
-    with open(path, "rb") as handle:
-        found = pattern.search(handle.read(_HEAD))
-        if found is not None or not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return found
-        head = read_v3_head(handle)
-        if head is None:
-            return None  # no v3 document: its start was its first rows
-        handle.seek(head.cases_offset)
-        return pattern.search(handle.read(_HEAD))
 
 
 def head_run_id(path: str | Path) -> str | None:
@@ -54,24 +32,6 @@ def head_run_id(path: str | Path) -> str | None:
     """
     found = first_rows_search(path, _RUN_ID)
     return found.group(1).decode("utf-8", "replace") if found else None
-
-
-def v3_header(path: str | Path) -> dict[str, Any] | None:
-    """The top-level fields a v3 document holds before its `cases` array, read from its head.
-
-    None when the file is no JSON object with a `cases` array (a JSON Lines
-    stream: its first row ends first), is a pipe (it can be read once only)
-    or cannot be read or decoded up to `cases`. Reads only as far as `cases`:
-    a few KiB however large the file.
-    """
-    try:
-        with open(path, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return None
-            head = read_v3_head(handle)
-    except OSError:
-        return None
-    return head.fields if head is not None else None
 
 
 def _run_key(path: str | Path) -> tuple[str, str] | None:

@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from capeval.results.overlap import first_rows_search
+from capeval.results.formats import first_rows_search
 
 _MARK = re.compile(re.escape(b'"capevalVersion"'))
 

@@ -8,7 +8,6 @@ instead of spending an hour of agent time on rows the gate would reject.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 from collections.abc import Sequence
@@ -18,12 +17,10 @@ from typing import Any
 from capeval.core.agentconfig import AgentConfig
 from capeval.core.case import Case
 from capeval.core.matrix import Variant, played_trajectory
+from capeval.results.formats import holds_rows, is_plan
 from capeval.runner.artifacts import Taken
 from capeval.runner.options import RunError, RunOptions, pick, plan_path
-from capeval.runner.planfile import (
-    PLAN_SUFFIX,
-    looks_like_plan,
-)
+from capeval.runner.planfile import PLAN_SUFFIX
 from capeval.runner.repeat import RepeatJob
 
 
@@ -200,32 +197,19 @@ def _holds_row_stream(path: Path) -> bool:
     A v3 export (one JSON document, pretty-printed or not) is neither, so it
     may be replaced; so may an empty file or one that is not a result file.
     """
-    from capeval.results.jsonl import first_line_is_row
-
-    return plan_path(path).is_file() or first_line_is_row(path)
+    return plan_path(path).is_file() or holds_rows(path)
 
 
 def _is_a_runs_plan(path: Path) -> bool:
     """Whether `path` is (or would be) some run's stored plan.
 
     By name beside an existing stream, or by content (a plan moved or copied
-    away from its stream is still one). A v3 export has a `version` and no
-    `runId`, so an earlier export may still be replaced.
+    away from its stream is still one).
     """
     stem = path.name[: -len(PLAN_SUFFIX)]
     if path.name.endswith(PLAN_SUFFIX) and stem and path.with_name(stem).is_file():
         return True
-    try:
-        if not path.is_file() or path.stat().st_size > _LARGEST_PLAN:
-            return False
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return False
-    return looks_like_plan(doc)
-
-
-# A plan holds a run's flags and case ids: far below this; a bigger file is no plan.
-_LARGEST_PLAN = 4 * 1024 * 1024
+    return is_plan(path)
 
 
 def refuse_replacing_the_baseline(options: RunOptions, baseline: Path | None, key: str) -> None:

@@ -14,7 +14,9 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
-PLAN_SUFFIX = ".plan.json"
+from capeval.results.formats import PLAN, looks_like_v3
+
+PLAN_SUFFIX = PLAN.suffixes[0]
 
 # Flags that define which repeats a stream holds, stored for --resume, by the
 # option field behind each (the flag names them in messages).
@@ -101,7 +103,7 @@ def plan_problem(doc: Any, *, holds_rows: bool) -> str | None:
     """Why `doc` (a parsed plan file) cannot be resumed from, or None when it can."""
     from jsonschema.exceptions import best_match
 
-    if isinstance(doc, Mapping) and "version" in doc and "runId" not in doc:
+    if looks_like_v3(doc):
         return "holds a v3 results file (written by --out), not the run's plan"
     error = best_match(_validator().iter_errors(doc))
     if error is not None:
@@ -135,11 +137,6 @@ def _wrong_field(doc: Any, path: list[str | int]) -> str:
     shown = json.dumps(value)
     shown = shown if len(shown) <= 60 else shown[:56] + " ..."
     return f"field {'.'.join(field)!r} is {shown}, expected {described['description']}"
-
-
-def looks_like_plan(doc: Any) -> bool:
-    """A parsed file that is some run's plan: a v3 export has a `version` and no `runId`."""
-    return isinstance(doc, Mapping) and "version" not in doc and "runId" in doc and "repeats" in doc
 
 
 @functools.lru_cache(maxsize=1)

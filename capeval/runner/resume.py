@@ -210,9 +210,9 @@ def _shown_flag(flag: str, value: Any) -> str:
 
 
 def _is_v3(path: Path) -> bool:
-    from capeval.results.load import detect_format
+    from capeval.results.formats import format_of
 
     try:
-        return detect_format(path) == "v3"
+        return format_of(path) == "v3"
     except ResultFileError:
         return False  # reading it as a stream names the problem

@@ -13,8 +13,9 @@ from typing import Any
 import duckdb
 import pytest
 
-from capeval.analysis.history import connect, discover, ingest, open_db, records, runs
+from capeval.analysis.history import connect, ingest, open_db, records, runs
 from capeval.core.aggregate import aggregate
+from capeval.results.discovery import discover
 from capeval.results.errors import ResultFileError
 from capeval.results.jsonl import JsonlWriter
 from capeval.results.load import read_rows

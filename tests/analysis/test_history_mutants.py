@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from capeval.analysis.frame import load_frame
-from capeval.analysis.history import connect, discover, ingest, open_db, records
+from capeval.analysis.history import connect, ingest, open_db, records
 from capeval.analysis.queries import find_query, format_table, list_queries, run_query
+from capeval.results.discovery import discover
 from capeval.results.v3 import write_v3
 from tests.analysis.test_history import row, write_jsonl
 

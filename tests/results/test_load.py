@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from capeval.results.errors import ResultFileError, ResultFileWarning
+from capeval.results.formats import format_of
 from capeval.results.jsonl import JsonlWriter
-from capeval.results.load import detect_format, read_many, read_rows
+from capeval.results.load import read_many, read_rows
 from capeval.results.v3 import build_v3, write_v3
 from tests.rowfactory import result_row
 
@@ -29,13 +30,13 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 def test_jsonl_named_json_is_read_as_jsonl(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "stream.json", [make_row("a"), make_row("b")])
-    assert detect_format(path) == "jsonl"
+    assert format_of(path) == "jsonl"
     assert [r["id"] for r in read_rows(path)] == ["a", "b"]
 
 
 def test_single_row_jsonl_is_not_mistaken_for_v3(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "one.json", [make_row("a")])
-    assert detect_format(path) == "jsonl"
+    assert format_of(path) == "jsonl"
     assert read_rows(path) == [make_row("a")]
 
 
@@ -44,7 +45,7 @@ def test_v3_named_jsonl_is_read_as_v3(tmp_path: Path, pretty: bool) -> None:
     path = tmp_path / "results.jsonl"
     doc = build_v3([make_row("a")], started_at=None, finished_at=None)
     path.write_text(json.dumps(doc, indent=2 if pretty else None))
-    assert detect_format(path) == "v3"
+    assert format_of(path) == "v3"
     assert read_rows(path) == [make_row("a")]
 
 
@@ -145,7 +146,7 @@ def test_same_repeat_in_different_runs_is_not_a_duplicate(tmp_path: Path) -> Non
 
 def test_row_with_a_version_field_is_still_a_row(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "v.json", [make_row("a", version="1.2.3")])
-    assert detect_format(path) == "jsonl"
+    assert format_of(path) == "jsonl"
 
 
 # Valid JSON that Python's parser will not hold: DuckDB reads it, so the

@@ -18,14 +18,14 @@ import pytest
 
 from capeval.core.metrics import METRIC_NAMES, NUMERIC_METRICS
 from capeval.core.row import result_key, triple
-from capeval.results import jsonl, v3head
+from capeval.results import formats
 from capeval.results.errors import ResultFileError, ResultFileWarning
+from capeval.results.formats import V3Head, read_v3_head, v3_header
 from capeval.results.jsonl import JsonlWriter, torn_sidecar
 from capeval.results.load import read_rows
-from capeval.results.overlap import same_run_warnings, v3_header
+from capeval.results.overlap import same_run_warnings
 from capeval.results.provenance import mixed_writer_warnings, written_by_capeval
 from capeval.results.v3 import write_v3
-from capeval.results.v3head import V3Head, read_v3_head
 from tests.rowfactory import result_row
 
 
@@ -41,7 +41,7 @@ def test_a_number_cut_by_a_chunk_boundary_is_read_whole() -> None:
     # The head is read 64 KiB at a time; a number split by that boundary must
     # not decode as its first digits (and the whole head be lost).
     for number in ("12345", "0.25", "-7e3"):
-        data = _head_with_number_at(v3head._CHUNK - 1, number)
+        data = _head_with_number_at(formats.HEAD_CHUNK - 1, number)
         head = read_v3_head(io.BytesIO(data))
         assert head is not None, number
         assert head.fields["repeats"] == json.loads(number)
@@ -49,7 +49,7 @@ def test_a_number_cut_by_a_chunk_boundary_is_read_whole() -> None:
 
 
 def test_a_copy_is_told_when_its_header_spans_chunks(tmp_path: Path) -> None:
-    data = _head_with_number_at(v3head._CHUNK - 2, "321")
+    data = _head_with_number_at(formats.HEAD_CHUNK - 2, "321")
     run, copy = tmp_path / "a.json", tmp_path / "copy-of-a.json"
     run.write_bytes(data)
     copy.write_bytes(data)
@@ -132,7 +132,7 @@ def test_a_torn_line_as_long_as_a_read_chunk_costs_no_complete_row(tmp_path: Pat
     # The writer looks for the last newline a chunk at a time from the end; a
     # newline that is the first byte of a chunk is still the last one.
     path = tmp_path / "run.jsonl"
-    for length in (jsonl._CHUNK - 1, jsonl._CHUNK, jsonl._CHUNK + 1):
+    for length in (formats.HEAD_CHUNK - 1, formats.HEAD_CHUNK, formats.HEAD_CHUNK + 1):
         path.write_bytes(json.dumps(result_row("a")).encode() + b"\n" + b"{" + b"x" * (length - 1))
         torn_sidecar(path).unlink(missing_ok=True)
         with pytest.warns(ResultFileWarning, match=r"run\.jsonl:2: torn last line"):
@@ -209,7 +209,7 @@ def test_a_head_is_read_as_json_reads_it() -> None:
     # CRLF and tabs (a file saved on Windows), non-ASCII values, a value
     # longer than a read chunk: the fields the reference reader sees, and
     # `cases_offset` at the `[`.
-    long = "é" * (v3head._CHUNK // 2 + 10)
+    long = "é" * (formats.HEAD_CHUNK // 2 + 10)
     text = (
         '{\r\n\t"version": 3,\r\n\t"provider": "zé",\r\n\t"note": "'
         + long
