@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from capeval.core import turns
-from capeval.core.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME
+from capeval.core.metrics import LEGACY_TASK_TOOLS, METRIC_NAMES, TOOL_CALLS_BY_NAME
 from capeval.core.scanner import (
     Segment,
     command_words,
@@ -82,7 +82,6 @@ _PERL_DIGITS = {"0": re.compile(r"[0-7]{0,3}"), "l": re.compile(r"0[0-7]{0,3}|[0
 # The long option that is -i: getopt_long takes any unambiguous prefix, and
 # no other long option of these tools begins with i (`sed --in`, `gawk --inc`).
 _LONG_IN_PLACE = {"sed": "in-place", "awk": "include", "gawk": "include"}
-LEGACY_TASK_TOOLS = ("task", "spawn_agent")
 _WHITESPACE_RUN = re.compile(r"\s+")
 
 

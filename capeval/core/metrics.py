@@ -30,6 +30,9 @@ METRIC_NAMES: tuple[str, ...] = tuple(NUMERIC_METRICS)
 
 # Informational only: never aggregated into stats, never compared.
 TOOL_CALLS_BY_NAME = "toolCallsByName"
+# The calls of these tools are what `taskToolCallCount` counted before rows
+# carried it (`capeval.core.behaviors.backfill_legacy`).
+LEGACY_TASK_TOOLS = ("task", "spawn_agent")
 
 
 def direction(metric: str) -> Direction:

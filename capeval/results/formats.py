@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from capeval.results.errors import JSON_ERRORS
+from capeval.results.rowcheck import load_json
 
 FormatName = Literal["jsonl", "v3", "plan"]
 ResultFormat = Literal["jsonl", "v3"]
@@ -135,12 +136,18 @@ def reading_format(data: bytes, path: Path) -> tuple[ResultFormat, Any]:
         if path.suffix in V3.suffixes:
             raise ResultFileError(path, "file is empty; expected a v3 results object")
         return "jsonl", None
-    parsed, obj = parse_first_line(stripped)
     one_line = b"\n" not in stripped
+    try:
+        # A document on one line is parsed as the v3 reader parses it (fields
+        # written twice are seen), and only once.
+        obj = load_json(stripped) if one_line else json.loads(stripped.split(b"\n", 1)[0])
+        parsed = True
+    except JSON_ERRORS:
+        parsed, obj = False, None
     if not parsed:
         # A pretty-printed document, or a stream whose only line is torn.
         try:
-            return "v3", json.loads(stripped)
+            return "v3", load_json(stripped)
         except JSON_ERRORS:
             return ("jsonl" if path.suffix in ROWS.suffixes else "v3"), None
     if isinstance(obj, dict) and not V3.claims(obj):

@@ -25,7 +25,7 @@ from capeval.results.errors import (
     warn_passed_over,
 )
 from capeval.results.formats import HEAD_CHUNK, is_complete_row, tail_start
-from capeval.results.rowcheck import row_problem
+from capeval.results.rowcheck import load_json, parses_made_twice, plain, row_problem, twice_problem
 
 
 def torn_sidecar(path: str | Path) -> Path:
@@ -228,8 +228,9 @@ def parse_jsonl(data: bytes, path: str | Path) -> tuple[list[dict[str, Any]], li
     for index, raw in enumerate(lines):
         if not raw.strip():
             continue
+        mark = parses_made_twice()
         try:
-            row = json.loads(raw)
+            row = load_json(raw)
         except JSON_ERRORS as exc:
             # Only unparseable text can be a crash's torn line: a complete line
             # too long or too deep for Python is still a row the user must fix.
@@ -252,6 +253,11 @@ def parse_jsonl(data: bytes, path: str | Path) -> tuple[list[dict[str, Any]], li
                 f"{why}. Repair or delete this line by hand; the other rows are intact",
                 line=index + 1,
             ) from exc
+        if parses_made_twice() != mark:
+            problem = twice_problem(row, row.get("id") if isinstance(row, dict) else None)
+            if problem is not None:
+                raise ResultFileError(path, problem, line=index + 1)
+            row = plain(row)
         problem = row_problem(row)
         if problem is not None:
             raise ResultFileError(path, problem, line=index + 1)

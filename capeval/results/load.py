@@ -24,6 +24,7 @@ from capeval.results.errors import (
 from capeval.results.formats import read_bytes, reading_format
 from capeval.results.jsonl import parse_jsonl
 from capeval.results.overlap import distinct_files, shared_repeats_warning
+from capeval.results.rowcheck import load_json, parses_made_twice
 from capeval.results.v3 import parse_v3
 
 __all__ = ["ResultFileError", "read_many", "read_rows"]
@@ -52,6 +53,7 @@ def read_rows(
     """
     path = Path(path)
     data = read_bytes(path)
+    mark = parses_made_twice()
     fmt, doc = reading_format(data, path)
     if fmt == "jsonl":
         rows, found = parse_jsonl(data, path)
@@ -60,7 +62,7 @@ def read_rows(
     else:
         if doc is None:
             try:
-                doc = json.loads(data)
+                doc = load_json(data)
             except json.JSONDecodeError as exc:
                 raise ResultFileError(
                     path,
@@ -73,7 +75,7 @@ def read_rows(
                 raise ResultFileError(
                     path, f"cannot be read as JSON: {json_error_detail(exc)}"
                 ) from exc
-        rows = parse_v3(doc, path)[1]
+        rows = parse_v3(doc, path, twice=parses_made_twice() != mark)[1]
     for message in duplicate_repeats(rows, path):
         (on_warning or _default_warn)(message)
     return [_up_to_date(row) for row in rows]

@@ -17,7 +17,14 @@ from typing import Any
 from capeval.core.aggregate import aggregate, totals
 from capeval.results.errors import JSON_ERRORS, ResultFileError, json_error_detail
 from capeval.results.output import write_output
-from capeval.results.rowcheck import row_problem
+from capeval.results.rowcheck import (
+    document_twice,
+    load_json,
+    parses_made_twice,
+    plain,
+    row_problem,
+    twice_problem,
+)
 
 VERSION = 3
 # Stored, but never trusted on read: see the module docstring.
@@ -114,12 +121,19 @@ def write_v3(
     write_output(Path(path), dump_v3(doc))
 
 
-def parse_v3(doc: Any, path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def parse_v3(
+    doc: Any, path: str | Path, *, twice: bool = False
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Check an already-parsed v3 document; return (header, rows).
 
+    `twice`: its parse (`load_json`) met an object holding a key twice, so
+    the document and its rows are checked for fields written twice.
     The header is every top-level field except `cases` and the derived
     `aggregates`/`totals`.
     """
+    repeated = document_twice(doc) if twice else None
+    if repeated is not None:
+        raise ResultFileError(path, f"field {repeated!r} is written twice; keep one")
     if not isinstance(doc, dict):
         raise ResultFileError(
             path, f"top level is a JSON {type(doc).__name__}, expected a v3 results object"
@@ -141,6 +155,13 @@ def parse_v3(doc: Any, path: str | Path) -> tuple[dict[str, Any], list[dict[str,
         raise ResultFileError(
             path, f"field 'cases' is {what}; it must be the list of per-repeat rows"
         )
+    if twice:
+        for index, row in enumerate(cases):
+            problem = twice_problem(row, row.get("id") if isinstance(row, dict) else None)
+            if problem is not None:
+                raise ResultFileError(path, f"cases[{index}]: {problem}")
+        doc = plain(doc)
+        cases = doc["cases"]
     for index, row in enumerate(cases):
         problem = row_problem(row)
         if problem is not None:
@@ -156,8 +177,9 @@ def read_v3(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         text = path.read_bytes()
     except OSError as exc:
         raise ResultFileError(path, f"cannot read: {exc.strerror or exc}") from exc
+    mark = parses_made_twice()
     try:
-        doc = json.loads(text)
+        doc = load_json(text)
     except json.JSONDecodeError as exc:
         raise ResultFileError(
             path, f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
@@ -166,4 +188,4 @@ def read_v3(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         raise ResultFileError(path, "not UTF-8 text; is this a result file?") from exc
     except JSON_ERRORS as exc:
         raise ResultFileError(path, f"cannot be read as JSON: {json_error_detail(exc)}") from exc
-    return parse_v3(doc, path)
+    return parse_v3(doc, path, twice=parses_made_twice() != mark)
