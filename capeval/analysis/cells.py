@@ -191,18 +191,14 @@ def cells_from_rows(
 
 
 def _cell(key: str, rows: Sequence[Mapping[str, Any]], keep_values: bool) -> Cell:
-    from capeval.core.aggregate import backfill_behaviors, median
+    from capeval.core.aggregate import median, metric_values
 
     first = rows[0]
-    values: dict[str, list[float]] = {m: [] for m in METRIC_NAMES}
-    for row in rows:
-        behaviors = backfill_behaviors(row.get("behaviors"))
-        if not isinstance(behaviors, Mapping):
-            continue
-        for metric in METRIC_NAMES:
-            number = _number(behaviors.get(metric))
-            if number is not None:
-                values[metric].append(number)
+    # As the fast path reads them: DOUBLEs (a rare overflowing integer is no number).
+    values = {
+        metric: [n for n in map(_number, found) if n is not None]
+        for metric, found in metric_values(rows).items()
+    }
     passes = tuple(row.get("passed") is True for row in rows)
     resolved = sorted(
         {(_str(row.get("provider")), _str(row.get("model"))) for row in rows},

@@ -69,20 +69,36 @@ def row_result_key(row: Mapping[str, Any]) -> str:
     return f"{row.get('variantId')}::{row.get('id')}"
 
 
-def behavior_stats(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
-    """{metric: {min, median, max}} over the repeats that captured behaviors.
+def metric_values(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[float]]:
+    """Each metric's values in a cell, in row order: what its median is taken over.
 
     A repeat whose `behaviors` is null (stream not captured) contributes
     nothing: counting it as zeros would make a broken capture look like good
-    behavior. Metrics absent from every repeat are left out.
+    behavior. Rows that predate `taskToolCallCount` have it filled. The SQL
+    of the same rule is `capeval.analysis.cellsql`.
     """
-    captured = [b for b in (backfill_behaviors(r.get("behaviors")) for r in rows) if b is not None]
-    stats: dict[str, dict[str, float]] = {}
-    for metric in METRIC_NAMES:
-        values = [b[metric] for b in captured if _is_number(b.get(metric))]
-        if values:
-            stats[metric] = {"min": min(values), "median": median(values), "max": max(values)}
-    return stats
+    values: dict[str, list[float]] = {m: [] for m in METRIC_NAMES}
+    for row in rows:
+        behaviors = backfill_behaviors(row.get("behaviors"))
+        if not isinstance(behaviors, Mapping):
+            continue
+        for metric in METRIC_NAMES:
+            value = behaviors.get(metric)
+            if _is_number(value):
+                values[metric].append(value)
+    return values
+
+
+def behavior_stats(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """{metric: {min, median, max}} over the repeats that captured behaviors.
+
+    Metrics absent from every repeat are left out.
+    """
+    return {
+        metric: {"min": min(values), "median": median(values), "max": max(values)}
+        for metric, values in metric_values(rows).items()
+        if values
+    }
 
 
 def aggregate(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from capeval.core.aggregate import median
+from capeval.core.aggregate import median, metric_values
 
 
 class ProgressPrinter:
@@ -110,12 +110,7 @@ def cell_summaries(rows: Sequence[Mapping[str, Any]]) -> list[CellSummary]:
         bait = next((r.get("bait") for r in group if r.get("bait")), None)
         status, bait_median = "", None
         if bait:
-            values = [
-                r["behaviors"][bait["metric"]]
-                for r in group
-                if isinstance(r.get("behaviors"), Mapping)
-                and isinstance(r["behaviors"].get(bait["metric"]), int | float)
-            ]
+            values = metric_values(group).get(bait["metric"], [])
             if values:
                 bait_median = median(values)
                 status = "misbehaving" if bait_median > bait["threshold"] else "ok"
