@@ -44,14 +44,26 @@ from pathlib import Path
 from typing import Any
 
 from capeval.analysis import engine
-from capeval.analysis.cells import Cell, cells_from_rows, parse_bait, unread_bait, variant_of
-from capeval.core.metrics import METRIC_NAMES
+from capeval.analysis.cells import BaitDecl, Cell, cells_from_rows, parse_bait, variant_of
+from capeval.analysis.cellsql import measures
+from capeval.core.metrics import LEGACY_TASK_TOOLS, METRIC_NAMES, TOOL_CALLS_BY_NAME
 from capeval.results import formats
+from capeval.results.columns import (
+    COLUMNS,
+    LEGACY_PATHS,
+    TypedSQL,
+    ident,
+    json_columns,
+    json_text,
+    legacy_task_calls_sql,
+    path_sql,
+    sql_str,
+    task_calls_sql,
+)
 from capeval.results.duckdb_paths import reads_as_pattern
 from capeval.results.errors import ResultFileError
 from capeval.results.formats import HEAD_CHUNK
-
-_SMALLEST_NORMAL = sys.float_info.min  # 2.2250738585072014e-308
+from capeval.results.rowcheck import CONTRACT
 
 
 class FastPathUnavailable(Exception):
@@ -64,6 +76,8 @@ class _Source:
     fmt: str  # "jsonl" | "v3"
     cases_offset: int = 0  # v3: byte offset of the `[` of `cases`
     cases_end: int = 0  # v3: byte offset of the closing `}` of the document
+    # Its first row predates `taskToolCallCount`: read what the legacy rule needs.
+    legacy: bool = False
 
 
 def load_side(
@@ -152,7 +166,7 @@ def _probe(path: Path) -> _Source:
         if parsed and isinstance(obj, dict) and formats.ROWS.claims(obj):
             if formats.rows_end(handle, size)[1]:
                 raise FastPathUnavailable  # a torn last line is the reference reader's to report
-            return _Source(path, "jsonl")
+            return _Source(path, "jsonl", legacy=_predates(obj))
         v3 = formats.read_v3_head(handle)
         # `version: 3` must come before `cases`, each member once, and Python
         # must read every member before it; otherwise the reference reader judges the file.
@@ -164,61 +178,139 @@ def _probe(path: Path) -> _Source:
         if not stripped.endswith(b"}"):
             raise FastPathUnavailable  # text after the document: the reference reader refuses it
         end = len(stripped) - 1
-        return _Source(path, "v3", v3.cases_offset, max(0, size - HEAD_CHUNK) + end)
-
-
-# -- the DuckDB query -----------------------------------------------------------
-
-# Only what verdicts need; reports add the headline columns. `passed` is read
-# as JSON text so a non-boolean value is caught: DuckDB would quietly cast 1
-# or the string "true" to true, where the reference reader refuses the row.
-# The cell key is the stored `resultKey`, as `capeval aggregate` keys it; a
-# row without one goes to the reference reader.
-_COLUMNS = {
-    "resultKey": "VARCHAR",
-    "id": "VARCHAR",
-    "provider": "VARCHAR",
-    "model": "VARCHAR",
-    "passed": "JSON",
-    # As JSON text, parsed by the reference's own rule (`parse_bait`): a cast
-    # would turn a threshold "5" into 5 where the reference drops the bait.
-    "bait": "JSON",
-}
-_HEADLINE_COLUMNS = {
-    "tier": "VARCHAR",
-    "title": "VARCHAR",
-    "durationMs": "DOUBLE",
-    "turnsUsed": "DOUBLE",
-    "tokenUsage": "STRUCT(input DOUBLE)",
-}
-
-
-def _behavior_type(legacy: bool) -> str:
-    fields = [f'"{m}" DOUBLE' for m in METRIC_NAMES]
-    if legacy:  # only files that predate taskToolCallCount pay for this
-        fields.append('"toolCallsByName" STRUCT("task" DOUBLE, "spawn_agent" DOUBLE)')
-    return "STRUCT(" + ", ".join(fields) + ")"
-
-
-def _metric_expr(metric: str, legacy: bool) -> str:
-    if metric == "taskToolCallCount" and legacy:
-        # Older rows predate the metric: count `task`/`spawn_agent` calls.
-        return (
-            "CASE WHEN behaviors IS NULL THEN NULL ELSE coalesce(behaviors.taskToolCallCount, "
-            "coalesce(behaviors.toolCallsByName.task, 0) + "
-            "coalesce(behaviors.toolCallsByName.spawn_agent, 0)) END"
+        handle.seek(v3.cases_offset + 1)
+        first = handle.read(HEAD_CHUNK).decode("utf-8", "replace").lstrip()
+        try:
+            row = json.JSONDecoder().raw_decode(first)[0]
+        except ValueError:
+            row = None  # longer than the head: read as it comes
+        return _Source(
+            path, "v3", v3.cases_offset, max(0, size - HEAD_CHUNK) + end, legacy=_predates(row)
         )
-    return f'behaviors."{metric}"'
 
 
-def _sql_str(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
+def _predates(row: Any) -> bool:
+    """Whether a row's behaviors predate `taskToolCallCount` (a file of the original harness)."""
+    behaviors = row.get("behaviors") if isinstance(row, dict) else None
+    return isinstance(behaviors, dict) and behaviors.get("taskToolCallCount") is None
 
 
-def _columns_sql(headline: bool, legacy: bool) -> str:
-    columns = {**_COLUMNS, **(_HEADLINE_COLUMNS if headline else {})}
-    columns["behaviors"] = _behavior_type(legacy)
-    return "{" + ", ".join(f"{_sql_str(k)}: {_sql_str(v)}" for k, v in columns.items()) + "}"
+# -- the rows, typed as the registry types them --------------------------------------
+
+# What the gate reads: every field a verdict reads (so DuckDB refuses each one
+# written twice, as the reference reader does).
+_VERDICT_PATHS = [c.path for c in COLUMNS if c.verdict and c.path is not None]
+_HEADLINE_PATHS: list[tuple[str, ...]] = [("tier",), ("title",), ("durationMs",), ("turnsUsed",)]
+_SMALLEST_NORMAL = sys.float_info.min  # 2.2250738585072014e-308
+
+
+def _text(path: tuple[str, ...]) -> str:
+    return json_text(path_sql(path))
+
+
+def _rows_sql(source: str, *, headline: bool, legacy: bool) -> str:
+    """The rows of one read_json `source`, typed, and whether the reference would judge otherwise.
+
+    `odd` marks a row the reference reader refuses or reads otherwise; the
+    text columns are judged per cell (`_exact`): a cell's case id, bait and
+    provider must each be one value for the cell to be read here. Three
+    levels, so each field's text and number are computed once.
+    """
+    metrics = {m: f"m{i}" for i, m in enumerate(METRIC_NAMES)}
+    tools = {t: f"calls{i}" for i, t in enumerate(LEGACY_TASK_TOOLS)} if legacy else {}
+    texts = [
+        "side",
+        f"{_text(('resultKey',))} AS key",
+        f"{_text(('id',))} AS idText",
+        f"{_text(('passed',))} AS passedText",
+        f"{_text(('provider',))} AS providerText",
+        f"{_text(('model',))} AS modelText",
+        f"{path_sql(('bait',))} IS NOT NULL AS baited",
+        f"{_text(('bait', 'metric'))} AS baitMetricText",
+        f"{_text(('bait', 'threshold'))} AS baitThresholdText",
+        f"{_text(('repeat',))} AS repeatText",
+        # Read, so DuckDB refuses a `tokenUsage` that is no object, as the reference does.
+        f"{path_sql(('tokenUsage',))} IS NOT NULL AS tokens",
+        f"{path_sql(('behaviors',))} IS NOT NULL AS captured",
+        *(f"{_text(('behaviors', m))} AS {c}" for m, c in metrics.items()),
+        *(f"{_text(('behaviors', TOOL_CALLS_BY_NAME, t))} AS {c}" for t, c in tools.items()),
+    ]
+    numbers = ["*", *(f"TRY_CAST({c} AS DOUBLE) AS {c}n" for c in metrics.values())]
+    if headline:
+        texts += [
+            f"{_text(('tier',))} AS tierText",
+            f"{_text(('title',))} AS titleText",
+            *(
+                f"{_text(path)} AS {name}Text"
+                for name, path in (
+                    ("durationMs", ("durationMs",)),
+                    ("turnsUsed", ("turnsUsed",)),
+                    ("tokenInput", ("tokenUsage", "input")),
+                )
+            ),
+        ]
+        numbers += [
+            f"TRY_CAST({n}Text AS DOUBLE) AS {n}Number"
+            for n in ("durationMs", "turnsUsed", "tokenInput")
+        ]
+    task = metrics["taskToolCallCount"]
+    own = TypedSQL(f"{task}n", "false", "false")
+    filled = (
+        task_calls_sql("captured", own, legacy_task_calls_sql(*tools.values())) if legacy else own
+    )
+    odd = [CONTRACT[("repeat",)].misfit("repeatText", ""), filled.inexact]
+    typed = [
+        "side",
+        "key",
+        "idText",
+        "passedText",
+        "passedText = 'true' AS passed",
+        "providerText",
+        "modelText",
+        "baited",
+        "baitMetricText",
+        "baitThresholdText",
+        "tokens",
+        f"captured AND {task} IS NULL AS predates",
+    ]
+    for metric, c in metrics.items():
+        check = CONTRACT[("behaviors", metric)]
+        value = f"CAST({filled.value} AS DOUBLE)" if c == task else f"{c}n"
+        # DuckDB's median halves the two middle values before adding them and
+        # loses a subnormal one, where the reference adds first.
+        normal = f"({c}n = 0 OR abs({c}n) >= {_SMALLEST_NORMAL!r})"
+        odd.append(check.odd(c, f"{c}n", also=normal))
+        typed.append(f"{value} AS {ident(metric)}")
+    typed.append(f"({' OR '.join(odd)}) AS odd")
+    if headline:
+        typed += [
+            "tierText",
+            "titleText",
+            # As the reference's cells read a number: a finite one, else nothing.
+            *(
+                f"CASE WHEN isfinite({n}Number) THEN {n}Number END AS {n}"
+                for n in ("durationMs", "turnsUsed", "tokenInput")
+            ),
+        ]
+    return (
+        f"SELECT {', '.join(typed)} FROM (SELECT {', '.join(numbers)} FROM "
+        f"(SELECT {', '.join(texts)} FROM {source}))"
+    )
+
+
+def _read_json(
+    side: int, files: Sequence[str], fmt: str, columns: str, *, filename: bool = False
+) -> str:
+    return (
+        f"(SELECT {side} AS side, * FROM read_json([{', '.join(sql_str(f) for f in files)}], "
+        f"columns={columns}, format='{fmt}', records=true, auto_detect=false, "
+        f"{'filename=true, ' if filename else ''}maximum_object_size=16777216))"
+    )
+
+
+def _texts(name: str) -> list[str]:
+    """A text column judged per cell: one value (or none) across the cell's rows."""
+    return [f"min({name}) AS {name}Min", f"max({name}) AS {name}Max", f"count({name}) AS {name}N"]
 
 
 def _query(
@@ -228,91 +320,112 @@ def _query(
     headline: bool,
     legacy: bool,
 ) -> str:
-    columns = _columns_sql(headline, legacy)
-    selects = [
-        f"SELECT {side} AS side, * FROM read_json([{', '.join(_sql_str(f) for f in files)}], "
-        f"columns={columns}, format='{fmt}', records=true, auto_detect=false, "
-        "maximum_object_size=16777216)"
+    """Per side and cell, the cell's aggregates and what tells whether they are exact.
+
+    `legacy`: read what fills `taskToolCallCount` for rows that predate it
+    (each costs a little, so only for files whose first row does).
+    """
+    paths = _VERDICT_PATHS + (list(LEGACY_PATHS) if legacy else [])
+    columns = json_columns(paths + (_HEADLINE_PATHS if headline else []))
+    rows = " UNION ALL ".join(
+        _rows_sql(_read_json(side, files, fmt, columns), headline=headline, legacy=legacy)
         for side, files, fmt in scans
-    ]
-    projected = ", ".join(f"{_metric_expr(m, legacy)} AS m{i}" for i, m in enumerate(METRIC_NAMES))
-    # NaN, Infinity and 1e400 read as DOUBLE; the reference counts no such value.
-    headline_sql = (
-        "any_value(tier) AS tier, any_value(title) AS title, "
-        + ", ".join(
-            f"coalesce(sum({col}) FILTER (WHERE isfinite({col})), 0) AS {name}, "
-            f"count({col}) FILTER (WHERE isfinite({col})) AS {count}"
-            for col, name, count in (
-                ("durationMs", "durationMs", "durationN"),
-                ("turnsUsed", "turnsUsed", "turnsN"),
-                ("tokenUsage.input", "tokenInput", "tokenN"),
-            )
-        )
-        if headline
-        else "NULL AS tier, NULL AS title, 0.0 AS durationMs, 0.0 AS turnsUsed, "
-        "0.0 AS tokenInput, 0 AS durationN, 0 AS turnsN, 0 AS tokenN"
     )
     aggregates = [
-        "count_if(id IS NULL OR id = '' OR resultKey IS NULL OR resultKey = '' OR passed IS NULL "
-        "OR passed::VARCHAR NOT IN ('true', 'false')"
-        # A subnormal value too: DuckDB's median halves the two middle values
-        # before adding them and loses it, where the reference adds first.
-        + "".join(
-            f" OR NOT isfinite(m{i}) OR (m{i} <> 0 AND abs(m{i}) < {_SMALLEST_NORMAL!r})"
-            for i, _ in enumerate(METRIC_NAMES)
-        )
-        + ") AS bad",
-        "count_if(behaviors IS NOT NULL AND behaviors.taskToolCallCount IS NULL) AS legacy",
-        "any_value(id) AS id",
-        "count(*) AS n",
-        "count_if(passed::VARCHAR = 'true') AS c",
-        # Cheaper than collecting pairs; the rare mixed cell is listed by a second query.
-        "min(provider) AS pmin, max(provider) AS pmax, count(provider) AS pn",
-        "min(model) AS mmin, max(model) AS mmax, count(model) AS mn",
-        # The reference takes the first usable bait in file order, which a
-        # parallel scan has no notion of: a cell whose rows disagree gives way.
-        "min(bait::VARCHAR) FILTER (WHERE bait::VARCHAR <> 'null') AS bait",
-        "max(bait::VARCHAR) FILTER (WHERE bait::VARCHAR <> 'null') AS baitMax",
-        headline_sql,
-        *(f"median(m{i}) AS med{i}" for i, _ in enumerate(METRIC_NAMES)),
+        *measures(["repeats", "passCount", *METRIC_NAMES]),
+        "count_if(odd) AS odd",
+        "count_if(predates) AS predates",
+        *_texts("idText"),
+        *_texts("passedText"),
+        *_texts("providerText"),
+        *_texts("modelText"),
+        "count_if(baited) AS baited",
+        "count_if(tokens) AS tokens",  # read, so a `tokenUsage` that is no object is refused
+        *_texts("baitMetricText"),
+        *_texts("baitThresholdText"),
     ]
+    if headline:
+        aggregates += [
+            *_texts("tierText"),
+            *_texts("titleText"),
+            *measures(["durationMs", "turnsUsed", "tokenInput"]),
+            "count(durationMs) AS durationN",
+            "count(turnsUsed) AS turnsN",
+            "count(tokenInput) AS tokenN",
+        ]
     if with_values:
         aggregates += [
-            f"list(m{i}) FILTER (WHERE m{i} IS NOT NULL) AS val{i}"
-            for i, _ in enumerate(METRIC_NAMES)
+            f"list({ident(m)}) FILTER (WHERE {ident(m)} IS NOT NULL) AS {ident('values ' + m)}"
+            for m in METRIC_NAMES
         ]
-        aggregates.append("list(passed::VARCHAR = 'true') AS passes")
-    return (
-        f"SELECT side, resultKey AS key, {', '.join(aggregates)} "
-        f"FROM (SELECT *, {projected} FROM ({' UNION ALL BY NAME '.join(selects)})) "
-        "GROUP BY side, resultKey"
-    )
+        aggregates.append("list(passed) AS passes")
+    return f"SELECT side, key, {', '.join(aggregates)} FROM ({rows}) GROUP BY side, key"
 
 
 def _pairs_query(scans: Sequence[tuple[int, Sequence[str], str]], keys: Sequence[str]) -> str:
     """Every (provider, model) pair of the given cells: only run when a cell is mixed."""
-    columns = "{'resultKey': 'VARCHAR', 'provider': 'VARCHAR', 'model': 'VARCHAR'}"
-    selects = [
-        f"SELECT {side} AS side, * FROM read_json([{', '.join(_sql_str(f) for f in files)}], "
-        f"columns={columns}, format='{fmt}', records=true, auto_detect=false, "
-        "maximum_object_size=16777216)"
-        for side, files, fmt in scans
-    ]
-    wanted = ", ".join(_sql_str(k) for k in keys)
+    columns = json_columns([("resultKey",), ("provider",), ("model",)])
+    selects = " UNION ALL ".join(
+        _read_json(side, files, fmt, columns) for side, files, fmt in scans
+    )
+    wanted = ", ".join(sql_str(k) for k in keys)
     return (
-        "SELECT side, resultKey, list(DISTINCT [provider, model]) "
-        f"FROM ({' UNION ALL BY NAME '.join(selects)}) WHERE resultKey IN ({wanted}) "
-        "GROUP BY side, resultKey"
+        "SELECT side, key, list(DISTINCT [providerText, modelText]) FROM (SELECT side, "
+        f"{_text(('resultKey',))} AS key, {_text(('provider',))} AS providerText, "
+        f"{_text(('model',))} AS modelText FROM ({selects})) "
+        f"WHERE key IN ({wanted}) GROUP BY side, key"
     )
 
 
-def _single_pair(r: dict[str, Any]) -> tuple[str | None, str | None] | None:
-    """The cell's one (provider, model), or None when its repeats disagree (mixed)."""
-    if r["pmin"] != r["pmax"] or r["mmin"] != r["mmax"]:
-        return None
-    if r["pn"] not in (0, r["n"]) or r["mn"] not in (0, r["n"]):
-        return None  # some repeats reported a provider/model, others none
-    return (r["pmin"], r["mmin"])
+# -- from per-cell records to cells --------------------------------------------------
+
+
+def _one(r: dict[str, Any], name: str, *, rows: int | None = None) -> tuple[bool, Any]:
+    """(whether the cell's rows hold one value of a text column, it decoded; None: absent).
+
+    `rows`: how many rows must hold it (the cell's, or its baited rows');
+    by default either all of them or none.
+    """
+    count = r[f"{name}N"]
+    if count == 0:
+        return True, None
+    if r[f"{name}Min"] != r[f"{name}Max"] or count != (r["repeats"] if rows is None else rows):
+        return False, None
+    return True, json.loads(r[f"{name}Min"])
+
+
+def _string(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _exact(r: dict[str, Any]) -> str | None:
+    """Why the reference reader must read this cell (None: the record is exact)."""
+    if r["odd"]:
+        return "a row the reference reader must judge"
+    key = json.loads(r["key"]) if r["key"] is not None else None
+    if not isinstance(key, str) or not key:
+        return "a row without a resultKey of its own"
+    one, case = _one(r, "idText")
+    if not one or not isinstance(case, str) or not case or r["idTextN"] != r["repeats"]:
+        return "the cell's rows name no single case id"
+    if r["passedTextN"] != r["repeats"] or not (
+        r["passedTextMin"] >= "false" and r["passedTextMax"] <= "true"
+    ):
+        return "a `passed` that is not true or false"
+    if variant_of(key, case) is None:
+        return "a resultKey that does not end in its case id"
+    return None
+
+
+def _bait_of(r: dict[str, Any]) -> tuple[bool, BaitDecl | None]:
+    """(whether the cell's bait is exactly read here, the bait)."""
+    if not r["baited"]:
+        return True, None
+    one_metric, metric = _one(r, "baitMetricText", rows=r["baited"])
+    one_threshold, threshold = _one(r, "baitThresholdText", rows=r["baited"])
+    bait = parse_bait({"metric": metric, "threshold": threshold})
+    # An unusable declaration is reported whole (`unread_bait`): the reference's.
+    return (one_metric and one_threshold and bait is not None), bait
 
 
 def _load_duckdb(
@@ -340,30 +453,35 @@ def _load_duckdb(
             with contextlib.suppress(duckdb.Error):  # refused inside Jupyter without ipywidgets
                 con.execute("SET enable_progress_bar = false")
             con.execute("SET preserve_insertion_order = false")
-            for legacy in (False, True):
+            legacy = any(s.legacy for side in sources for s in side)
+            while True:
                 query = _query(scans, with_values=with_values, headline=headline, legacy=legacy)
                 cursor = con.execute(query)
                 names = [d[0] for d in cursor.description or ()]
                 records = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
-                # Rows that predate taskToolCallCount need toolCallsByName: read again with it.
-                if legacy or not any(r["legacy"] for r in records):
+                # Older rows after newer ones at the head: read again with what fills them.
+                if legacy or not any(r["predates"] for r in records):
                     break
-            if any(r["bad"] for r in records):
-                # Before anything else reads the cells: a row without a key
-                # groups under None, which the mixed-pair query cannot take.
-                raise FastPathUnavailable("a row the reference reader must explain")
-            if any(r["bait"] != r["baitMax"] for r in records):  # see `baitMax` above
-                raise FastPathUnavailable("the cell's rows declare different baits")
+                legacy = True
+            for r in records:
+                why = _exact(r)
+                if why is not None:
+                    raise FastPathUnavailable(why)
             resolved: dict[tuple[int, str], tuple[tuple[str | None, str | None], ...]] = {}
             for r in records:
-                pair = _single_pair(r)
-                if pair is not None:
-                    resolved[(r["side"], r["key"])] = (pair,)
+                one_provider, provider = _one(r, "providerText")
+                one_model, model = _one(r, "modelText")
+                if one_provider and one_model:
+                    resolved[(r["side"], r["key"])] = ((_string(provider), _string(model)),)
             mixed = sorted({r["key"] for r in records if (r["side"], r["key"]) not in resolved})
             if mixed:
                 for side, key, pairs in con.execute(_pairs_query(scans, mixed)).fetchall():
+                    decoded = {
+                        tuple(_string(json.loads(t)) if t is not None else None for t in pair)
+                        for pair in pairs
+                    }
                     resolved[(side, key)] = tuple(
-                        sorted(((p, m) for p, m in pairs), key=lambda x: (x[0] or "", x[1] or ""))
+                        sorted(decoded, key=lambda x: (x[0] or "", x[1] or ""))  # type: ignore[arg-type]
                     )
             if shared is not None:
                 shared += _shared_repeats(con, sources, sliced)
@@ -374,7 +492,7 @@ def _load_duckdb(
     finally:
         for temp in temps:
             os.unlink(temp)
-    return _cells_of(records, resolved, len(sides), with_values=with_values)
+    return _cells_of(records, resolved, len(sides), with_values=with_values, headline=headline)
 
 
 def _cells_of(
@@ -383,38 +501,41 @@ def _cells_of(
     n_sides: int,
     *,
     with_values: bool,
+    headline: bool,
 ) -> list[dict[str, Cell]]:
-    """`Cell`s from per-cell records, as either fast reader computes them."""
+    """`Cell`s from exact per-cell records."""
     out: list[dict[str, Cell]] = [{} for _ in range(n_sides)]
-    for r in records:  # bad rows were sent to the reference reader above
-        key = r["key"]
-        variant = variant_of(key, r["id"])
-        if variant is None:
-            # A key that disagrees with its id needs the rows' own variantId.
-            raise FastPathUnavailable("a resultKey that does not end in its case id")
-        declared = json.loads(r["bait"]) if r["bait"] else None
-        bait = parse_bait(declared)
+    for r in records:
+        key, case = json.loads(r["key"]), json.loads(r["idTextMin"])
+        exact, bait = _bait_of(r)
+        if not exact:
+            raise FastPathUnavailable("the cell's rows declare a bait the reference must read")
+        tier = title = None
+        if headline:
+            one_tier, tier = _one(r, "tierText")
+            one_title, title = _one(r, "titleText")
+            if not (one_tier and one_title):
+                raise FastPathUnavailable("the cell's tier or title is its first row's")
         cell_values = None
         if with_values:
-            cell_values = {m: tuple(sorted(r[f"val{i}"] or ())) for i, m in enumerate(METRIC_NAMES)}
+            cell_values = {m: tuple(sorted(r[f"values {m}"] or ())) for m in METRIC_NAMES}
         out[r["side"]][key] = Cell(
             resultKey=key,
-            caseId=r["id"],
-            variantId=variant,
-            repeats=r["n"],
-            passCount=r["c"],
-            medians={m: _plain(r[f"med{i}"]) for i, m in enumerate(METRIC_NAMES)},
-            resolved=resolved[(r["side"], key)],
+            caseId=case,
+            variantId=variant_of(key, case) or key,
+            repeats=r["repeats"],
+            passCount=r["passCount"],
+            medians={m: _plain(r[m]) for m in METRIC_NAMES},
+            resolved=resolved[(r["side"], r["key"])],
             bait=bait,
-            baitUnread=None if bait is not None else unread_bait([declared]),
-            tier=r["tier"],
-            title=r["title"],
-            durationMs=r["durationMs"],
-            turnsUsed=r["turnsUsed"],
-            tokenInput=r["tokenInput"],
-            durationReported=r["durationN"],
-            turnsReported=r["turnsN"],
-            tokenReported=r["tokenN"],
+            tier=_string(tier),
+            title=_string(title),
+            durationMs=r["durationMs"] or 0.0 if headline else 0.0,
+            turnsUsed=r["turnsUsed"] or 0.0 if headline else 0.0,
+            tokenInput=r["tokenInput"] or 0.0 if headline else 0.0,
+            durationReported=r["durationN"] if headline else 0,
+            turnsReported=r["turnsN"] if headline else 0,
+            tokenReported=r["tokenN"] if headline else 0,
             passes=tuple(sorted(r["passes"])) if with_values else None,
             values=cell_values,
         )
@@ -440,13 +561,13 @@ def _shared_repeats(
         reads = [_literal_path(s.path if s.fmt == "jsonl" else Path(sliced[s])) for s in side]
         selects = [
             f'SELECT filename, runId::VARCHAR AS run, resultKey AS cell, "repeat"::VARCHAR AS rep '
-            f"FROM read_json([{', '.join(_sql_str(r) for r, s in zip(reads, side, strict=True) if s.fmt == fmt)}], "
+            f"FROM read_json([{', '.join(sql_str(r) for r, s in zip(reads, side, strict=True) if s.fmt == fmt)}], "
             f"columns={columns}, format='{json_fmt}', records=true, auto_detect=false, "
             "filename=true, maximum_object_size=16777216)"
             for fmt, json_fmt in (("jsonl", "newline_delimited"), ("v3", "array"))
             if any(s.fmt == fmt for s in side)
         ]
-        order = ", ".join(f"({_sql_str(r)}, {i})" for i, r in enumerate(reads))
+        order = ", ".join(f"({sql_str(r)}, {i})" for i, r in enumerate(reads))
         query = (
             "WITH k AS (SELECT DISTINCT o.idx, run, cell, rep "
             f"FROM ({' UNION ALL '.join(selects)}) r "
