@@ -121,6 +121,7 @@ def test_load_frame_accepts_one_path(tmp_path: Path) -> None:
 from polars.testing import assert_frame_equal  # noqa: E402
 
 from capeval.analysis import frame as frame_module  # noqa: E402
+from capeval.analysis import framefast  # noqa: E402
 from capeval.results.errors import ResultFileError  # noqa: E402
 
 
@@ -133,7 +134,7 @@ def fast_path_for_small_files(monkeypatch: pytest.MonkeyPatch) -> None:
 def same_frame(paths: list[Path], *, fast: bool = True) -> tuple[pl.DataFrame, list[str]]:
     """Load both ways, assert the frames are equal; `fast` says whether every file
     must have taken the fast path (False: every file must have fallen back)."""
-    taken = frame_module._read_fast(paths)
+    taken = framefast.read_fast(paths)
     assert sorted(taken) == (list(range(len(paths))) if fast else [])
     got_warnings: list[str] = []
     quick = load_frame(paths, on_warning=got_warnings.append)
@@ -147,7 +148,7 @@ def same_frame(paths: list[Path], *, fast: bool = True) -> tuple[pl.DataFrame, l
 def falls_back_alike(path: Path, error: type[Exception]) -> None:
     """The fast path declines the file; load_frame then gives the reference's
     frame, or raises the reference's `error` with the same message."""
-    assert frame_module._read_fast([path]) == {}
+    assert framefast.read_fast([path]) == {}
     try:
         expected = load_frame([path], fast=False)
     except error as exc:
@@ -234,13 +235,13 @@ def test_fast_path_backfills_legacy_rows(tmp_path: Path) -> None:
 
 
 def test_explicit_null_task_count_is_backfilled_like_a_missing_one(tmp_path: Path) -> None:
-    # The gate's DuckDB path cannot tell a null from a missing key; both readers
-    # (and both paths of each) backfill it, so no verdict depends on the path.
+    # DuckDB cannot tell a null from a missing key; both readers (and both
+    # paths of each) backfill it, so no verdict depends on the path.
     rows = [
         make_row("a", behaviors={"toolCallsByName": {"task": 2}}),
         make_row("b", behaviors={"taskToolCallCount": None, "toolCallsByName": {"task": 2}}),
     ]
-    frame, _ = same_frame([write_jsonl(tmp_path / "mixed.jsonl", rows)], fast=False)
+    frame, _ = same_frame([write_jsonl(tmp_path / "mixed.jsonl", rows)])
     assert frame["taskToolCallCount"].to_list() == [2, 2]
 
 
@@ -278,7 +279,7 @@ def test_torn_last_line_falls_back_and_still_warns(tmp_path: Path) -> None:
     torn = write_jsonl(tmp_path / "torn.jsonl", [{**r, "runId": "r2"} for r in runner_rows(10)])
     with open(torn, "a") as handle:
         handle.write('{"id": "half", "pass')
-    assert sorted(frame_module._read_fast([good, torn])) == [0]
+    assert sorted(framefast.read_fast([good, torn])) == [0]
     quick_warnings: list[str] = []
     quick = load_frame([good, torn], on_warning=quick_warnings.append)
     ref_warnings: list[str] = []
@@ -315,8 +316,10 @@ def test_odd_types_fall_back_with_the_reference_error(
 
 
 def test_integral_float_in_integer_column_matches(tmp_path: Path) -> None:
+    # 3.0 turns is 3 to the type rule, in SQL as in Python: read exactly by DuckDB.
     path = write_jsonl(tmp_path / "f.jsonl", [make_row("a", turnsUsed=3.0, repeat=0)])
-    same_frame([path], fast=False)
+    frame, _ = same_frame([path])
+    assert frame["turnsUsed"].to_list() == [3]
 
 
 @pytest.mark.parametrize(
@@ -350,7 +353,7 @@ def test_extra_fields_unify_across_files_like_the_reference(tmp_path: Path) -> N
     assert frame["score"].dtype == pl.Float64 and frame["mixed"].to_list() == ["1", "s"]
     assert frame["empty"].dtype == pl.String
     # `c` holds an integer too big for the fast path: read by the reference, merged alike.
-    assert sorted(frame_module._read_fast([a, b, c])) == [0, 1]
+    assert sorted(framefast.read_fast([a, b, c])) == [0, 1]
     quick, reference = load_frame([a, b, c]), load_frame([a, b, c], fast=False)
     assert_frame_equal(quick, reference)
     assert quick["mixed"].to_list() == ["1", "s", "2.0"]
@@ -372,7 +375,7 @@ def test_v3_checks_the_document_around_cases(tmp_path: Path) -> None:
     v4 = tmp_path / "v4.json"
     v4.write_text('{"version": 4, "cases": [' + body + "]}")
     for path in (no_version, trailing, v4):
-        assert frame_module._read_fast([path]) == {}
+        assert framefast.read_fast([path]) == {}
         with pytest.raises(ResultFileError) as raised:
             load_frame([path])
         with pytest.raises(ResultFileError) as expected:
@@ -545,13 +548,13 @@ def test_small_files_are_read_without_duckdb(
     small = [write_jsonl(tmp_path / f"r{i}.jsonl", [make_row(runId=f"r{i}")]) for i in range(3)]
     monkeypatch.setattr(frame_module, "FAST_MIN_BYTES", 64 << 10)
     calls: list[list[str | Path]] = []
-    real = frame_module._read_fast
+    real = framefast.read_fast
 
     def spy(paths: list[str | Path]) -> dict[int, Any]:
         calls.append(list(paths))
         return real(paths)
 
-    monkeypatch.setattr(frame_module, "_read_fast", spy)
+    monkeypatch.setattr(framefast, "read_fast", spy)
     assert load_frame(small).height == 3
     assert calls == []
     big = write_jsonl(tmp_path / "big.jsonl", [make_row(repeat=i) for i in range(300)])

@@ -1,0 +1,627 @@
+"""Reading result files into a history database: incremental, idempotent, exact.
+
+With a database file the ingest is incremental and idempotent: every file's
+size, mtime, ingested byte offset and row count are recorded in
+`result_files`, so an unchanged file is skipped (unless rows recorded for it
+are missing from the table: then it is read again), a grown JSON Lines
+stream contributes only the rows after its recorded offset (after checking
+the bytes before it are unchanged, by a hash of them all) and a rewritten or
+edited file replaces its rows. A torn last line (a run still writing, or one
+that crashed) is left for the next ingest, never half-read.
+
+JSON Lines files are read by DuckDB itself (a million rows in a couple of
+seconds). A file DuckDB refuses, or holds a value it would read otherwise
+than Python, is read by the reference reader (`capeval.results.load`): it
+names the file, line and field of what it refuses, and the rows it takes
+are the ones ingested. v3 files are read by the reference reader (they are
+one JSON object, usually small).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from capeval.analysis.views import (
+    INPLACE_FACTS,
+    REPEATS_VIEW_SQL,
+    cells_sql,
+    ensure_schema,
+    read_sql,
+    refresh_cells,
+    select_sql,
+    table_sql,
+    type_problem,
+    typed_row,
+    views_sql,
+)
+from capeval.results.discovery import discover
+from capeval.results.duckdb_paths import reads_as_pattern
+from capeval.results.errors import ResultFileError
+from capeval.results.formats import result_format, rows_end
+from capeval.results.identity import run_stem, run_times
+
+if TYPE_CHECKING:
+    import duckdb
+
+_HASH_CHUNK = 1 << 20
+
+
+@dataclass
+class IngestReport:
+    """What one ingest did; `capeval history` prints the warnings."""
+
+    files_seen: int = 0
+    files_unchanged: int = 0
+    files_new: int = 0
+    files_grown: int = 0
+    files_replaced: int = 0
+    rows_added: int = 0
+    # Files ingested before, under the paths scanned now, that are gone from
+    # disk: their rows stay (the database is the history), and this says so.
+    files_gone: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "filesSeen": self.files_seen,
+            "filesUnchanged": self.files_unchanged,
+            "filesNew": self.files_new,
+            "filesGrown": self.files_grown,
+            "filesReplaced": self.files_replaced,
+            "rowsAdded": self.rows_added,
+            "filesGone": list(self.files_gone),
+            "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
+            "warnings": list(self.warnings),
+        }
+
+
+@dataclass(frozen=True)
+class _Known:
+    format: str
+    size: int
+    mtime_ns: int
+    offset: int
+    tail_hash: str | None
+    row_count: int | None = None  # rows recorded at the last ingest
+    rows: int | None = None  # rows the table holds now
+
+    @property
+    def intact(self) -> bool:
+        """Whether the table still holds every row recorded for the file."""
+        return self.row_count is None or self.row_count == self.rows
+
+
+@dataclass
+class _Input:
+    """One byte range of one file to read, with the facts its rows inherit."""
+
+    source: str
+    format: str
+    read_path: str
+    stem: str
+    header_started: str | None = None
+    header_finished: str | None = None
+    start: int = 0  # byte offset of the range in `source` (a grown stream's new rows)
+
+
+def _prefix_hashes(handle: Any, *offsets: int) -> list[str]:
+    """SHA-1 of the file's first `offset` bytes, for each offset (ascending), in one pass.
+
+    The whole ingested prefix, not just its tail: an edit in place keeps the
+    size and may keep the last bytes, and its rows must not stay stale.
+    Only files whose size or mtime changed are hashed.
+    """
+    hasher = hashlib.sha1()
+    handle.seek(0)
+    done, out = 0, []
+    for offset in offsets:
+        while done < offset:
+            chunk = handle.read(min(_HASH_CHUNK, offset - done))
+            if not chunk:
+                break
+            hasher.update(chunk)
+            done += len(chunk)
+        out.append(hasher.copy().hexdigest())
+    return out
+
+
+# -- ingest -----------------------------------------------------------------------
+
+
+def _gone(
+    known: Mapping[str, _Known], files: Sequence[Path], paths: Sequence[str | Path]
+) -> list[str]:
+    """Known result files under the scanned folders that no longer exist."""
+    roots = [Path(p).resolve() for p in paths]
+    present = {str(f) for f in files}
+    return sorted(
+        path
+        for path, fact in known.items()
+        if fact.format != "other"
+        and path not in present
+        and any(Path(path).is_relative_to(root) for root in roots)
+        and not Path(path).exists()
+    )
+
+
+def _runs_of(con: duckdb.DuckDBPyConnection, sources: Sequence[str]) -> set[str]:
+    if not sources:
+        return set()
+    rows = con.execute(
+        "SELECT DISTINCT runId FROM result_rows WHERE source IN (SELECT unnest(?))",
+        [list(sources)],
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+# Each recorded file with the rows it was recorded with and the rows it has:
+# rows deleted behind the ingest's back (a notebook's DELETE on a writable
+# connection) must not leave an unchanged file skipped, and its run gone, forever.
+_KNOWN_SQL = """
+SELECT f.path, f.format, f.size, f.mtimeNs, f.ingestedOffset, f.tailHash,
+  f.rowCount, coalesce(n.rows, 0)
+FROM result_files f
+LEFT JOIN (SELECT source, count(*) AS rows FROM result_rows GROUP BY source) n
+  ON n.source = f.path
+"""
+
+
+def ingest(
+    con: duckdb.DuckDBPyConnection, paths: str | Path | Iterable[str | Path]
+) -> IngestReport:
+    """Bring the database up to date with the result files under `paths`.
+
+    Idempotent: running it twice adds nothing the second time. All changes
+    land in one transaction, so an interrupted ingest leaves the database as
+    it was.
+    """
+    ensure_schema(con)
+    report = IngestReport()
+    known = {
+        row[0]: _Known(row[1], row[2], row[3], row[4], row[5], row[6], row[7])
+        for row in con.execute(_KNOWN_SQL).fetchall()
+    }
+    paths = [paths] if isinstance(paths, str | Path) else list(paths)
+    files = discover(paths)
+    report.files_seen = len(files)
+    report.files_gone = _gone(known, files, paths)
+    inputs: list[_Input] = []
+    replaced: list[str] = []
+    file_rows: list[tuple[str, str, int, int, int, str | None]] = []
+    temps: list[str] = []
+    try:
+        for path in files:
+            _plan_file(path, known.get(str(path)), inputs, replaced, file_rows, temps, report)
+        for attempt in range(2):
+            con.execute("BEGIN TRANSACTION")
+            try:
+                touched = _runs_of(con, replaced)
+                if replaced:
+                    con.execute("DELETE FROM result_rows WHERE source IN ?", [replaced])
+                report.rows_added = _insert(con, inputs)
+                report.warnings += _repeated_in_stream(
+                    con, [i.source for i in inputs if i.format == "jsonl"]
+                )
+                touched |= _runs_of(con, [i.source for i in inputs])
+                refresh_cells(con, sorted(touched))
+                _record_files(con, file_rows)
+                con.execute("COMMIT")
+                break
+            except BaseException as exc:
+                con.execute("ROLLBACK")
+                if not _is_duckdb_error(exc) or attempt:
+                    raise
+                # What DuckDB refused, or would read otherwise, the reference reader reads.
+                inputs = _by_the_reference(con, inputs, temps)
+    finally:
+        for name in temps:
+            Path(name).unlink(missing_ok=True)
+    return report
+
+
+def _repeated_in_stream(con: duckdb.DuckDBPyConnection, sources: Sequence[str]) -> list[str]:
+    """The reference reader's warnings about repeats recorded twice in one stream.
+
+    The views count both copies, as the reader does, so they warn as it does,
+    in its words. A cheap query finds the streams that may hold one (none,
+    usually); only those are read again, by the reader, for its exact rows.
+    """
+    if not sources:
+        return []
+    from capeval.results.jsonl import read_jsonl
+    from capeval.results.load import duplicate_repeats
+
+    flagged = con.execute(
+        """
+        SELECT DISTINCT source FROM (
+          SELECT source FROM result_rows
+          WHERE source IN (SELECT unnest(?)) AND "repeat" IS NOT NULL
+          GROUP BY source, resultKey, "repeat" HAVING count(*) > 1
+        ) ORDER BY source
+        """,
+        [list(dict.fromkeys(sources))],
+    ).fetchall()
+    found: list[str] = []
+    for (source,) in flagged:
+        found += duplicate_repeats(read_jsonl(source)[0], Path(source))
+    return found
+
+
+def _record_files(
+    con: duckdb.DuckDBPyConnection, file_rows: Sequence[tuple[str, str, int, int, int, str | None]]
+) -> None:
+    """Record what was ingested of each file, in one statement.
+
+    One INSERT per file, each counting its rows over the whole table, made an
+    ingest of a folder of a thousand small runs quadratic: 30 s of its 42 s.
+    """
+    if not file_rows:
+        return
+    columns = list(zip(*file_rows, strict=True))
+    con.execute(
+        """
+        INSERT OR REPLACE INTO result_files
+        WITH f AS (
+          SELECT unnest(?) AS path, unnest(?) AS format, unnest(?) AS size,
+            unnest(?) AS mtimeNs, unnest(?) AS ingestedOffset, CAST(unnest(?) AS VARCHAR) AS tailHash
+        ),
+        n AS (
+          SELECT source, count(*) AS rowCount FROM result_rows
+          WHERE source IN (SELECT path FROM f) GROUP BY source
+        )
+        SELECT f.path, f.format, f.size, f.mtimeNs, f.ingestedOffset, f.tailHash,
+          coalesce(n.rowCount, 0), now()::TIMESTAMP
+        FROM f LEFT JOIN n ON n.source = f.path
+        """,
+        [list(c) for c in columns],
+    )
+
+
+def scan(con: duckdb.DuckDBPyConnection, paths: str | Path | Iterable[str | Path]) -> IngestReport:
+    """Put the views straight over the files, without copying their rows: the cold path.
+
+    Complete JSON Lines streams are read by DuckDB at query time, only the
+    columns a query needs; v3 files and streams with a torn last line are
+    read now (they need the reference reader or a slice) into a small table.
+    A malformed stream therefore fails when queried, with DuckDB's message
+    naming the file and line; `ingest` checks everything up front instead.
+    """
+    report = IngestReport()
+    files = discover(paths)
+    report.files_seen = report.files_new = len(files)
+    inputs: list[_Input] = []
+    temps: list[str] = []
+    con.execute(table_sql("result_rows_static"))
+    try:
+        for path in files:
+            _plan_file(path, None, inputs, [], [], temps, report)
+        copied = [i for i in inputs if i.read_path != i.source]
+        for attempt in range(2):
+            con.execute("BEGIN TRANSACTION")
+            try:
+                report.rows_added = _insert(con, copied, table="result_rows_static")
+                con.execute("COMMIT")
+                break
+            except BaseException as exc:
+                con.execute("ROLLBACK")
+                if not _is_duckdb_error(exc) or attempt:
+                    raise
+                copied = _by_the_reference(con, copied, temps)
+    finally:
+        for name in temps:
+            Path(name).unlink(missing_ok=True)
+    direct = [i for i in inputs if i.read_path == i.source]
+    view = "SELECT * FROM result_rows_static"
+    if direct:
+        listed = "[" + ", ".join("'" + i.source.replace("'", "''") + "'" for i in direct) + "]"
+        view += " UNION ALL BY NAME " + _read_sql(listed, in_place=True)
+    con.execute(f"CREATE OR REPLACE VIEW result_rows AS {view}")
+    con.execute(REPEATS_VIEW_SQL)
+    con.execute(views_sql(cells_sql()))
+    return report
+
+
+def _plan_file(
+    path: Path,
+    known: _Known | None,
+    inputs: list[_Input],
+    replaced: list[str],
+    file_rows: list[tuple[str, str, int, int, int, str | None]],
+    temps: list[str],
+    report: IngestReport,
+) -> None:
+    stat = path.stat()
+    key = str(path)
+    if known is not None and not known.intact:
+        report.warnings.append(
+            f"{key}: the database held {known.rows} of the {known.row_count} rows recorded "
+            "for it (rows deleted by hand?); its rows are read again"
+        )
+    elif known is not None and known.size == stat.st_size and known.mtime_ns == stat.st_mtime_ns:
+        report.files_unchanged += 1
+        if known.format == "other":
+            report.skipped.append((key, "not a result file"))
+        return
+    fmt = result_format(path)
+    if fmt is None:
+        report.skipped.append((key, "not a result file (no v3 header, no result rows)"))
+        if known is not None and known.format != "other":
+            replaced.append(key)
+        file_rows.append((key, "other", stat.st_size, stat.st_mtime_ns, 0, None))
+        return
+    if fmt == "v3":
+        rows, (started, finished) = _read_v3(path, report.warnings.append)
+        for index, row in enumerate(rows):
+            problem = type_problem(row)
+            if problem is not None:
+                raise ResultFileError(key, f"cases[{index}]: {problem}")
+        if known is not None:
+            replaced.append(key)
+            report.files_replaced += 1
+        else:
+            report.files_new += 1
+        inputs.append(
+            _Input(
+                source=key,
+                format="v3",
+                read_path=_temp_jsonl(rows, temps),
+                stem=run_stem(path),
+                header_started=started,
+                header_finished=finished,
+            )
+        )
+        file_rows.append((key, "v3", stat.st_size, stat.st_mtime_ns, stat.st_size, None))
+        return
+    with open(path, "rb") as handle:
+        end, torn = rows_end(handle, stat.st_size)
+        start = 0
+        grown = False
+        if known is not None and known.format == "jsonl" and known.intact and end > known.offset:
+            before, tail = _prefix_hashes(handle, known.offset, end)
+            grown = before == known.tail_hash
+        else:
+            (tail,) = _prefix_hashes(handle, end)
+        if known is not None and grown:
+            start = known.offset
+            report.files_grown += 1
+        elif known is not None:
+            replaced.append(key)
+            report.files_replaced += 1
+        else:
+            report.files_new += 1
+        if torn:
+            report.warnings.append(
+                f"{key}: the last line is incomplete (a run still writing, or one that "
+                "crashed); it is left for the next ingest"
+            )
+        if end > start:
+            if start == 0 and end == stat.st_size and not reads_as_pattern(key):
+                read_path = key
+            else:
+                read_path = _temp_slice(handle, start, end, temps)
+            inputs.append(
+                _Input(
+                    source=key,
+                    format="jsonl",
+                    read_path=read_path,
+                    stem=run_stem(path),
+                    start=start,
+                )
+            )
+    file_rows.append((key, "jsonl", stat.st_size, stat.st_mtime_ns, end, tail))
+
+
+def _read_v3(
+    path: Path, on_warning: Callable[[str], None]
+) -> tuple[list[dict[str, Any]], tuple[str | None, str | None]]:
+    from capeval.results.load import read_rows
+
+    # Its warnings (a repeat held twice) are the ingest's, printed with the rest.
+    return read_rows(path, on_warning=on_warning), run_times(path)
+
+
+def _temp_jsonl(rows: Sequence[dict[str, Any]], temps: list[str]) -> str:
+    fd, name = tempfile.mkstemp(prefix="capeval-history-", suffix=".jsonl")
+    temps.append(name)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(typed_row(row), ensure_ascii=False) + "\n")
+    return name
+
+
+def _temp_slice(handle: Any, start: int, end: int, temps: list[str]) -> str:
+    fd, name = tempfile.mkstemp(prefix="capeval-history-", suffix=".jsonl")
+    temps.append(name)
+    handle.seek(start)
+    with os.fdopen(fd, "wb") as out:
+        remaining = end - start
+        while remaining > 0:
+            chunk = handle.read(min(remaining, 1 << 20))
+            if not chunk:
+                break
+            out.write(chunk)
+            remaining -= len(chunk)
+    return name
+
+
+def _read_sql(files: str = "?", *, in_place: bool = False, batched: bool = False) -> str:
+    """SELECT of table columns from JSON Lines files (`files`: a list parameter or literal).
+
+    Staged files take their facts from `_inputs` (a batch's rows by the input
+    index each line was given, see `_batch`); files read in place need no join.
+    """
+    source = read_sql(files, _BATCH_KEY if batched else None)
+    if in_place:
+        return f"SELECT {select_sql(INPLACE_FACTS, lazy=True)}\nFROM {source}"
+    join = f'i.idx = r."{_BATCH_KEY}"' if batched else "i.readPath = r.filename"
+    return f"SELECT {select_sql()}\nFROM {source}\nJOIN _inputs i ON {join}"
+
+
+# DuckDB sets up every column of a read once per file: over 1,500 small run
+# files that was 4 s of a 4.4 s read, against 0.04 s for the same rows in one
+# file. Files under this size are read as one batch file instead, each line
+# tagged with its input's index under a key no row may hold.
+BATCH_MAX_BYTES = 1 << 20
+_BATCH_KEY = "__capevalInput"
+
+
+def _batch(inputs: Sequence[_Input], temps: list[str]) -> tuple[str, list[_Input]] | None:
+    """One temp JSON Lines file holding the small inputs' lines, and those inputs, in order.
+
+    A line that is not an object is copied as it is: DuckDB then refuses the
+    batch and `_diagnose` reads each file on its own, naming file and line.
+    """
+    chosen: list[tuple[_Input, bytes]] = []
+    for item in inputs:
+        try:
+            if os.path.getsize(item.read_path) >= BATCH_MAX_BYTES:
+                continue
+            data = Path(item.read_path).read_bytes()
+        except OSError:
+            continue  # read on its own, where the error is named
+        if _BATCH_KEY.lower().encode() in data.lower():
+            continue
+        chosen.append((item, data))
+    if len(chosen) < 2:
+        return None
+    fd, name = tempfile.mkstemp(prefix="capeval-history-batch-", suffix=".jsonl")
+    temps.append(name)
+    with os.fdopen(fd, "wb") as out:
+        for index, (_, data) in enumerate(chosen):
+            tag = b'{"' + _BATCH_KEY.encode() + b'":' + str(index).encode()
+            for line in data.split(b"\n"):
+                body = line.lstrip(b" \t\r")
+                if body.startswith(b"{"):
+                    rest = body[1:]
+                    empty = rest.lstrip(b" \t\r").startswith(b"}")
+                    line = tag + (b"" if empty else b",") + rest
+                out.write(line + b"\n")
+    return name, [item for item, _ in chosen]
+
+
+def _stage(con: duckdb.DuckDBPyConnection, inputs: Sequence[_Input]) -> None:
+    """The per-file facts of `inputs` as the temp table `_inputs` (one statement)."""
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE _inputs AS SELECT CAST(unnest(?) AS BIGINT) AS idx, "
+        "unnest(?) AS readPath, "
+        "unnest(?) AS source, unnest(?) AS format, unnest(?) AS stem, "
+        "CAST(unnest(?) AS VARCHAR) AS headerStartedAt, "
+        "CAST(unnest(?) AS VARCHAR) AS headerFinishedAt",
+        [
+            list(range(len(inputs))),
+            [i.read_path for i in inputs],
+            [i.source for i in inputs],
+            [i.format for i in inputs],
+            [i.stem for i in inputs],
+            [i.header_started for i in inputs],
+            [i.header_finished for i in inputs],
+        ],
+    )
+
+
+def _insert(
+    con: duckdb.DuckDBPyConnection, inputs: Sequence[_Input], table: str = "result_rows"
+) -> int:
+    if not inputs:
+        return 0
+    before = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # type: ignore[index]
+    temps: list[str] = []
+    try:
+        batch = _batch(inputs, temps)
+        rest = list(inputs)
+        if batch is not None:
+            name, batched = batch
+            _stage(con, batched)
+            con.execute(f"INSERT INTO {table} BY NAME " + _read_sql(batched=True), [[name]])
+            taken = {id(i) for i in batched}
+            rest = [i for i in inputs if id(i) not in taken]
+        if rest:
+            _stage(con, rest)
+            con.execute(
+                f"INSERT INTO {table} BY NAME " + _read_sql(), [[i.read_path for i in rest]]
+            )
+    finally:
+        for name in temps:
+            Path(name).unlink(missing_ok=True)
+    after = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # type: ignore[index]
+    return int(after - before)
+
+
+def _is_duckdb_error(exc: BaseException) -> bool:
+    import duckdb
+
+    return isinstance(exc, duckdb.Error)
+
+
+def _by_the_reference(
+    con: duckdb.DuckDBPyConnection, inputs: Sequence[_Input], temps: list[str]
+) -> list[_Input]:
+    """`inputs`, each one DuckDB cannot read exactly replaced by the reference reader's rows.
+
+    Raises the reference reader's `ResultFileError` (naming file, line and
+    field) for a file it refuses.
+    """
+    out = []
+    for item in inputs:
+        _stage(con, [item])
+        try:
+            # Materialise every column: a count alone would let DuckDB skip the bad field.
+            con.execute(f"CREATE OR REPLACE TEMP TABLE _probe AS {_read_sql()}", [[item.read_path]])
+        except Exception as single:
+            if not _is_duckdb_error(single):
+                raise
+            rows = _reference_rows(item)
+            out.append(replace(item, read_path=_temp_jsonl(rows, temps)))
+        else:
+            out.append(item)
+    return out
+
+
+def _reference_rows(item: _Input) -> list[dict[str, Any]]:
+    """The rows of an input as the reference reader reads them, or its error."""
+    from capeval.results.jsonl import parse_jsonl
+
+    data = Path(item.read_path).read_bytes()
+    before = _lines_before(item.source, item.start) if item.format == "jsonl" else 0
+    if item.format == "jsonl":
+        try:
+            rows = parse_jsonl(data, item.source)[0]  # names the line of a malformed row
+        except ResultFileError as bad:
+            if bad.line is None or not before:
+                raise
+            raise ResultFileError(item.source, bad.message, line=bad.line + before) from None
+    else:
+        rows = [json.loads(line) for line in data.split(b"\n") if line.strip()]
+    lines = [n for n, raw in enumerate(data.split(b"\n"), start=before + 1) if raw.strip()]
+    for index, row in enumerate(rows):
+        problem = type_problem(row)
+        if problem is None:
+            continue
+        if item.format == "jsonl":
+            raise ResultFileError(item.source, problem, line=lines[index])
+        # A v3 file's rows were staged one a line, in the order of its cases.
+        raise ResultFileError(item.source, f"cases[{index}]: {problem}")
+    return rows
+
+
+def _lines_before(path: str, offset: int) -> int:
+    """How many lines of `path` precede byte `offset` (where a grown stream's new rows start)."""
+    if offset <= 0:
+        return 0
+    count, done = 0, 0
+    with open(path, "rb") as handle:
+        while done < offset:
+            chunk = handle.read(min(_HASH_CHUNK, offset - done))
+            if not chunk:
+                break
+            count += chunk.count(b"\n")
+            done += len(chunk)
+    return count
