@@ -1,34 +1,28 @@
 """Cells straight from result files, aggregated without building rows.
 
 The gate runs in CI on files of hundreds of thousands of rows; building a
-Python dict per row costs seconds. DuckDB reads only the columns the
-verdicts need and computes the medians in SQL.
+Python dict per row costs seconds. DuckDB reads only the fields a verdict
+needs, each as its JSON text typed by the column registry's rules
+(`capeval.results.columns`, `capeval.results.rowcheck`), and aggregates each
+cell with the SQL the history `cells` view uses (`capeval.analysis.cellsql`).
 
-It is a fast path only: a
-file DuckDB cannot read exactly (a torn last line, a malformed row, a v3 file
-whose `cases` is not its last key, a pipe, a name DuckDB would expand as a
-glob) is read again by the reference reader
-(`capeval.results.load.read_rows`), so its errors and warnings, naming file
-and line, are the ones the user sees. Both paths produce the same `Cell`s
-(tests pin it on odd rows). Some leniencies remain, because catching them
-would take typed reads of columns that cost the gate 9-25% more CPU: a
-behavior metric written as a numeric string ("5") or as true, a numeric or
-boolean case id, a non-string provider or model, and a legacy
-toolCallsByName count that is not an integer are read as values here, where
-the reference reader refuses the row or reads them as unknown; fields the
-gate does not read (repeat, tokenUsage, and the report-only tier, title and
-durations) are not checked, and a cell's report-only tier and title are any
-row's non-null value here, the first row's (null when not a string) there.
-DuckDB's parser also accepts, with no option to refuse them, trailing commas
-inside a row and values Python will not hold (integers past 4300 digits,
-nesting past its recursion limit), which the reference reader refuses. No writer produces any of these. Duplicate repeats
-in one file are counted by both paths but only the reference reader warns
-about them; repeats two files of one side share are counted exactly by both.
-
-A v3 file is one JSON object, which DuckDB would have to hold whole in
-memory. Instead its top-level keys are walked up to `"cases": [`, and the byte
-range of that array is copied (by the kernel, `copy_file_range`) to a
-temporary file DuckDB streams as a JSON array.
+It is a fast path only. A row the reference reader would refuse or read
+otherwise (a metric written as true or "5", a field a verdict reads written
+twice, a fractional repeat, a tokenUsage that is no object, a legacy
+tool-call count past a 64-bit integer, a subnormal metric DuckDB's median
+would lose) marks its cell, and so does a cell whose rows disagree where the
+reference takes the first row's value (the case id, a bait, a tier): the
+files are then read again by the reference reader
+(`capeval.results.load.read_rows`), so its errors and warnings, naming file,
+line and field, are the ones the user sees. Tests hold both paths to the
+same `Cell`s or the same refusal on random odd rows. What remains: DuckDB's
+parser takes, with no option to refuse them, a trailing comma inside a row
+and values Python will not hold (integers past 4300 digits, nesting past
+its recursion limit), which the reference reader refuses; no writer
+produces them, and looking for them costs a pass over every byte. Duplicate
+repeats in one file are counted by both paths but only the reference reader
+warns about them; repeats two files of one side share are counted exactly
+by both.
 """
 
 from __future__ import annotations
@@ -36,18 +30,22 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import stat
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from capeval.analysis import engine
 from capeval.analysis.cells import BaitDecl, Cell, cells_from_rows, parse_bait, variant_of
 from capeval.analysis.cellsql import measures
+from capeval.analysis.duckfiles import (
+    FastPathUnavailable,
+    Source,
+    literal_path,
+    probe,
+    slice_all,
+)
 from capeval.core.metrics import LEGACY_TASK_TOOLS, METRIC_NAMES, TOOL_CALLS_BY_NAME
-from capeval.results import formats
 from capeval.results.columns import (
     COLUMNS,
     LEGACY_PATHS,
@@ -60,24 +58,8 @@ from capeval.results.columns import (
     sql_str,
     task_calls_sql,
 )
-from capeval.results.duckdb_paths import reads_as_pattern
 from capeval.results.errors import ResultFileError
-from capeval.results.formats import HEAD_CHUNK
 from capeval.results.rowcheck import CONTRACT
-
-
-class FastPathUnavailable(Exception):
-    """DuckDB could not read these files exactly; use the reference reader."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Source:
-    path: Path
-    fmt: str  # "jsonl" | "v3"
-    cases_offset: int = 0  # v3: byte offset of the `[` of `cases`
-    cases_end: int = 0  # v3: byte offset of the closing `}` of the document
-    # Its first row predates `taskToolCallCount`: read what the legacy rule needs.
-    legacy: bool = False
 
 
 def load_side(
@@ -145,54 +127,6 @@ def _read_rows(paths: Iterable[Path], warnings: list[str]) -> list[dict[str, Any
     from capeval.results.load import read_many
 
     return read_many(paths, on_warning=warnings.append)
-
-
-# -- probing files ------------------------------------------------------------
-
-
-def _probe(path: Path) -> _Source:
-    """Tell JSONL from v3 and find a v3's `cases` array, reading only the head."""
-    with open(path, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            # A pipe (`--candidate <(...)`, /dev/stdin) can be read once only:
-            # probing it here would leave the reference reader without its head.
-            raise FastPathUnavailable
-        size = info.st_size
-        head = formats.read_head(handle)
-        if not head:
-            raise FastPathUnavailable  # empty: let the reference reader decide
-        parsed, obj = formats.parse_first_line(head)
-        if parsed and isinstance(obj, dict) and formats.ROWS.claims(obj):
-            if formats.rows_end(handle, size)[1]:
-                raise FastPathUnavailable  # a torn last line is the reference reader's to report
-            return _Source(path, "jsonl", legacy=_predates(obj))
-        v3 = formats.read_v3_head(handle)
-        # `version: 3` must come before `cases`, each member once, and Python
-        # must read every member before it; otherwise the reference reader judges the file.
-        if v3 is None or v3.fields.get("version") != 3 or v3.repeated:
-            raise FastPathUnavailable
-        handle.seek(max(0, size - HEAD_CHUNK))
-        tail = handle.read()
-        stripped = tail.rstrip()
-        if not stripped.endswith(b"}"):
-            raise FastPathUnavailable  # text after the document: the reference reader refuses it
-        end = len(stripped) - 1
-        handle.seek(v3.cases_offset + 1)
-        first = handle.read(HEAD_CHUNK).decode("utf-8", "replace").lstrip()
-        try:
-            row = json.JSONDecoder().raw_decode(first)[0]
-        except ValueError:
-            row = None  # longer than the head: read as it comes
-        return _Source(
-            path, "v3", v3.cases_offset, max(0, size - HEAD_CHUNK) + end, legacy=_predates(row)
-        )
-
-
-def _predates(row: Any) -> bool:
-    """Whether a row's behaviors predate `taskToolCallCount` (a file of the original harness)."""
-    behaviors = row.get("behaviors") if isinstance(row, dict) else None
-    return isinstance(behaviors, dict) and behaviors.get("taskToolCallCount") is None
 
 
 # -- the rows, typed as the registry types them --------------------------------------
@@ -437,14 +371,14 @@ def _load_duckdb(
 ) -> list[dict[str, Cell]]:
     """Cells per side; `shared` gets what `read_many` says of repeats two files hold."""
     duckdb = engine.engine()
-    sources = [[_probe(Path(p)) for p in paths] for paths in sides]
+    sources = [[probe(Path(p)) for p in paths] for paths in sides]
     temps: list[str] = []
     try:
         scans: list[tuple[int, Sequence[str], str]] = []
-        sliced = _slice_all([s for side in sources for s in side if s.fmt == "v3"], temps)
+        sliced = slice_all([s for side in sources for s in side if s.fmt == "v3"], temps)
         for side, side_sources in enumerate(sources):
-            jsonl = [_literal_path(s.path) for s in side_sources if s.fmt == "jsonl"]
-            arrays = [_literal_path(Path(sliced[s])) for s in side_sources if s.fmt == "v3"]
+            jsonl = [literal_path(s.path) for s in side_sources if s.fmt == "jsonl"]
+            arrays = [literal_path(Path(sliced[s])) for s in side_sources if s.fmt == "v3"]
             scans += [
                 (side, f, fmt) for f, fmt in ((jsonl, "newline_delimited"), (arrays, "array")) if f
             ]
@@ -543,7 +477,7 @@ def _cells_of(
 
 
 def _shared_repeats(
-    con: Any, sources: Sequence[Sequence[_Source]], sliced: dict[_Source, str]
+    con: Any, sources: Sequence[Sequence[Source]], sliced: dict[Source, str]
 ) -> list[str]:
     """Repeats (run, cell, repeat) a side's file holds that an earlier file of it holds too.
 
@@ -558,7 +492,7 @@ def _shared_repeats(
     for side in sources:
         if len(side) < 2:
             continue
-        reads = [_literal_path(s.path if s.fmt == "jsonl" else Path(sliced[s])) for s in side]
+        reads = [literal_path(s.path if s.fmt == "jsonl" else Path(sliced[s])) for s in side]
         selects = [
             f'SELECT filename, runId::VARCHAR AS run, resultKey AS cell, "repeat"::VARCHAR AS rep '
             f"FROM read_json([{', '.join(sql_str(r) for r, s in zip(reads, side, strict=True) if s.fmt == fmt)}], "
@@ -582,58 +516,8 @@ def _shared_repeats(
     return out
 
 
-def _literal_path(path: Path) -> str:
-    """The path as DuckDB must be given it to read that one file and no other."""
-    text = os.path.abspath(path)
-    if reads_as_pattern(text):
-        raise FastPathUnavailable(f"{path}: a file name DuckDB would read as a glob pattern")
-    return text
-
-
 def _plain(value: float | None) -> float | int | None:
     """Medians as the reference path returns them: ints when integral."""
     if value is None:
         return None
     return int(value) if float(value).is_integer() else float(value)
-
-
-def _slice_all(sources: Sequence[_Source], temps: list[str]) -> dict[_Source, str]:
-    """Each v3 source's `cases` copied out, the copies side by side.
-
-    The kernel copies with the GIL released, so one file per core halves the
-    v3 gate's copying: two 242 MiB files took 0.37 s one after the other and
-    0.19 s side by side on the 2-core development VM.
-    """
-    if len(sources) < 2:
-        return {s: _slice_cases(s, temps) for s in sources}
-    from concurrent.futures import ThreadPoolExecutor  # v3 files only
-
-    with ThreadPoolExecutor(max_workers=min(len(sources), os.cpu_count() or 1)) as pool:
-        names = list(pool.map(lambda s: _slice_cases(s, temps), sources))
-    return dict(zip(sources, names, strict=True))
-
-
-def _slice_cases(source: _Source, temps: list[str]) -> str:
-    """Copy a v3 file's `cases` array (and whatever trails it) to a temp file DuckDB can stream."""
-    import tempfile  # v3 files only: not on the JSONL gate's start-up
-
-    fd, name = tempfile.mkstemp(prefix="capeval-cases-", suffix=".json")
-    temps.append(name)
-    try:
-        with open(source.path, "rb") as handle:
-            remaining = source.cases_end - source.cases_offset
-            offset = source.cases_offset
-            while remaining > 0:
-                try:
-                    copied = os.copy_file_range(handle.fileno(), fd, remaining, offset)
-                except OSError:
-                    handle.seek(offset)
-                    os.write(fd, handle.read(remaining))
-                    break
-                if copied == 0:
-                    break
-                offset += copied
-                remaining -= copied
-    finally:
-        os.close(fd)
-    return name

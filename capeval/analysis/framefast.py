@@ -82,7 +82,7 @@ def read_fast(paths: Sequence[str | Path]) -> dict[int, _Part]:
     """Parts for every file the fast path reads exactly; the others are left out."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from capeval.analysis.fastload import FastPathUnavailable, _probe, _slice_cases
+    from capeval.analysis.duckfiles import FastPathUnavailable, probe, slice_cases
 
     scans: list[_Scan] = []
     temps: list[str] = []
@@ -91,13 +91,13 @@ def read_fast(paths: Sequence[str | Path]) -> dict[int, _Part]:
             if reads_as_pattern(path):
                 continue  # DuckDB would expand it as a pattern
             try:
-                source = _probe(Path(path))
+                source = probe(Path(path))
             except (FastPathUnavailable, OSError, ValueError):
                 continue
             if source.fmt == "jsonl":
                 scans.append(_Scan(index, str(path), str(path), "newline_delimited"))
             else:
-                scans.append(_Scan(index, str(path), _slice_cases(source, temps), "array"))
+                scans.append(_Scan(index, str(path), slice_cases(source, temps), "array"))
         if not scans:
             return {}
         # DuckDB releases the GIL: scan the raw bytes meanwhile.

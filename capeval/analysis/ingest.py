@@ -21,24 +21,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from capeval.analysis.staging import Input, insert, stage, table_select, temp_jsonl, temp_slice
 from capeval.analysis.views import (
-    INPLACE_FACTS,
     REPEATS_VIEW_SQL,
     cells_sql,
     ensure_schema,
-    read_sql,
     refresh_cells,
-    select_sql,
     table_sql,
     type_problem,
-    typed_row,
     views_sql,
 )
 from capeval.results.discovery import discover
@@ -97,19 +92,6 @@ class _Known:
     def intact(self) -> bool:
         """Whether the table still holds every row recorded for the file."""
         return self.row_count is None or self.row_count == self.rows
-
-
-@dataclass
-class _Input:
-    """One byte range of one file to read, with the facts its rows inherit."""
-
-    source: str
-    format: str
-    read_path: str
-    stem: str
-    header_started: str | None = None
-    header_finished: str | None = None
-    start: int = 0  # byte offset of the range in `source` (a grown stream's new rows)
 
 
 def _prefix_hashes(handle: Any, *offsets: int) -> list[str]:
@@ -193,7 +175,7 @@ def ingest(
     files = discover(paths)
     report.files_seen = len(files)
     report.files_gone = _gone(known, files, paths)
-    inputs: list[_Input] = []
+    inputs: list[Input] = []
     replaced: list[str] = []
     file_rows: list[tuple[str, str, int, int, int, str | None]] = []
     temps: list[str] = []
@@ -206,7 +188,7 @@ def ingest(
                 touched = _runs_of(con, replaced)
                 if replaced:
                     con.execute("DELETE FROM result_rows WHERE source IN ?", [replaced])
-                report.rows_added = _insert(con, inputs)
+                report.rows_added = insert(con, inputs)
                 report.warnings += _repeated_in_stream(
                     con, [i.source for i in inputs if i.format == "jsonl"]
                 )
@@ -297,7 +279,7 @@ def scan(con: duckdb.DuckDBPyConnection, paths: str | Path | Iterable[str | Path
     report = IngestReport()
     files = discover(paths)
     report.files_seen = report.files_new = len(files)
-    inputs: list[_Input] = []
+    inputs: list[Input] = []
     temps: list[str] = []
     con.execute(table_sql("result_rows_static"))
     try:
@@ -307,7 +289,7 @@ def scan(con: duckdb.DuckDBPyConnection, paths: str | Path | Iterable[str | Path
         for attempt in range(2):
             con.execute("BEGIN TRANSACTION")
             try:
-                report.rows_added = _insert(con, copied, table="result_rows_static")
+                report.rows_added = insert(con, copied, table="result_rows_static")
                 con.execute("COMMIT")
                 break
             except BaseException as exc:
@@ -322,7 +304,7 @@ def scan(con: duckdb.DuckDBPyConnection, paths: str | Path | Iterable[str | Path
     view = "SELECT * FROM result_rows_static"
     if direct:
         listed = "[" + ", ".join("'" + i.source.replace("'", "''") + "'" for i in direct) + "]"
-        view += " UNION ALL BY NAME " + _read_sql(listed, in_place=True)
+        view += " UNION ALL BY NAME " + table_select(listed, in_place=True)
     con.execute(f"CREATE OR REPLACE VIEW result_rows AS {view}")
     con.execute(REPEATS_VIEW_SQL)
     con.execute(views_sql(cells_sql()))
@@ -332,7 +314,7 @@ def scan(con: duckdb.DuckDBPyConnection, paths: str | Path | Iterable[str | Path
 def _plan_file(
     path: Path,
     known: _Known | None,
-    inputs: list[_Input],
+    inputs: list[Input],
     replaced: list[str],
     file_rows: list[tuple[str, str, int, int, int, str | None]],
     temps: list[str],
@@ -369,10 +351,10 @@ def _plan_file(
         else:
             report.files_new += 1
         inputs.append(
-            _Input(
+            Input(
                 source=key,
                 format="v3",
-                read_path=_temp_jsonl(rows, temps),
+                read_path=temp_jsonl(rows, temps),
                 stem=run_stem(path),
                 header_started=started,
                 header_finished=finished,
@@ -406,9 +388,9 @@ def _plan_file(
             if start == 0 and end == stat.st_size and not reads_as_pattern(key):
                 read_path = key
             else:
-                read_path = _temp_slice(handle, start, end, temps)
+                read_path = temp_slice(handle, start, end, temps)
             inputs.append(
-                _Input(
+                Input(
                     source=key,
                     format="jsonl",
                     read_path=read_path,
@@ -428,133 +410,6 @@ def _read_v3(
     return read_rows(path, on_warning=on_warning), run_times(path)
 
 
-def _temp_jsonl(rows: Sequence[dict[str, Any]], temps: list[str]) -> str:
-    fd, name = tempfile.mkstemp(prefix="capeval-history-", suffix=".jsonl")
-    temps.append(name)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(typed_row(row), ensure_ascii=False) + "\n")
-    return name
-
-
-def _temp_slice(handle: Any, start: int, end: int, temps: list[str]) -> str:
-    fd, name = tempfile.mkstemp(prefix="capeval-history-", suffix=".jsonl")
-    temps.append(name)
-    handle.seek(start)
-    with os.fdopen(fd, "wb") as out:
-        remaining = end - start
-        while remaining > 0:
-            chunk = handle.read(min(remaining, 1 << 20))
-            if not chunk:
-                break
-            out.write(chunk)
-            remaining -= len(chunk)
-    return name
-
-
-def _read_sql(files: str = "?", *, in_place: bool = False, batched: bool = False) -> str:
-    """SELECT of table columns from JSON Lines files (`files`: a list parameter or literal).
-
-    Staged files take their facts from `_inputs` (a batch's rows by the input
-    index each line was given, see `_batch`); files read in place need no join.
-    """
-    source = read_sql(files, _BATCH_KEY if batched else None)
-    if in_place:
-        return f"SELECT {select_sql(INPLACE_FACTS, lazy=True)}\nFROM {source}"
-    join = f'i.idx = r."{_BATCH_KEY}"' if batched else "i.readPath = r.filename"
-    return f"SELECT {select_sql()}\nFROM {source}\nJOIN _inputs i ON {join}"
-
-
-# DuckDB sets up every column of a read once per file: over 1,500 small run
-# files that was 4 s of a 4.4 s read, against 0.04 s for the same rows in one
-# file. Files under this size are read as one batch file instead, each line
-# tagged with its input's index under a key no row may hold.
-BATCH_MAX_BYTES = 1 << 20
-_BATCH_KEY = "__capevalInput"
-
-
-def _batch(inputs: Sequence[_Input], temps: list[str]) -> tuple[str, list[_Input]] | None:
-    """One temp JSON Lines file holding the small inputs' lines, and those inputs, in order.
-
-    A line that is not an object is copied as it is: DuckDB then refuses the
-    batch and `_diagnose` reads each file on its own, naming file and line.
-    """
-    chosen: list[tuple[_Input, bytes]] = []
-    for item in inputs:
-        try:
-            if os.path.getsize(item.read_path) >= BATCH_MAX_BYTES:
-                continue
-            data = Path(item.read_path).read_bytes()
-        except OSError:
-            continue  # read on its own, where the error is named
-        if _BATCH_KEY.lower().encode() in data.lower():
-            continue
-        chosen.append((item, data))
-    if len(chosen) < 2:
-        return None
-    fd, name = tempfile.mkstemp(prefix="capeval-history-batch-", suffix=".jsonl")
-    temps.append(name)
-    with os.fdopen(fd, "wb") as out:
-        for index, (_, data) in enumerate(chosen):
-            tag = b'{"' + _BATCH_KEY.encode() + b'":' + str(index).encode()
-            for line in data.split(b"\n"):
-                body = line.lstrip(b" \t\r")
-                if body.startswith(b"{"):
-                    rest = body[1:]
-                    empty = rest.lstrip(b" \t\r").startswith(b"}")
-                    line = tag + (b"" if empty else b",") + rest
-                out.write(line + b"\n")
-    return name, [item for item, _ in chosen]
-
-
-def _stage(con: duckdb.DuckDBPyConnection, inputs: Sequence[_Input]) -> None:
-    """The per-file facts of `inputs` as the temp table `_inputs` (one statement)."""
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE _inputs AS SELECT CAST(unnest(?) AS BIGINT) AS idx, "
-        "unnest(?) AS readPath, "
-        "unnest(?) AS source, unnest(?) AS format, unnest(?) AS stem, "
-        "CAST(unnest(?) AS VARCHAR) AS headerStartedAt, "
-        "CAST(unnest(?) AS VARCHAR) AS headerFinishedAt",
-        [
-            list(range(len(inputs))),
-            [i.read_path for i in inputs],
-            [i.source for i in inputs],
-            [i.format for i in inputs],
-            [i.stem for i in inputs],
-            [i.header_started for i in inputs],
-            [i.header_finished for i in inputs],
-        ],
-    )
-
-
-def _insert(
-    con: duckdb.DuckDBPyConnection, inputs: Sequence[_Input], table: str = "result_rows"
-) -> int:
-    if not inputs:
-        return 0
-    before = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # type: ignore[index]
-    temps: list[str] = []
-    try:
-        batch = _batch(inputs, temps)
-        rest = list(inputs)
-        if batch is not None:
-            name, batched = batch
-            _stage(con, batched)
-            con.execute(f"INSERT INTO {table} BY NAME " + _read_sql(batched=True), [[name]])
-            taken = {id(i) for i in batched}
-            rest = [i for i in inputs if id(i) not in taken]
-        if rest:
-            _stage(con, rest)
-            con.execute(
-                f"INSERT INTO {table} BY NAME " + _read_sql(), [[i.read_path for i in rest]]
-            )
-    finally:
-        for name in temps:
-            Path(name).unlink(missing_ok=True)
-    after = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # type: ignore[index]
-    return int(after - before)
-
-
 def _is_duckdb_error(exc: BaseException) -> bool:
     import duckdb
 
@@ -562,8 +417,8 @@ def _is_duckdb_error(exc: BaseException) -> bool:
 
 
 def _by_the_reference(
-    con: duckdb.DuckDBPyConnection, inputs: Sequence[_Input], temps: list[str]
-) -> list[_Input]:
+    con: duckdb.DuckDBPyConnection, inputs: Sequence[Input], temps: list[str]
+) -> list[Input]:
     """`inputs`, each one DuckDB cannot read exactly replaced by the reference reader's rows.
 
     Raises the reference reader's `ResultFileError` (naming file, line and
@@ -571,21 +426,23 @@ def _by_the_reference(
     """
     out = []
     for item in inputs:
-        _stage(con, [item])
+        stage(con, [item])
         try:
             # Materialise every column: a count alone would let DuckDB skip the bad field.
-            con.execute(f"CREATE OR REPLACE TEMP TABLE _probe AS {_read_sql()}", [[item.read_path]])
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE _probe AS {table_select()}", [[item.read_path]]
+            )
         except Exception as single:
             if not _is_duckdb_error(single):
                 raise
             rows = _reference_rows(item)
-            out.append(replace(item, read_path=_temp_jsonl(rows, temps)))
+            out.append(replace(item, read_path=temp_jsonl(rows, temps)))
         else:
             out.append(item)
     return out
 
 
-def _reference_rows(item: _Input) -> list[dict[str, Any]]:
+def _reference_rows(item: Input) -> list[dict[str, Any]]:
     """The rows of an input as the reference reader reads them, or its error."""
     from capeval.results.jsonl import parse_jsonl
 

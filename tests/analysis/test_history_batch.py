@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from capeval.analysis import ingest as ingest_module
+from capeval.analysis import staging
 from capeval.analysis.history import connect, ingest, open_db
 from capeval.results.errors import ResultFileError
 from capeval.results.v3 import write_v3
@@ -59,7 +59,7 @@ def test_a_batch_gives_the_rows_and_file_facts_of_reading_file_by_file(
 ) -> None:
     folder = _folder(tmp_path)
     batched = _rows(folder)
-    monkeypatch.setattr(ingest_module, "BATCH_MAX_BYTES", 0)  # every file on its own
+    monkeypatch.setattr(staging, "BATCH_MAX_BYTES", 0)  # every file on its own
     one_by_one = _rows(folder)
     assert batched == one_by_one
     assert len({r[0] for r in batched}) > 1  # rows of several sources, each its own
@@ -74,14 +74,12 @@ def test_the_batch_tags_every_object_line_and_leaves_the_rest_as_it_was(tmp_path
     first.write_bytes(b'{"id":"x"}\n  { }\n\n')
     second.write_bytes(b'[1]\n {"id" : "y"}')  # no final newline
     big = tmp_path / "big.jsonl"
-    big.write_bytes(b'{"id":"z"}\n' * (ingest_module.BATCH_MAX_BYTES // 11 + 1))
+    big.write_bytes(b'{"id":"z"}\n' * (staging.BATCH_MAX_BYTES // 11 + 1))
     marked = tmp_path / "m.jsonl"
     marked.write_bytes(b'{"id":"m","__CAPEVALINPUT":1}\n')
-    inputs = [
-        ingest_module._Input(str(p), "jsonl", str(p), p.stem) for p in (first, big, marked, second)
-    ]
+    inputs = [staging.Input(str(p), "jsonl", str(p), p.stem) for p in (first, big, marked, second)]
     temps: list[str] = []
-    batch = ingest_module._batch(inputs, temps)
+    batch = staging.batch(inputs, temps)
     assert batch is not None
     name, chosen = batch
     assert [i.source for i in chosen] == [str(first), str(second)]
@@ -91,7 +89,7 @@ def test_the_batch_tags_every_object_line_and_leaves_the_rest_as_it_was(tmp_path
     )
     assert temps == [name]
     Path(name).unlink()
-    assert ingest_module._batch(inputs[:2], []) is None  # one small file: nothing to batch
+    assert staging.batch(inputs[:2], []) is None  # one small file: nothing to batch
 
 
 def test_a_bad_row_in_a_batch_is_named_by_its_own_file_and_line(tmp_path: Path) -> None:
