@@ -32,7 +32,8 @@ from capeval.analysis.frameparts import (
     _Part,
     _repeat_key,
 )
-from capeval.core.metrics import LEGACY_TASK_TOOLS, TOOL_CALLS_BY_NAME
+from capeval.core.metrics import TOOL_CALLS_BY_NAME
+from capeval.results import columns
 from capeval.results.columns import (
     BOOL,
     COLUMNS,
@@ -42,14 +43,6 @@ from capeval.results.columns import (
     INT,
     ROW_COLUMNS,
     STR,
-    ident,
-    json_column_types,
-    json_text,
-    legacy_task_calls_sql,
-    path_sql,
-    sql_str,
-    task_calls_sql,
-    typed_sql,
 )
 from capeval.results.duckdb_paths import reads_as_pattern
 from capeval.results.rowcheck import CONTRACT, no_cell_sql
@@ -168,7 +161,7 @@ def _keys(con: Any, scans: Sequence[_Scan]) -> dict[str, set[str]]:
         try:
             found = con.execute(
                 "SELECT DISTINCT filename, unnest(json_keys(json)) FROM read_json_objects("
-                f"[{', '.join(sql_str(f) for f in files)}], format='{fmt}', filename=true, "
+                f"[{', '.join(columns.sql_str(f) for f in files)}], format='{fmt}', filename=true, "
                 "maximum_object_size=16777216)"
             ).fetchall()
         except duckdb.Error:
@@ -191,8 +184,12 @@ def _odd_keys(keys: set[str]) -> bool:
 
 def _json_columns(extras: Sequence[str]) -> str:
     """read_json's `columns`: every field as JSON text, so its type can be checked."""
-    columns = {**json_column_types(_PATHS), **dict.fromkeys(extras, "JSON")}
-    return "{" + ", ".join(f"{sql_str(k)}: {sql_str(v)}" for k, v in columns.items()) + "}"
+    types = {**columns.json_column_types(_PATHS), **dict.fromkeys(extras, "JSON")}
+    return (
+        "{"
+        + ", ".join(f"{columns.sql_str(k)}: {columns.sql_str(v)}" for k, v in types.items())
+        + "}"
+    )
 
 
 def _select(extras: Sequence[str]) -> tuple[str, list[str]]:
@@ -203,29 +200,29 @@ def _select(extras: Sequence[str]) -> tuple[str, list[str]]:
     for column in COLUMNS:
         if column.path is None or column.name == TOOL_CALLS_BY_NAME:
             continue
-        typed = typed_sql(column.kind, path_sql(column.path))
+        typed = columns.typed_sql(column.kind, columns.path_sql(column.path))
         if column.name == "taskToolCallCount":
-            calls = path_sql(("behaviors", TOOL_CALLS_BY_NAME))
-            legacy = legacy_task_calls_sql(
-                *(f"json_extract({calls}, '$.{tool}')::VARCHAR" for tool in LEGACY_TASK_TOOLS),
-                calls=calls,
-            )
-            typed = task_calls_sql(f"({path_sql(('behaviors',))} IS NOT NULL)", typed, legacy)
+            typed = columns.task_calls_of_row_sql(typed)
         check = CONTRACT.get(column.path)
         if check is not None:
-            text = json_text(path_sql(column.path))
+            text = columns.json_text(columns.path_sql(column.path))
             bads.append(check.odd(text, f"TRY_CAST({text} AS DOUBLE)"))
         selects.append(f"{typed.value} AS c{len(names)}")
         bads += [typed.misfit, typed.inexact]
         names.append(column.name)
     # The row contract's cross-field rule: a row must name its cell.
-    bads.append(no_cell_sql(json_text(ident("resultKey")), json_text(ident("variantId"))))
+    bads.append(
+        no_cell_sql(
+            columns.json_text(columns.ident("resultKey")),
+            columns.json_text(columns.ident("variantId")),
+        )
+    )
     selects += [
         "filename AS file",
         "behaviors IS NOT NULL AS captured",
-        f"{json_text(path_sql(('behaviors', TOOL_CALLS_BY_NAME)))} AS calls",
+        f"{columns.json_text(columns.path_sql(('behaviors', TOOL_CALLS_BY_NAME)))} AS calls",
         f"({' OR '.join(bads)}) AS bad",
-        *(f"{ident(name)}::VARCHAR AS x{j}" for j, name in enumerate(extras)),
+        *(f"{columns.ident(name)}::VARCHAR AS x{j}" for j, name in enumerate(extras)),
     ]
     return ", ".join(selects), names
 
@@ -236,7 +233,7 @@ def _read_batch(con: Any, batch: Sequence[_Scan], keys: Mapping[str, set[str]]) 
     extras = sorted(set().union(*(keys[s.read] for s in batch)) - _READ_FIELDS)
     select, names = _select(extras)
     by_file = {s.read: s for s in batch}  # a file listed twice is read once
-    files = ", ".join(sql_str(read) for read in by_file)
+    files = ", ".join(columns.sql_str(read) for read in by_file)
     query = (
         f"SELECT {select} FROM read_json([{files}], columns={_json_columns(extras)}, "
         f"format='{batch[0].fmt}', records='true', filename=true, "
@@ -244,7 +241,9 @@ def _read_batch(con: Any, batch: Sequence[_Scan], keys: Mapping[str, set[str]]) 
     )
     with tempfile.TemporaryDirectory(prefix="capeval-frame-") as tmp:
         out = os.path.join(tmp, "rows.parquet")
-        con.execute(f"COPY ({query}) TO {sql_str(out)} (FORMAT parquet, COMPRESSION uncompressed)")
+        con.execute(
+            f"COPY ({query}) TO {columns.sql_str(out)} (FORMAT parquet, COMPRESSION uncompressed)"
+        )
         frame = pl.read_parquet(out)
     frame = frame.rename({f"c{i}": name for i, name in enumerate(names)})
     frame = frame.rename({f"x{j}": name for j, name in enumerate(extras)})

@@ -182,27 +182,22 @@ def ingest(
     try:
         for path in files:
             _plan_file(path, known.get(str(path)), inputs, replaced, file_rows, temps, report)
-        for attempt in range(2):
-            con.execute("BEGIN TRANSACTION")
-            try:
-                touched = _runs_of(con, replaced)
-                if replaced:
-                    con.execute("DELETE FROM result_rows WHERE source IN ?", [replaced])
-                report.rows_added = insert(con, inputs)
-                report.warnings += _repeated_in_stream(
-                    con, [i.source for i in inputs if i.format == "jsonl"]
-                )
-                touched |= _runs_of(con, [i.source for i in inputs])
-                refresh_cells(con, sorted(touched))
-                _record_files(con, file_rows)
-                con.execute("COMMIT")
-                break
-            except BaseException as exc:
-                con.execute("ROLLBACK")
-                if not _is_duckdb_error(exc) or attempt:
-                    raise
-                # What DuckDB refused, or would read otherwise, the reference reader reads.
-                inputs = _by_the_reference(con, inputs, temps)
+
+        repeated: list[str] = []
+
+        def write(inputs: list[Input]) -> None:
+            touched = _runs_of(con, replaced)
+            if replaced:
+                con.execute("DELETE FROM result_rows WHERE source IN ?", [replaced])
+            report.rows_added = insert(con, inputs)
+            jsonl = [i.source for i in inputs if i.format == "jsonl"]
+            repeated[:] = _repeated_in_stream(con, jsonl)
+            touched |= _runs_of(con, [i.source for i in inputs])
+            refresh_cells(con, sorted(touched))
+            _record_files(con, file_rows)
+
+        _in_one_transaction(con, inputs, temps, write)
+        report.warnings += repeated
     finally:
         for name in temps:
             Path(name).unlink(missing_ok=True)
@@ -286,17 +281,11 @@ def scan(con: duckdb.DuckDBPyConnection, paths: str | Path | Iterable[str | Path
         for path in files:
             _plan_file(path, None, inputs, [], [], temps, report)
         copied = [i for i in inputs if i.read_path != i.source]
-        for attempt in range(2):
-            con.execute("BEGIN TRANSACTION")
-            try:
-                report.rows_added = insert(con, copied, table="result_rows_static")
-                con.execute("COMMIT")
-                break
-            except BaseException as exc:
-                con.execute("ROLLBACK")
-                if not _is_duckdb_error(exc) or attempt:
-                    raise
-                copied = _by_the_reference(con, copied, temps)
+
+        def write(copied: list[Input]) -> None:
+            report.rows_added = insert(con, copied, table="result_rows_static")
+
+        _in_one_transaction(con, copied, temps, write)
     finally:
         for name in temps:
             Path(name).unlink(missing_ok=True)
@@ -414,6 +403,27 @@ def _is_duckdb_error(exc: BaseException) -> bool:
     import duckdb
 
     return isinstance(exc, duckdb.Error)
+
+
+def _in_one_transaction(
+    con: duckdb.DuckDBPyConnection,
+    inputs: list[Input],
+    temps: list[str],
+    write: Callable[[list[Input]], None],
+) -> None:
+    """`write(inputs)` in one transaction; if DuckDB refuses a file, or a value it would
+    read otherwise than Python, the reference reader reads that file and it runs once more."""
+    for attempt in range(2):
+        con.execute("BEGIN TRANSACTION")
+        try:
+            write(inputs)
+            con.execute("COMMIT")
+            return
+        except BaseException as exc:
+            con.execute("ROLLBACK")
+            if not _is_duckdb_error(exc) or attempt:
+                raise
+            inputs = _by_the_reference(con, inputs, temps)
 
 
 def _by_the_reference(

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from capeval.analysis.cellsql import measures
 from capeval.core.metrics import (
-    LEGACY_TASK_TOOLS,
     METRIC_NAMES,
     NUMERIC_METRICS,
     TOOL_CALLS_BY_NAME,
@@ -38,10 +37,9 @@ from capeval.results.columns import (
     convert,
     json_column_types,
     json_text,
-    legacy_task_calls_sql,
     path_sql,
     sql_str,
-    task_calls_sql,
+    task_calls_of_row_sql,
     typed_sql,
 )
 from capeval.results.identity import run_identity
@@ -159,13 +157,7 @@ class _Select:
         value = self.contract(path, TypedSQL(f"TRY_CAST({text} AS DOUBLE)", "false", "false"))
         if metric != "taskToolCallCount":
             return value
-        calls = _raw(("behaviors", TOOL_CALLS_BY_NAME))
-        legacy = legacy_task_calls_sql(
-            *(f"json_extract({calls}, '$.{tool}')::VARCHAR" for tool in LEGACY_TASK_TOOLS),
-            calls=calls,
-        )
-        own = TypedSQL(value, "false", "false")
-        filled = task_calls_sql(f"({_raw(('behaviors',))} IS NOT NULL)", own, legacy)
+        filled = task_calls_of_row_sql(TypedSQL(value, "false", "false"), "r")
         twice = (
             f"error(concat({self.facts['source']}, ': a count of ''behaviors.toolCallsByName'' "
             "is written twice; keep one (case ', "

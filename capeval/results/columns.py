@@ -284,6 +284,16 @@ def task_calls_sql(captured: str, task: TypedSQL, legacy: TypedSQL) -> TypedSQL:
     )
 
 
+def task_calls_of_row_sql(own: TypedSQL, alias: str = "") -> TypedSQL:
+    """`task_calls_sql` for a reader that holds a row's `toolCallsByName` whole, as JSON."""
+    calls = path_sql(("behaviors", TOOL_CALLS_BY_NAME), alias)
+    legacy = legacy_task_calls_sql(
+        *(f"json_extract({calls}, '$.{tool}')::VARCHAR" for tool in LEGACY_TASK_TOOLS),
+        calls=calls,
+    )
+    return task_calls_sql(f"({path_sql(('behaviors',), alias)} IS NOT NULL)", own, legacy)
+
+
 # -- reading the registry's fields with DuckDB ----------------------------------------
 
 
