@@ -33,6 +33,8 @@ FormatName = Literal["jsonl", "v3", "plan"]
 ResultFormat = Literal["jsonl", "v3"]
 
 HEAD_CHUNK = 1 << 16
+# DuckDB reads no longer object either (read_json's maximum_object_size).
+LONGEST_ROW = 16 << 20
 # A plan holds a run's flags and case ids: far below this; a bigger file is no plan.
 LARGEST_PLAN = 4 * 1024 * 1024
 _WHITESPACE = (" ", "\t", "\r", "\n")
@@ -164,11 +166,12 @@ def read_head(handle: BinaryIO) -> bytes:
     """The first 64 KiB without leading whitespace, completed to the end of its first line.
 
     A row longer than 64 KiB (a long `error`) judged by a cut first line
-    made a whole stream "not a result file".
+    made a whole stream "not a result file". A v3 document written on one
+    line (the whole file) is told by its head instead, never parsed whole here.
     """
     text = handle.read(HEAD_CHUNK).lstrip()
-    if text and b"\n" not in text:
-        text += handle.readline()
+    if text and b"\n" not in text and not (text.startswith(b"{") and _V3_HEAD.search(text)):
+        text += handle.readline(LONGEST_ROW)
     return text
 
 

@@ -96,3 +96,19 @@ def test_a_member_written_twice_before_cases_is_marked() -> None:
     twice = formats.read_v3_head(io.BytesIO(b'{"version": 3, "version": 3, "cases": []}'))
     assert once is not None and not once.repeated
     assert twice is not None and twice.repeated
+
+
+def test_a_v3_document_on_one_line_is_told_by_its_head_not_parsed_whole() -> None:
+    # The gate's probe read a 250 MB compact v3 file whole to parse its "first line".
+    rows = ",".join(json.dumps(ROW) for _ in range(3000))
+    data = ('{"version": 3, "startedAt": null, "cases": [' + rows + "]}").encode()
+    assert len(data) > 2 * formats.HEAD_CHUNK
+    head = formats.read_head(io.BytesIO(data))
+    assert len(head) == formats.HEAD_CHUNK
+    assert formats.parse_first_line(head)[0] is False  # no row: the v3 head walk decides
+
+
+def test_a_stream_whose_first_row_is_long_is_still_read_as_rows(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({**ROW, "error": "x" * (2 * formats.HEAD_CHUNK)}) + "\n")
+    assert formats.result_format(path) == "jsonl" and formats.holds_rows(path)
