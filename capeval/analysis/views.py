@@ -178,14 +178,19 @@ class _Select:
         run_id, run_started = run_identity_sql(
             self.facts, self.typed(BY_NAME["runId"]), self.typed(BY_NAME["runStartedAt"])
         )
-        key, variant = text(("resultKey",)), text(("variantId",))
+        # A cell key that is no string is none, as to the reference reader.
+        key, variant = (
+            f"CASE WHEN starts_with({json_text(_raw((name,)))}, '\"') "
+            f"THEN {text((name,)).value} END"
+            for name in ("resultKey", "variantId")
+        )
         case = self.contract(("id",), text(("id",)))
         columns: dict[str, str] = {"source": source, "format": self.facts["format"]}
         for column in COLUMNS:
             name = column.name
             if column.path is None or len(column.path) > 1:
                 continue
-            if name in ("runStartedAt",):
+            if name == "runStartedAt":
                 continue
             if name == "runId":
                 columns[name] = run_id
@@ -200,9 +205,7 @@ class _Select:
                     ("repeat",), typed_sql(BY_NAME["repeat"].kind, _raw(("repeat",)))
                 )
             elif name == "resultKey":
-                columns[name] = (
-                    f"coalesce(nullif({key.value}, ''), {variant.value} || '::' || {case})"
-                )
+                columns[name] = f"coalesce(nullif({key}, ''), {variant} || '::' || {case})"
             elif name == "variantId":
                 no_cell = no_cell_sql(
                     json_text(_raw(("resultKey",))), json_text(_raw(("variantId",)))
@@ -211,7 +214,7 @@ class _Select:
                     f"CASE WHEN {no_cell} THEN error(concat({source}, ': row for case ', "
                     f"coalesce({json_text(_raw(('id',)))}, '?'), "
                     "' needs ''resultKey'' or ''variantId'' (a string)')) "
-                    f"ELSE coalesce({variant.value}, regexp_extract({key.value}, '^(.*)::', 1)) END"
+                    f"ELSE coalesce({variant}, regexp_extract({key}, '^(.*)::', 1)) END"
                 )
             else:
                 columns[name] = self.typed(column)
@@ -259,8 +262,17 @@ def type_problem(row: Mapping[str, Any]) -> str | None:
 
 
 def typed_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    """`row` with each typed field as `convert` makes it: what the views read exactly."""
+    """`row` with each typed field as `convert` makes it: what the views read exactly.
+
+    A cell key that is no string is none to the reference reader, which then
+    files the row under `variantId::id` (`capeval.core.aggregate.row_result_key`).
+    """
     out: dict[str, Any] = dict(row)
+    for name in ("resultKey", "variantId"):
+        if not isinstance(out.get(name), str):
+            out[name] = None
+    if not isinstance(out.get("bait"), Mapping):
+        out["bait"] = None  # no declaration, as `load_frame` reads it (no bait columns)
     for column in (*_TYPED, BY_NAME["runId"], BY_NAME["runStartedAt"]):
         *parents, key = column.path or ()
         holder: Any = out
