@@ -28,6 +28,7 @@ from capeval.analysis.fastload import FastPathUnavailable, load_sides
 from capeval.analysis.frame import load_frame
 from capeval.analysis.history import ingest, open_db
 from capeval.core.metrics import METRIC_NAMES
+from capeval.results.columns import ColumnTypeError
 from capeval.results.errors import ResultFileError
 from capeval.results.load import read_rows
 from tests.clirun import capeval
@@ -223,7 +224,7 @@ def odd_lines(draw: st.DrawFn) -> list[str]:
 def _outcome(read: Any) -> Any:
     try:
         return read()
-    except ResultFileError as exc:
+    except (ResultFileError, ColumnTypeError) as exc:
         return ("refused", str(exc))
 
 
@@ -332,3 +333,35 @@ def test_the_history_views_count_and_refuse_as_the_reference_reader(lines: list[
         path = Path(tmp) / "run.jsonl"
         path.write_text("\n".join(lines) + "\n")
         assert _view_cells(path) == _reference_cells(path)
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(lines=odd_lines())
+def test_load_frames_fast_path_reads_as_the_reference_or_declines(lines: list[str]) -> None:
+    from polars.testing import assert_frame_equal
+
+    from capeval.analysis import frame as frame_module
+    from capeval.analysis import framefast
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "run.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        reference = _outcome(lambda: load_frame(path, fast=False))
+        if not framefast.read_fast([path]):
+            event("declined")
+            return
+        event("read by DuckDB")
+        # Read by DuckDB: the reference reader reads the same frame, never refuses it.
+        assert not isinstance(reference, tuple), reference
+        old = frame_module.FAST_MIN_BYTES
+        frame_module.FAST_MIN_BYTES = 0
+        try:
+            fast = load_frame(path)
+        finally:
+            frame_module.FAST_MIN_BYTES = old
+        assert_frame_equal(fast, reference)
