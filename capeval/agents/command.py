@@ -161,7 +161,8 @@ def install_hook(workdir: Path, configured: str | None, destination: Path) -> Pa
 
 def read_capture(path: Path) -> tuple[RunSummary | None, Mapping[str, Any], str | None]:
     """(summary, the raw JSON object, error). No file: (None, {}, None)."""
-    from capeval.core.runsummary import RunSummaryError, read_summary
+    from capeval.core.runsummary import RunSummaryError
+    from capeval.results.runsummary import read_summary
 
     if not path.exists():
         return None, {}, None

@@ -162,7 +162,8 @@ class ScriptedAdapter:
 
 
 def _read(path: Path) -> tuple[RunSummary | None, str | None]:
-    from capeval.core.runsummary import RunSummaryError, read_summary
+    from capeval.core.runsummary import RunSummaryError
+    from capeval.results.runsummary import read_summary
 
     if not path.is_file():
         return None, "no run summary was written"

@@ -22,6 +22,7 @@ from typing import Any
 from capeval.results import formats
 from capeval.results.duckdb_paths import reads_as_pattern
 from capeval.results.formats import HEAD_CHUNK
+from capeval.results.inputs import is_regular
 
 
 class FastPathUnavailable(Exception):
@@ -40,6 +41,10 @@ class Source:
 
 def probe(path: Path) -> Source:
     """Tell JSONL from v3 and find a v3's `cases` array, reading only the head."""
+    if not is_regular(path):
+        # A pipe (`--candidate <(...)`, /dev/stdin) can be read once only, and
+        # opening a FIFO nobody writes into would block: the reference reader reads it.
+        raise FastPathUnavailable
     with open(path, "rb") as handle:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):

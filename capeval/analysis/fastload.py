@@ -59,6 +59,7 @@ from capeval.results.columns import (
     task_calls_sql,
 )
 from capeval.results.errors import ResultFileError
+from capeval.results.inputs import InputRefused, check_input, is_regular
 from capeval.results.rowcheck import CONTRACT
 
 
@@ -114,11 +115,13 @@ def load_sides(
 
 
 def _check_readable(path: Path) -> None:
-    if path.is_dir():
-        raise ResultFileError(path, "is a directory; pass result files (.jsonl or v3 .json)")
     try:
-        with open(path, "rb"):
-            pass
+        check_input(path)
+        if is_regular(path):
+            with open(path, "rb"):
+                pass
+    except InputRefused as exc:
+        raise ResultFileError(path, f"{exc.reason} (.jsonl or v3 .json)") from exc
     except OSError as exc:
         raise ResultFileError(path, f"cannot read: {exc.strerror or exc}") from exc
 

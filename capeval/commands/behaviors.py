@@ -1,6 +1,6 @@
 """`capeval behaviors FILE...`: behavior metrics of run-summary files or saved agent streams.
 
-A thin wrapper over `capeval.core.runsummary.read_summary` (or, with `--stream
+A thin wrapper over `capeval.results.runsummary.read_summary` (or, with `--stream
 TYPE`, the adapter's own stream parser, so a transcript saved from `claude -p
 --output-format stream-json` or `codex exec --json` is measured exactly as a
 run would measure it) and `capeval.core.behaviors.derive_behaviors`; a notebook
@@ -23,7 +23,9 @@ from capeval.agents.registry import STREAM_TYPES, stream_parser
 from capeval.agents.streams import ParsedStream
 from capeval.core.behaviors import derive_behaviors
 from capeval.core.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME
-from capeval.core.runsummary import RunSummary, RunSummaryError, read_summary
+from capeval.core.runsummary import RunSummary, RunSummaryError
+from capeval.results.inputs import InputRefused, read_input
+from capeval.results.runsummary import read_summary
 
 
 def behaviors_of_files(
@@ -111,7 +113,9 @@ def _is_summary(text: str) -> bool:
 
 def _lines(path: Path) -> list[str]:
     try:
-        return path.read_text(encoding="utf-8").splitlines()
+        return read_input(path).decode("utf-8").splitlines()
+    except InputRefused as exc:
+        raise RunSummaryError(str(path), "(file)", exc.reason) from exc
     except OSError as exc:
         raise RunSummaryError(str(path), "(file)", f"cannot read: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:

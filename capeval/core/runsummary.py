@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from capeval.core.nesting import NESTED_TOO_DEEPLY, too_deep
@@ -227,29 +226,22 @@ def _no_constant(name: str) -> object:
     raise _NotJson(name)
 
 
-def read_summary(path: str | Path) -> RunSummary:
-    """Read a run-summary JSON file; every failure is a `RunSummaryError` naming it."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RunSummaryError(str(path), "(file)", f"cannot read: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise RunSummaryError(str(path), "(file)", f"not UTF-8 text: {exc.reason}") from exc
+def summary_from_text(text: str, *, source: str) -> RunSummary:
+    """A run summary from a file's text; every failure is a `RunSummaryError` naming `source`."""
     try:
         obj = json.loads(text, parse_constant=_no_constant)
     except _NotJson as exc:
         raise RunSummaryError(
-            str(path), "(file)", f"contains {exc}, which is not JSON; write a number or null"
+            source, "(file)", f"contains {exc}, which is not JSON; write a number or null"
         ) from None
     except json.JSONDecodeError as exc:
         raise RunSummaryError(
-            str(path),
+            source,
             "(file)",
             f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
         ) from exc
     except RecursionError:
-        raise RunSummaryError(str(path), "(file)", NESTED_TOO_DEEPLY) from None
+        raise RunSummaryError(source, "(file)", NESTED_TOO_DEEPLY) from None
     if too_deep(obj):
-        raise RunSummaryError(str(path), "(file)", NESTED_TOO_DEEPLY)
-    return summary_from_json(obj, source=str(path))
+        raise RunSummaryError(source, "(file)", NESTED_TOO_DEEPLY)
+    return summary_from_json(obj, source=source)

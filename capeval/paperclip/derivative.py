@@ -31,6 +31,7 @@ from capeval.paperclip.policy import (
     GroupPolicy,
 )
 from capeval.paperclip.semantics import entry_problem
+from capeval.results.inputs import InputRefused, read_input
 
 DERIVATIVE_PATH = Path("evals/paperclip/eval-traceability.yaml")
 
@@ -507,7 +508,9 @@ def load_derivative(path: str | Path, *, label: str | None = None) -> list[Row]:
     path = Path(path)  # a notebook passes a string, as load_frame and connect allow
     shown = label or str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_input(path).decode("utf-8")
+    except InputRefused as exc:
+        raise ProblemsError([Problem(shown, "", exc.reason)]) from exc
     except OSError as exc:
         raise ProblemsError([Problem(shown, "", f"cannot read: {exc.strerror}")]) from exc
     except UnicodeDecodeError as exc:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from capeval.results.errors import ResultFileError, warn_passed_over
 from capeval.results.formats import PLAN, RESULT_SUFFIXES, result_format
+from capeval.results.inputs import is_regular
 
 # Files the runner writes beside a row stream that are not results.
 SIDECAR_SUFFIXES = PLAN.suffixes
@@ -39,14 +40,26 @@ def discover(paths: str | Path | Iterable[str | Path]) -> list[Path]:
     found: set[Path] = set()
     for raw in paths:
         path = Path(raw)
-        if path.is_file():
+        if is_regular(path):
             found.add(path.resolve())
         elif path.is_dir():
             for dirpath, dirnames, filenames in os.walk(path):
                 dirnames[:] = [d for d in dirnames if not passed_over_dir(d)]
                 for name in filenames:
-                    if name.endswith(RESULT_SUFFIXES) and not name.endswith(SIDECAR_SUFFIXES):
-                        found.add((Path(dirpath) / name).resolve())
+                    file = Path(dirpath) / name
+                    # A FIFO or device in a results folder is no result file,
+                    # and opening one could block or never end.
+                    if (
+                        name.endswith(RESULT_SUFFIXES)
+                        and not name.endswith(SIDECAR_SUFFIXES)
+                        and is_regular(file)
+                    ):
+                        found.add(file.resolve())
+        elif path.exists():
+            # History reads its files in place, and again on the next ingest.
+            raise ResultFileError(
+                path, "is not a regular file; history reads result files in place"
+            )
         else:
             raise ResultFileError(path, "no such file or folder")
     return sorted(found)

@@ -18,15 +18,14 @@ same entries and the same head read.
 from __future__ import annotations
 
 import json
-import os
 import re
-import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from capeval.results.errors import JSON_ERRORS
+from capeval.results.inputs import InputRefused, is_regular, read_input
 from capeval.results.rowcheck import load_json
 
 FormatName = Literal["jsonl", "v3", "plan"]
@@ -113,9 +112,9 @@ def read_bytes(path: str | Path) -> bytes:
     from capeval.results.errors import ResultFileError
 
     try:
-        return Path(path).read_bytes()
-    except IsADirectoryError as exc:
-        raise ResultFileError(path, "is a directory; pass result files") from exc
+        return read_input(path)
+    except InputRefused as exc:
+        raise ResultFileError(path, exc.reason) from exc
     except OSError as exc:
         raise ResultFileError(path, f"cannot read: {exc.strerror or exc}") from exc
 
@@ -183,6 +182,8 @@ def result_format(path: str | Path) -> ResultFormat | None:
     line, never a silent skip of all its rows.
     """
     path = Path(path)
+    if not is_regular(path):
+        return None  # a pipe can be read once only; a device is no result file
     with open(path, "rb") as handle:
         text = read_head(handle)
     if not text:
@@ -220,10 +221,10 @@ def holds_rows(path: str | Path) -> bool:
     A look at one line only (a v3 document, pretty-printed or not, is none);
     a FIFO or device is no row stream and is never read from.
     """
+    if not is_regular(path):
+        return False
     try:
         with open(path, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return False
             parsed, obj = parse_first_line(read_head(handle))
     except OSError:
         return False
@@ -320,10 +321,10 @@ def v3_header(path: str | Path) -> dict[str, Any] | None:
     stream: its first row ends first), is a pipe (it can be read once only)
     or cannot be read or decoded up to `cases`.
     """
+    if not is_regular(path):
+        return None
     try:
         with open(path, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return None
             head = read_v3_head(handle)
     except OSError:
         return None
@@ -337,9 +338,11 @@ def first_rows_search(path: str | Path, pattern: re.Pattern[bytes]) -> re.Match[
     cell: past a hundred or so cells they fill the first 64 KiB, and a look
     there alone would find no row at all.
     """
+    if not is_regular(path):
+        return None  # a pipe can be read once only: its reader reads it
     with open(path, "rb") as handle:
         found = pattern.search(handle.read(HEAD_CHUNK))
-        if found is not None or not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+        if found is not None:
             return found
         head = read_v3_head(handle)
         if head is None:

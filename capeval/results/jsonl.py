@@ -25,6 +25,7 @@ from capeval.results.errors import (
     warn_passed_over,
 )
 from capeval.results.formats import HEAD_CHUNK, is_complete_row, tail_start
+from capeval.results.inputs import InputRefused, read_input
 from capeval.results.rowcheck import load_json, parses_made_twice, plain, row_problem, twice_problem
 
 
@@ -213,7 +214,9 @@ def read_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
     """
     path = Path(path)
     try:
-        data = path.read_bytes()
+        data = read_input(path)
+    except InputRefused as exc:
+        raise ResultFileError(path, exc.reason) from exc
     except OSError as exc:
         raise ResultFileError(path, f"cannot read: {exc.strerror or exc}") from exc
     return parse_jsonl(data, path)

@@ -16,6 +16,7 @@ from typing import Any
 
 from capeval.core.aggregate import aggregate, totals
 from capeval.results.errors import JSON_ERRORS, ResultFileError, json_error_detail
+from capeval.results.inputs import InputRefused, read_input
 from capeval.results.output import write_output
 from capeval.results.rowcheck import (
     document_twice,
@@ -174,7 +175,9 @@ def read_v3(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(header, rows) of a v3 file; stored aggregates and totals are not returned."""
     path = Path(path)
     try:
-        text = path.read_bytes()
+        text = read_input(path)
+    except InputRefused as exc:
+        raise ResultFileError(path, exc.reason) from exc
     except OSError as exc:
         raise ResultFileError(path, f"cannot read: {exc.strerror or exc}") from exc
     mark = parses_made_twice()

@@ -1,7 +1,7 @@
 """A repeat's evidence as page data: its transcript turn by turn, its grader output, its files.
 
 The transcript is the repeat's normalized run summary (docs/result-formats.md#artifacts),
-read by the core's reader (`capeval.core.runsummary.read_summary`). Each
+read by the core's reader (`capeval.results.runsummary.read_summary`). Each
 shell command comes with its chain segments (`capeval.core.scanner`), and
 every call, segment or turn that counted toward a behavior metric is marked
 with the metric's name, from `capeval.core.behaviors.behavior_contributions`:
@@ -23,10 +23,11 @@ from capeval.core.behaviors import (
     metric_totals,
 )
 from capeval.core.metrics import METRIC_NAMES, direction
-from capeval.core.runsummary import RunSummaryError, read_summary
+from capeval.core.runsummary import RunSummaryError
 from capeval.core.scanner import command_word, scan_segments
 from capeval.core.toolkinds import tool_kind
 from capeval.core.turns import OTHER, RunSummary
+from capeval.results.runsummary import read_summary
 
 # The normalized stream first (what the behaviors came from), then the
 # command agent's and the scripted agent's own copies of it.

@@ -27,9 +27,10 @@ from capeval.core.behaviors import (
     normalize_arguments,
 )
 from capeval.core.metrics import METRIC_NAMES, TOOL_CALLS_BY_NAME
-from capeval.core.runsummary import read_summary, summary_from_json
+from capeval.core.runsummary import summary_from_json
 from capeval.core.scanner import scan_segments, sets_env
 from capeval.core.turns import RunSummary
+from capeval.results.runsummary import read_summary
 
 DATA = Path(__file__).parents[1] / "data" / "summaries"
 

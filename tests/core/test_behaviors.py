@@ -355,7 +355,7 @@ def test_calls_built_without_kind_are_classified_here() -> None:
 
 
 def test_sample_summary_end_to_end() -> None:
-    from capeval.core.runsummary import read_summary
+    from capeval.results.runsummary import read_summary
 
     result = derive_behaviors(read_summary(DATA / "sloppy.json"))
     assert result == {

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from capeval.core import turns
-from capeval.core.runsummary import RunSummaryError, read_summary, summary_from_json
+from capeval.core.runsummary import RunSummaryError, summary_from_json
 from capeval.core.turns import TokenUsage
+from capeval.results.runsummary import read_summary
 
 DATA = Path(__file__).parents[1] / "data" / "summaries"
 
