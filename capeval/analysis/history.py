@@ -93,6 +93,23 @@ def open_db(
     return con
 
 
+def read_only_queries(con: duckdb.DuckDBPyConnection) -> None:
+    """Let `con` run queries that only read what it holds, from here on.
+
+    A query (the user's SQL, or a named query a workspace ships) reaches no
+    file and no network: `COPY ... TO`, `read_csv('/etc/...')`, `ATTACH`,
+    `INSTALL httpfs` are refused, and the settings are locked so a query
+    cannot lift that. Call it once the history is ingested.
+    """
+    for setting in (
+        "SET enable_external_access = false",
+        "SET autoinstall_known_extensions = false",
+        "SET autoload_known_extensions = false",
+        "SET lock_configuration = true",
+    ):
+        con.execute(setting)
+
+
 def connect(
     paths: str | Path | Iterable[str | Path] | None = None, db: str | Path | None = None
 ) -> duckdb.DuckDBPyConnection:

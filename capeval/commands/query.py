@@ -87,7 +87,7 @@ def query(
             "capeval query --list describes the named queries"
         )
 
-    from capeval.analysis.history import records
+    from capeval.analysis.history import read_only_queries, records
     from capeval.core.problems import ProblemsError
     from capeval.results.errors import ResultFileError
 
@@ -108,6 +108,7 @@ def query(
     try:
         con, report = history_connection(sources, db, root)
         say_passed_over(report)
+        read_only_queries(con)
         rows = records(con, sql)
     except ProblemsError as exc:
         fail("query", problems_text(exc.problems) + "\n(pass --from PATH or --db FILE)")
@@ -127,6 +128,14 @@ def query(
                 f"history, and {shown_path(db)} is opened read-only "
                 f"({str(exc).splitlines()[0]}); `capeval history PATH --db {shown_path(db)}` "
                 "is what adds runs to it",
+            )
+        if isinstance(exc, duckdb.PermissionException):
+            fail(
+                "query",
+                f"{query_text if sql is not query_text else 'SQL'}: a query only reads the "
+                "history views; it reaches no file, network or extension (COPY ... TO, "
+                "read_csv, ATTACH and INSTALL are refused): "
+                f"{str(exc).splitlines()[0]}",
             )
         if isinstance(exc, duckdb.CatalogException):
             # DuckDB's own suggestion may name its internal tables instead.

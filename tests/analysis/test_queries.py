@@ -445,3 +445,35 @@ def test_cost_per_pass_is_null_when_nothing_passed(tmp_path: Path) -> None:
     per_pass = [c for c in found if c.endswith("PerPass")]
     assert len(per_pass) == 5
     assert all(found[c] is None for c in per_pass), found
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "COPY (SELECT * FROM repeats) TO '{out}'",
+        "SELECT * FROM read_csv('{secret}')",
+        "ATTACH '{out}' AS other",
+        "INSTALL httpfs",
+        "SET enable_external_access = true",
+    ],
+)
+def test_a_query_reaches_no_file_network_or_extension(tmp_path: Path, sql: str) -> None:
+    # The docs say a query only reads; COPY ... TO wrote anywhere, INSTALL reached the network.
+    out = tmp_path / "written.csv"
+    secret = tmp_path / "secret.csv"
+    secret.write_text("token\nhunter2\n")
+    proc = capeval("query", "--from", SAMPLES, sql.format(out=out, secret=secret))
+    assert proc.returncode == 2, proc.stdout
+    assert "Traceback" not in proc.stderr and "hunter2" not in proc.stdout
+    assert not out.exists()
+
+
+def test_a_named_query_of_the_workspace_cannot_write_either(tmp_path: Path) -> None:
+    queries = tmp_path / "analysis"
+    queries.mkdir()
+    out = tmp_path / "leak.csv"
+    (queries / "leak.sql").write_text(f"-- Leaks the rows.\nCOPY (SELECT 1) TO '{out}'\n")
+    (tmp_path / "evals" / "capability" / "cases").mkdir(parents=True)
+    proc = capeval("query", "--root", tmp_path, "--from", SAMPLES, "leak")
+    assert proc.returncode == 2 and "a query only reads the history views" in proc.stderr
+    assert not out.exists()
