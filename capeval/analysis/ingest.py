@@ -163,7 +163,10 @@ def ingest(
 
     Idempotent: running it twice adds nothing the second time. All changes
     land in one transaction, so an interrupted ingest leaves the database as
-    it was.
+    it was. A file named in `paths` that cannot be read is an error; one
+    found inside a folder is skipped, with the reader's reason in
+    `report.skipped`, so one bad file does not hide every other run (it is
+    read again by the next ingest).
     """
     ensure_schema(con)
     report = IngestReport()
@@ -179,9 +182,23 @@ def ingest(
     replaced: list[str] = []
     file_rows: list[tuple[str, str, int, int, int, str | None]] = []
     temps: list[str] = []
+    named = {Path(p).resolve() for p in paths}
+
+    def skipped(source: str, exc: ResultFileError) -> bool:
+        """Whether a file the reader refused is passed over (found in a folder) rather than fatal."""
+        if Path(source) in named:
+            return False
+        report.skipped.append((source, f"unreadable: {exc}"))
+        file_rows[:] = [r for r in file_rows if r[0] != source]
+        return True
+
     try:
         for path in files:
-            _plan_file(path, known.get(str(path)), inputs, replaced, file_rows, temps, report)
+            try:
+                _plan_file(path, known.get(str(path)), inputs, replaced, file_rows, temps, report)
+            except ResultFileError as exc:
+                if not skipped(str(path), exc):
+                    raise
 
         repeated: list[str] = []
 
@@ -196,7 +213,7 @@ def ingest(
             refresh_cells(con, sorted(touched))
             _record_files(con, file_rows)
 
-        _in_one_transaction(con, inputs, temps, write)
+        _in_one_transaction(con, inputs, temps, write, skipped)
         report.warnings += repeated
     finally:
         for name in temps:
@@ -410,9 +427,13 @@ def _in_one_transaction(
     inputs: list[Input],
     temps: list[str],
     write: Callable[[list[Input]], None],
+    skipped: Callable[[str, ResultFileError], bool] | None = None,
 ) -> None:
     """`write(inputs)` in one transaction; if DuckDB refuses a file, or a value it would
-    read otherwise than Python, the reference reader reads that file and it runs once more."""
+    read otherwise than Python, the reference reader reads that file and it runs once more.
+
+    A file the reference reader refuses too is left out when `skipped` says so.
+    """
     for attempt in range(2):
         con.execute("BEGIN TRANSACTION")
         try:
@@ -423,11 +444,14 @@ def _in_one_transaction(
             con.execute("ROLLBACK")
             if not _is_duckdb_error(exc) or attempt:
                 raise
-            inputs = _by_the_reference(con, inputs, temps)
+            inputs = _by_the_reference(con, inputs, temps, skipped)
 
 
 def _by_the_reference(
-    con: duckdb.DuckDBPyConnection, inputs: Sequence[Input], temps: list[str]
+    con: duckdb.DuckDBPyConnection,
+    inputs: Sequence[Input],
+    temps: list[str],
+    skipped: Callable[[str, ResultFileError], bool] | None = None,
 ) -> list[Input]:
     """`inputs`, each one DuckDB cannot read exactly replaced by the reference reader's rows.
 
@@ -445,7 +469,12 @@ def _by_the_reference(
         except Exception as single:
             if not _is_duckdb_error(single):
                 raise
-            rows = _reference_rows(item)
+            try:
+                rows = _reference_rows(item)
+            except ResultFileError as exc:
+                if skipped is None or not skipped(item.source, exc):
+                    raise
+                continue
             out.append(replace(item, read_path=temp_jsonl(rows, temps)))
         else:
             out.append(item)

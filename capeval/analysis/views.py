@@ -362,7 +362,7 @@ VIEWS = ("repeats", "cells", "cell_metrics", "runs", "metric_directions")
 # matched with another copy of itself, so it is always kept.
 REPEATS_VIEW_SQL = """
 CREATE OR REPLACE VIEW repeats AS
-SELECT * FROM result_rows
+SELECT *, id AS caseId FROM result_rows
 QUALIFY "repeat" IS NULL OR source = first_value(source) OVER (
   PARTITION BY runId, variantId, id, "repeat"
   ORDER BY CASE format WHEN 'jsonl' THEN 0 ELSE 1 END, source

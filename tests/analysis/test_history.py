@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -254,7 +255,11 @@ def test_a_broken_line_names_the_file_and_line(tmp_path: Path) -> None:
     good = json.dumps(row("r", "v", "c", 0, True))
     (tmp_path / "bad.jsonl").write_text(f"{good}\n{{not json\n{good}\n")
     with pytest.raises(ResultFileError, match=r"bad\.jsonl:2"):
-        ingest(open_db(), [tmp_path])
+        ingest(open_db(), [tmp_path / "bad.jsonl"])
+    # Found in a folder, it is passed over with the same reason (one bad file
+    # must not hide every other run of a folder).
+    (reason,) = [r for p, r in ingest(open_db(), [tmp_path]).skipped if p.endswith("bad.jsonl")]
+    assert re.search(r"bad\.jsonl:2", reason)
     # Scanned without copying, the file is read when queried; DuckDB names it.
     con = connect([tmp_path])
     with pytest.raises(duckdb.Error, match=r"bad\.jsonl"):
@@ -265,7 +270,8 @@ def test_a_mistyped_field_names_the_file(tmp_path: Path) -> None:
     bad = row("r", "v", "c", 0, True, turnsUsed="many")
     (tmp_path / "typed.jsonl").write_text(json.dumps(bad) + "\n")
     with pytest.raises(ResultFileError, match=r"typed\.jsonl"):
-        ingest(open_db(), [tmp_path])
+        ingest(open_db(), [tmp_path / "typed.jsonl"])
+    assert [Path(p).name for p, _ in ingest(open_db(), [tmp_path]).skipped] == ["typed.jsonl"]
 
 
 def test_scan_and_ingest_agree_on_every_view() -> None:
@@ -291,7 +297,7 @@ def test_a_failed_ingest_changes_nothing(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "b.jsonl", [row("r2", "v", "c", 0, True)])
     (tmp_path / "c.jsonl").write_text('{"id": "c", "passed": true, "variantId": 3}\n{oops\n{}\n')
     with pytest.raises(ResultFileError):
-        ingest(con, [tmp_path])
+        ingest(con, [tmp_path / "b.jsonl", tmp_path / "c.jsonl"])
     assert count(con, "SELECT count(*) FROM result_rows") == 1
     assert count(con, "SELECT count(*) FROM result_files") == 1
 
@@ -357,9 +363,12 @@ def test_history_command_bad_file_exits_2_naming_it(tmp_path: Path) -> None:
     (tmp_path / "broken.jsonl").write_text(
         '{"id": "c", "variantId": "v", "passed": true}\n{nope\n{}\n'
     )
-    proc = capeval("history", str(tmp_path))
+    proc = capeval("history", str(tmp_path / "broken.jsonl"))
     assert proc.returncode == 2
     assert "broken.jsonl:2" in proc.stderr
+    in_folder = capeval("history", str(tmp_path))
+    assert in_folder.returncode == 0 and "skipped" in in_folder.stderr
+    assert "broken.jsonl:2" in in_folder.stderr
 
 
 def test_command_modules_import_no_heavy_library() -> None:
@@ -449,7 +458,7 @@ def test_a_passed_that_is_not_a_boolean_is_refused_as_everywhere_else(
     text[1] = text[1].replace('"passed": true', f'"passed": {json.dumps(value)}')
     stream.write_text("\n".join(text) + "\n")
     for args in (("query", "SELECT count_if(passed) FROM repeats", "--from", str(stream)),
-                 ("history", str(tmp_path), "--db", str(tmp_path / "h.duckdb"))):  # fmt: skip
+                 ("history", str(stream), "--db", str(tmp_path / "h.duckdb"))):  # fmt: skip
         proc = capeval(*args)
         assert proc.returncode == 2, proc.stdout
         assert "r.jsonl:2: field 'passed' must be true or false" in proc.stderr
@@ -475,7 +484,10 @@ def test_a_row_stream_with_a_damaged_first_line_is_an_error_not_skipped(tmp_path
     good = json.dumps(row("r", "v", "c", 0, True))
     (tmp_path / "run.jsonl").write_text('{"id": "c", "pas\n' + good + "\n")
     with pytest.raises(ResultFileError, match=r"run\.jsonl:1"):
-        ingest(open_db(), [tmp_path])  # what the commands do
+        ingest(open_db(), [tmp_path / "run.jsonl"])  # what the commands do
+    # In a folder: passed over, and said so with the line, never silently.
+    (reason,) = [r for _, r in ingest(open_db(), [tmp_path]).skipped]
+    assert "run.jsonl:1" in reason
     # An indented line of a pretty-printed document is no row: still skipped.
     (tmp_path / "run.jsonl").unlink()
     (tmp_path / "report.json").write_text(
@@ -580,3 +592,23 @@ def test_ingest_statements_do_not_grow_with_the_number_of_files(tmp_path: Path) 
         return con.statements
 
     assert statements(2) == statements(20)
+
+
+def test_a_malformed_file_in_a_folder_is_skipped_with_the_reason(tmp_path: Path) -> None:
+    # One bad file among many aborted `capeval history DIR` (exit 2): every other
+    # run went unlisted. Named directly, it is still an error.
+    import shutil
+
+    shutil.copy(SAMPLES / "run1-dev-sloppy.jsonl", tmp_path)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        '{"id": "x", "resultKey": "v::x", "variantId": "v", "repeat": 0, "passed": "maybe"}\n'
+    )
+    proc = capeval("history", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "20261130T165948Z-94d20f" in proc.stdout
+    assert (
+        f"skipped {bad}: unreadable: {bad}:1: field 'passed' must be true or false" in proc.stderr
+    )
+    named = capeval("history", bad)
+    assert named.returncode == 2 and "field 'passed' must be true or false" in named.stderr

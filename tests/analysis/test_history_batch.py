@@ -100,6 +100,14 @@ def test_a_bad_row_in_a_batch_is_named_by_its_own_file_and_line(tmp_path: Path) 
         + "\n"
     )
     with pytest.raises(ResultFileError) as info:
-        ingest(open_db(), [folder])
+        ingest(open_db(), [folder / "run-2.jsonl"])
     assert str(info.value).startswith(f"{folder / 'run-2.jsonl'}:5: ")
     assert "passed" in str(info.value)
+    # Found in the folder, among files read as one batch: that file alone is
+    # passed over, named by its own line; every other file's rows are kept.
+    con = open_db()
+    report = ingest(con, [folder])
+    ((source, reason),) = report.skipped
+    assert source == str(folder / "run-2.jsonl") and f"{source}:5: " in reason
+    stored = {r[0] for r in con.execute("SELECT DISTINCT source FROM result_rows").fetchall()}
+    assert str(folder / "run-2.jsonl") not in stored and stored

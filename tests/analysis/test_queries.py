@@ -477,3 +477,18 @@ def test_a_named_query_of_the_workspace_cannot_write_either(tmp_path: Path) -> N
     proc = capeval("query", "--root", tmp_path, "--from", SAMPLES, "leak")
     assert proc.returncode == 2 and "a query only reads the history views" in proc.stderr
     assert not out.exists()
+
+
+def test_the_case_column_is_caseid_in_every_view() -> None:
+    # `id` in repeats and `caseId` in cells made a join of the two a puzzle.
+    con = connect([SAMPLES])
+    for view in ("repeats", "cells", "cell_metrics"):
+        columns = {row[0] for row in con.execute(f"DESCRIBE {view}").fetchall()}
+        assert "caseId" in columns, view
+    joined = con.execute(
+        "SELECT count(*) FROM repeats r JOIN cells c USING (runId, resultKey, caseId)"
+    ).fetchone()
+    assert (
+        joined is not None
+        and joined[0] == con.execute("SELECT count(*) FROM repeats").fetchone()[0]
+    )  # type: ignore[index]
