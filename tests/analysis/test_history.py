@@ -612,3 +612,17 @@ def test_a_malformed_file_in_a_folder_is_skipped_with_the_reason(tmp_path: Path)
     )
     named = capeval("history", bad)
     assert named.returncode == 2 and "field 'passed' must be true or false" in named.stderr
+
+
+def test_a_torn_last_line_longer_than_the_head_is_left_as_the_gate_leaves_it(
+    tmp_path: Path,
+) -> None:
+    # A torn last line past 64 MiB made history refuse a stream that gate and
+    # aggregate read (skipping the torn line, with a warning).
+    stream = tmp_path / "run.jsonl"
+    write_jsonl(stream, [row("r", "v", "c", 0, True)])
+    with stream.open("a") as handle:
+        handle.write('{"id": "c", "text": "' + "a" * (65 << 20))
+    report = ingest(open_db(), [stream])
+    assert report.rows_added == 1
+    assert any("the last line is incomplete" in w for w in report.warnings)
