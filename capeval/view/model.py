@@ -177,6 +177,7 @@ class Viewer:
         self.runs: list[dict[str, Any]] = []
         self.trend: list[dict[str, Any]] = []
         self._baits = self._workspace_baits(root)
+        self.bait_policy = self._bait_policy(root)
         self._load()
         self._explorer_args = (derivative, root, list(paperclip))
         self._explorer: Explorer | None = None
@@ -196,6 +197,18 @@ class Viewer:
     def _warn(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
+
+    @staticmethod
+    def _bait_policy(root: Path | None) -> str:
+        """The workspace's `bait` policy, as `capeval gate` would judge by it."""
+        from capeval.config import read_bait_policy
+        from capeval.core.problems import ProblemsError
+        from capeval.workspace import find_root
+
+        try:
+            return read_bait_policy(find_root(explicit=root))
+        except ProblemsError:
+            return "require"
 
     def _workspace_baits(self, root: Path | None) -> dict[str, BaitDecl]:
         from capeval.analysis.gatecheck import workspace_baits
@@ -324,7 +337,7 @@ class Viewer:
         except ResultFileError as exc:
             self._warn(f"comparison: {exc}")
             return
-        result = gate_files(base, cand, advisory=True, gate=False)
+        result = gate_files(base, cand, advisory=True, gate=False, bait_policy=self.bait_policy)
         for error in result.errors:
             self._warn(f"comparison: {error}")
         comparison = result.comparison

@@ -361,3 +361,21 @@ def test_a_control_plane_journal_shows_each_call_with_its_decision_and_diff(
     assert first["ok"] is True and first["stateDiff"]
     assert refused["decision"] == "absent" and refused["reason"] == "control_plane_owned_operation"
     assert refused["onSurface"] is False and refused["stateDiff"] == []
+
+
+def test_a_comparison_is_judged_by_the_workspaces_bait_policy(tmp_path: Path) -> None:
+    # `bait = "report"` (A/B of two builds) shows bait flags without failing on
+    # them; the viewer judged every comparison by the strict default instead.
+    base = small_run(tmp_path / "base")
+    cand = small_run(tmp_path / "results")
+    policies = {}
+    for policy in ("require", "report"):
+        workspace = tmp_path / policy
+        (workspace / "evals" / "capability" / "cases").mkdir(parents=True)
+        (workspace / "capeval.toml").write_text(f'bait = "{policy}"\n')
+        policies[policy] = load_viewer([cand], baseline=[base], root=workspace).page("index")
+    strict, lenient = policies["require"], policies["report"]
+    assert strict is not None and lenient is not None
+    assert strict["matrices"][0]["baitFlags"] == lenient["matrices"][0]["baitFlags"] != []
+    assert strict["matrices"][0]["exitCode"] == 3
+    assert lenient["matrices"][0]["exitCode"] == 0
