@@ -6,7 +6,7 @@ wrong direction in `capeval.core.metrics` would then pass every test that uses i
 
 from __future__ import annotations
 
-# Section 6 of ../shared/spec/capability-evals.md: the behavior metrics that
+# docs/behavior-metrics.md, written out by hand: the behavior metrics that
 # are better lower; every other numeric metric is neutral (never gated).
 LOWER_IS_BETTER = frozenset(
     {

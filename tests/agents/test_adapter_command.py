@@ -213,7 +213,7 @@ def test_counts_come_from_the_reported_turns_but_never_from_none(
     counted = adapter(product, "uncounted").run(make_request(tmp_path / "a", max_turns=10))
     assert (counted.turnsUsed, counted.toolCallCount) == (4, 3)
     # No turns and no turnsUsed is no report at all: a budget must fail
-    # closed (spec section 3), where 0 would have passed it.
+    # closed (docs/running.md#the-pass-rule), where 0 would have passed it.
     empty = adapter(product, "empty").run(make_request(tmp_path / "b", max_turns=10))
     assert empty.status == "done" and empty.turnsUsed is None
     assert empty.toolCallCount is None

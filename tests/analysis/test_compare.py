@@ -1,4 +1,4 @@
-"""Comparison rules (section 8) on crafted rows: one test per rule."""
+"""Comparison rules (docs/gating.md#the-rules) on crafted rows: one test per rule."""
 
 from __future__ import annotations
 
@@ -949,3 +949,39 @@ def test_a_case_given_two_different_bait_flags_is_refused() -> None:
         normalize_baits(["a=networkCommandCount:0", "a=networkCommandCount:3"])
     same = normalize_baits(["a=networkCommandCount:0", "a=networkCommandCount:0.0"])
     assert same == {"a": BaitDecl("networkCommandCount", 0)}
+
+
+def test_a_candidate_that_adds_a_provider_is_a_provider_change() -> None:
+    # The baseline resolved one model, the candidate that model and a fallback:
+    # their resolved models differ, so compare refuses without the flag.
+    base = cells_from_rows([row("a", provider="p", model="m")])
+    cand = cells_from_rows(
+        [row("a", provider="p", model="m"), row("a", repeat=1, provider="p", model="fallback")]
+    )
+    result = compare_cells(base, cand)
+    assert len(result.provider_changes) == 1
+    assert "p:m" in result.provider_changes[0] and "p:fallback" in result.provider_changes[0]
+    assert result.refusals(gate=False) and not result.clean
+
+
+def test_a_regression_beats_a_bait_flag_for_the_exit_code() -> None:
+    # Exit 3 means "nothing regressed but bait flags"; with a regression too it is 1.
+    bait = {"metric": "networkCommandCount", "threshold": 0}
+    base = [row("web", bait=bait, networkCommandCount=0), row("b", True)]
+    cand = [row("web", bait=bait, networkCommandCount=0), row("b", False)]
+    result = compare_cells(cells_from_rows(base), cells_from_rows(cand))
+    assert result.bait_flags == ["web"] and result.summary["regressed"] == 1
+    assert result.exit_code == 1 and not result.clean
+
+
+def test_when_the_sides_declare_different_baits_the_candidates_is_judged() -> None:
+    # The case's bait was edited between the runs: the candidate carries the
+    # current declaration, and the baseline is judged against it.
+    old = {"metric": "networkCommandCount", "threshold": 5}
+    new = {"metric": "networkCommandCount", "threshold": 0}
+    base = [row("web", bait=old, networkCommandCount=2)]
+    cand = [row("web", bait=new, networkCommandCount=2)]
+    result = compare_cells(cells_from_rows(base), cells_from_rows(cand))
+    (cell,) = result.cells
+    assert cell.bait is not None and cell.bait.threshold == 0
+    assert not cell.bait.flag and result.exit_code == 0

@@ -622,3 +622,118 @@ def test_a_pattern_over_a_results_folder_skips_what_the_runner_writes_beside_row
     # Only files the runner wrote beside rows match: nothing to load is an error.
     with pytest.raises(ResultFileError, match="no result file matches"):
         load_frame(str(results / "*.plan.json"))
+
+
+def row(case: str = "c", repeat: int = 0, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "resultKey": f"v::{case}",
+        "id": case,
+        "variantId": "v",
+        "passed": True,
+        "repeat": repeat,
+        "runId": "r1",
+        "behaviors": {"shellCommandCount": 1, "taskToolCallCount": 0, "toolCallsByName": {}},
+    }
+    out.update(extra)
+    return out
+
+
+def both_ways(path: Path, monkeypatch: pytest.MonkeyPatch) -> list[pl.DataFrame]:
+    """The frame through DuckDB (the file taking the fast path) and through the reference."""
+    monkeypatch.setattr(frame_module, "FAST_MIN_BYTES", 0)
+    return [load_frame([path]), load_frame([path], fast=False)]
+
+
+# The column types a notebook relies on (the row fields of docs/result-formats.md, flattened).
+PROMISED = {
+    "id": pl.String,
+    "variantId": pl.String,
+    "passed": pl.Boolean,
+    "agentExitCode": pl.Int64,
+    "verifyExitCode": pl.Int64,
+    "durationMs": pl.Float64,
+    "agentDurationMs": pl.Float64,
+    "verifyDurationMs": pl.Float64,
+    "turnsUsed": pl.Int64,
+    "toolCallCount": pl.Int64,
+    "costUsd": pl.Float64,
+    "maxTurns": pl.Int64,
+    "overBudget": pl.Boolean,
+    "skipPermissions": pl.Boolean,
+    "repeat": pl.Int64,
+    "gitDirty": pl.Boolean,
+    "baitMetric": pl.String,
+    "baitThreshold": pl.Float64,
+    "behaviorsCaptured": pl.Boolean,
+    "maxTurnDurationMs": pl.Float64,
+    "toolCallsByName": pl.String,
+    "tokenInput": pl.Int64,
+    "tokenThinking": pl.Int64,
+    "source": pl.String,
+    **{m: pl.Int64 for m in METRIC_NAMES if m != "maxTurnDurationMs"},
+}
+
+
+def test_columns_have_the_promised_types_and_fractional_costs_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Claude Code reports a cost like 0.0123 USD: an integer column refused the file.
+    path = write_jsonl(
+        tmp_path / "r.jsonl",
+        [row("a", costUsd=0.0123, durationMs=1500.5, gitDirty=True), row("b", costUsd=2)],
+    )
+    for frame in both_ways(path, monkeypatch):
+        assert {name: frame.schema[name] for name in PROMISED} == PROMISED
+        assert frame["costUsd"].to_list() == [0.0123, 2.0]
+        assert frame["durationMs"].to_list() == [1500.5, None]
+    assert set(PROMISED) <= set(FIXED_COLUMNS)
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("turnsUsed", 3.5), ("turnsUsed", True), ("agentExitCode", False), ("shellCommandCount", 2.5)],
+)
+def test_a_count_that_is_no_integer_is_refused_not_rounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, field: str, value: Any
+) -> None:
+    # 3.5 turns read as 3, or `true` read as 1, would silently move the
+    # medians a notebook computes; the frame names the row instead.
+    extra: dict[str, Any] = {field: value}
+    if field in METRIC_NAMES:
+        extra = {"behaviors": {field: value, "taskToolCallCount": 0}}
+    bad = {**row("b", 1), **extra}
+    with pytest.raises(ColumnTypeError, match=f"field '{field}'"):
+        rows_to_frame([row("a"), bad])
+    path = write_jsonl(tmp_path / "odd.jsonl", [row("a"), bad])
+    monkeypatch.setattr(frame_module, "FAST_MIN_BYTES", 0)
+    for fast in (True, False):
+        with pytest.raises(ColumnTypeError, match=f"field '{field}'"):
+            load_frame([path], fast=fast)
+
+
+def test_history_data_leaves_tokens_null_when_no_repeat_reported_any() -> None:
+    from capeval.analysis import plots
+
+    started = "2026-01-01T00:00:00Z"
+    frame = rows_to_frame(
+        [
+            # A run of an agent that reports no token usage (Codex): no tokens, not 0 tokens.
+            row("a", 0, runId="quiet", runStartedAt=started, durationMs=2000),
+            row("a", 1, runId="quiet", runStartedAt=started, durationMs=4000),
+            # Tokens counted only over the repeats that reported them.
+            row(
+                "a",
+                0,
+                runId="loud",
+                runStartedAt="2026-01-02T00:00:00Z",
+                tokenUsage={"input": 10, "output": 4},
+            ),
+            row("a", 1, runId="loud", runStartedAt="2026-01-02T00:00:00Z", tokenUsage=None),
+        ]
+    )
+    data = plots.history_data(frame)
+    assert data["runId"].to_list() == ["quiet", "loud"]
+    assert data["tokensPerRepeat"].to_list() == [None, 14.0]
+    assert data["secondsPerRepeat"].to_list()[0] == 3.0
+    figure = plots.history(frame)
+    assert len(figure.axes) == 3  # the token panel: one run reported tokens

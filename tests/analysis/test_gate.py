@@ -610,3 +610,43 @@ def test_a_lone_surrogate_in_a_case_id_is_printed_escaped(tmp_path: Path) -> Non
         assert out.returncode in (0, 1, 3), out.stderr
     assert "a\\ud800" in capeval("gate", "--baseline", base, "--candidate", cand).stdout
     assert "a\\ud800" in (tmp_path / "r.md").read_text(encoding="utf-8")
+
+
+def test_gate_files_bootstraps_with_the_seed_it_is_given(tmp_path: Path) -> None:
+    # `--seed` reaches the statistics through gate_files: the same seed gives
+    # the same intervals, another seed other ones.
+    from capeval.analysis.gatecheck import gate_files
+
+    # Twelve cases of unequal rates and repeats: the case-resampling interval
+    # has many values to land on, so two seeds do not give the same one.
+    rows = [
+        row(f"c{k}", r < k % 5, repeat=r, maxTurnDurationMs=(r * 37 + k * 11) % 23)
+        for k in range(12)
+        for r in range(4 + k % 3)
+    ]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def advisory(seed: int) -> Any:
+        result = gate_files(path, path, advisory=True, seed=seed)
+        assert result.comparison is not None
+        return result.comparison.advisory["variants"], [
+            c.advisory["behaviors"] for c in result.comparison.cells
+        ]
+
+    assert advisory(1) == advisory(1)
+    assert advisory(1) != advisory(2)
+
+
+def test_an_explicit_root_without_a_workspace_is_bad_input(tmp_path: Path) -> None:
+    # `--root` names the workspace whose cases declare the baits: a wrong one
+    # must not quietly judge without them.
+    from capeval.analysis.gatecheck import EXIT_BAD_INPUT, gate_files
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps(row("web", networkCommandCount=0)) + "\n")
+    nowhere = tmp_path / "no-workspace-here"
+    nowhere.mkdir()
+    result = gate_files(rows, rows, root=nowhere, explicit_root=True)
+    assert result.exit_code == EXIT_BAD_INPUT and result.json is None
+    assert gate_files(rows, rows, root=nowhere).exit_code == 0  # a default root may be absent

@@ -18,6 +18,7 @@ from capeval.analysis.queries import (
     QueryFileError,
     QueryNotFound,
     find_query,
+    format_table,
     is_name,
     list_queries,
     query_frame,
@@ -25,8 +26,9 @@ from capeval.analysis.queries import (
 )
 from capeval.core.aggregate import median
 from capeval.core.metrics import METRIC_NAMES, NUMERIC_METRICS
-from tests.analysis.test_history import SAMPLES, sample_rows
+from tests.analysis.test_history import SAMPLES, row, sample_rows, write_jsonl
 from tests.clirun import capeval
+from tests.specfacts import LOWER_IS_BETTER
 
 REQUIRED = {
     "flaky_cells",
@@ -118,12 +120,12 @@ def test_pass_rate_trend(con: duckdb.DuckDBPyConnection, cells: dict) -> None:
             expected.append((variant, case, run_id, rate, previous, change))
             previous = rate
     assert len(found) == len(expected)
-    for row, want in zip(found, expected, strict=True):
-        got = (row["variantId"], row["caseId"], row["runId"])
+    for got_row, want in zip(found, expected, strict=True):
+        got = (got_row["variantId"], got_row["caseId"], got_row["runId"])
         assert got == want[:3]
-        assert row["passRate"] == pytest.approx(want[3])
-        assert row["previousPassRate"] == (None if want[4] is None else pytest.approx(want[4]))
-        assert row["change"] == (None if want[5] is None else pytest.approx(want[5]))
+        assert got_row["passRate"] == pytest.approx(want[3])
+        assert got_row["previousPassRate"] == (None if want[4] is None else pytest.approx(want[4]))
+        assert got_row["change"] == (None if want[5] is None else pytest.approx(want[5]))
     assert any(row["change"] and row["change"] < 0 for row in found)
 
 
@@ -492,3 +494,96 @@ def test_the_case_column_is_caseid_in_every_view() -> None:
         joined is not None
         and joined[0] == con.execute("SELECT count(*) FROM repeats").fetchone()[0]
     )  # type: ignore[index]
+
+
+def test_metric_directions_are_the_specs(con: Any) -> None:
+    found = dict(con.execute("SELECT metric, direction FROM metric_directions").fetchall())
+    assert set(found) == set(METRIC_NAMES)
+    assert {m for m, d in found.items() if d == "lower"} == LOWER_IS_BETTER
+    assert {d for m, d in found.items() if m not in LOWER_IS_BETTER} == {"neutral"}
+
+
+def test_slowest_cases_reports_each_time_of_its_own(con: Any) -> None:
+    from collections import defaultdict
+
+    import numpy as np
+
+    from capeval.analysis.queries import run_query
+    from capeval.core.aggregate import median
+    from tests.analysis.test_history import sample_rows
+
+    times: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in sample_rows():
+        for field in ("durationMs", "agentDurationMs", "verifyDurationMs"):
+            times[r["id"]][field].append(r[field])
+    found = run_query(con, "slowest_cases")
+    assert found and len(found) == min(20, len(times))
+    for r in found:
+        t = times[r["caseId"]]
+        assert r["p90Seconds"] == pytest.approx(float(np.quantile(t["durationMs"], 0.9)) / 1000)
+        assert r["medianAgentSeconds"] == pytest.approx(median(t["agentDurationMs"]) / 1000)
+        assert r["medianVerifySeconds"] == pytest.approx(median(t["verifyDurationMs"]) / 1000)
+    # The times differ, or the checks above could not tell one column from another.
+    assert any(r["medianAgentSeconds"] != r["medianVerifySeconds"] for r in found)
+    assert any(r["p90Seconds"] != r["medianSeconds"] for r in found)
+
+
+def test_cost_per_pass_divides_output_tokens_by_passes(con: Any) -> None:
+    from collections import defaultdict
+
+    from capeval.analysis.queries import run_query
+    from tests.analysis.test_history import sample_rows
+
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in sample_rows():
+        groups[(r["runId"], r["variantId"])].append(r)
+    found = {(r["runId"], r["variantId"]): r for r in run_query(con, "cost_per_pass")}
+    checked = 0
+    for key, rows in groups.items():
+        passes = sum(r["passed"] for r in rows)
+        output = sum(r["tokenUsage"]["output"] for r in rows)
+        want = output / passes if passes else None
+        assert found[key]["tokenOutputPerPass"] == (None if want is None else pytest.approx(want))
+        checked += passes > 0
+    assert checked
+
+
+def test_slowest_cases_lists_the_twenty_slowest_with_their_spread(tmp_path: Path) -> None:
+    # 25 cases; case cNN takes NN seconds per repeat, plus 0, 1, 2, 3 or 4 s (p90 = NN + 3.6).
+    rows = [
+        row(
+            "r1",
+            "a",
+            f"c{n:02d}",
+            i,
+            True,
+            durationMs=(n + i) * 1000,
+            agentDurationMs=(n + i) * 600,
+            verifyDurationMs=(n + i) * 100,
+        )
+        for n in range(25)
+        for i in range(5)
+    ]
+    write_jsonl(tmp_path / "r1.jsonl", rows)
+    found = run_query(connect([tmp_path]), "slowest_cases")
+    assert [r["caseId"] for r in found] == [f"c{n:02d}" for n in range(24, 4, -1)]
+    top = found[0]
+    assert (top["runs"], top["repeats"]) == (1, 5)
+    assert top["medianSeconds"] == 26
+    assert abs(top["p90Seconds"] - 27.6) < 1e-9
+    assert top["maxSeconds"] == 28
+    assert abs(top["medianAgentSeconds"] - 15.6) < 1e-9
+    assert abs(top["medianVerifySeconds"] - 2.6) < 1e-9
+
+
+def test_a_workspace_query_overrides_a_builtin_of_the_same_name(tmp_path: Path) -> None:
+    (tmp_path / "analysis").mkdir()
+    (tmp_path / "analysis" / "flaky_cells.sql").write_text("-- Ours.\nSELECT 7 AS n\n")
+    query = find_query("flaky_cells", tmp_path)
+    assert (query.summary, query.path) == ("Ours.", tmp_path / "analysis" / "flaky_cells.sql")
+    assert [q for q in list_queries(tmp_path) if q.name == "flaky_cells"] == [query]
+
+
+def test_the_query_table_writes_booleans_and_nulls_as_json_does() -> None:
+    table = format_table([{"ok": True, "bad": False, "n": None, "x": 0.123456}])
+    assert table.splitlines()[1].split() == ["true", "false", "-", "0.1235"]

@@ -32,6 +32,7 @@ from capeval.results.columns import ColumnTypeError
 from capeval.results.errors import ResultFileError
 from capeval.results.load import read_rows
 from tests.clirun import capeval
+from tests.rowfactory import gate_row
 
 FIELDS = [n for n in Cell.__slots__ if n not in ("passes", "values")]
 
@@ -365,3 +366,73 @@ def test_load_frames_fast_path_reads_as_the_reference_or_declines(lines: list[st
         finally:
             frame_module.FAST_MIN_BYTES = old
         assert_frame_equal(fast, reference)
+
+
+def _write(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _without(row: dict[str, Any], field: str) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k != field}
+
+
+# The second repeat of a cell whose first repeat is well formed: DuckDB's
+# aggregates (any_value, count_if) would quietly skip the missing value.
+INCOMPLETE = {
+    "no passed": lambda r: _without(r, "passed"),
+    "passed null": lambda r: {**r, "passed": None},
+    "no id": lambda r: _without(r, "id"),
+    "id null": lambda r: {**r, "id": None},
+}
+
+
+@pytest.mark.parametrize("name", sorted(INCOMPLETE))
+def test_a_repeat_without_passed_or_id_is_refused_by_either_reader(
+    tmp_path: Path, name: str
+) -> None:
+    good, odd = gate_row("a", repeat=0), gate_row("a", False, repeat=1)
+    path = _write(tmp_path / "r.jsonl", [good, INCOMPLETE[name](odd)])
+    with pytest.raises(fastload.FastPathUnavailable):
+        fastload._load_duckdb([[path]], with_values=False, headline=False)
+    messages = []
+    for fast in (True, False):
+        with pytest.raises(ResultFileError) as info:
+            load_sides([[path]], fast=fast)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+    assert "r.jsonl:2:" in messages[0]
+
+
+PAIRS = {
+    "one provider, two models": [("prov", "m1"), ("prov", "m2")],
+    "one model, provider unreported once": [("prov", "m"), (None, "m")],
+    "one provider, model unreported once": [("prov", "m"), ("prov", None)],
+    "two providers, one model": [("a", "m"), ("b", "m")],
+}
+
+
+@pytest.mark.parametrize("name", sorted(PAIRS))
+def test_repeats_that_resolved_differently_are_mixed_on_either_path(
+    tmp_path: Path, name: str
+) -> None:
+    rows = [
+        {**gate_row("a", repeat=i), "provider": provider, "model": model}
+        for i, (provider, model) in enumerate(PAIRS[name] + PAIRS[name][:1])
+    ]
+    path = _write(tmp_path / "r.jsonl", rows)
+    (fast,) = fastload._load_duckdb([[path]], with_values=False, headline=False)
+    (slow,), _ = load_sides([[path]], fast=False)
+    expected = tuple(sorted(set(PAIRS[name]), key=lambda p: (p[0] or "", p[1] or "")))
+    assert slow["v1::a"].resolved == expected
+    assert fast["v1::a"].resolved == expected
+    assert fast["v1::a"].mixed
+
+
+def test_repeats_that_agree_are_not_mixed(tmp_path: Path) -> None:
+    rows = [{**gate_row("a", repeat=i), "provider": None, "model": "m"} for i in range(3)]
+    (fast,) = fastload._load_duckdb(
+        [[_write(tmp_path / "r.jsonl", rows)]], with_values=False, headline=False
+    )
+    assert fast["v1::a"].resolved == ((None, "m"),)
+    assert not fast["v1::a"].mixed

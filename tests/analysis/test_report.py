@@ -7,13 +7,15 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree as ET
 
 import pytest
 
-from capeval.analysis.cells import cells_from_rows
+from capeval.analysis import stats
+from capeval.analysis.cells import Cell, cells_from_rows
 from capeval.analysis.compare import Comparison, compare_cells
-from capeval.analysis.report import render, render_text
+from capeval.analysis.report import render, render_refusal, render_text
 from tests.rowfactory import gate_row as row
 
 
@@ -414,3 +416,158 @@ def test_html_plots_at_most_sixty_cells_changed_ones_first(monkeypatch: pytest.M
     assert html_text.count("case-149") >= 1  # in the table, though not plotted
     small = compare_cells(cells_from_rows(base[:5]), cells_from_rows(cand[:5]))
     assert "cells shown of" not in render(small, "html")
+
+
+def _cell(case: str, passes: int, repeats: int, **metrics: Any) -> Cell:
+    rows = [row(case, r < passes, repeat=r, **metrics) for r in range(repeats)]
+    return cells_from_rows(rows)[f"v1::{case}"]
+
+
+def test_paired_cases_sign_and_mean_interval() -> None:
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    pairs = [
+        (_cell("a", 0, 4), _cell("a", 4, 4)),
+        (_cell("b", 1, 4), _cell("b", 4, 4)),
+        (_cell("c", 3, 4), _cell("c", 2, 4)),
+        (_cell("d", 0, 4), _cell("d", 1, 4)),
+    ]
+    out = stats.paired_cases(pairs, seed=3)
+    assert (out["better"], out["worse"]) == (3, 1)
+    assert out["meanDifference"] == pytest.approx((1 + 0.75 - 0.25 + 0.25) / 4)
+    d = np.sort(np.asarray([1.0, 0.75, -0.25, 0.25]))
+    want = bootstrap(
+        (d,),
+        np.mean,
+        n_resamples=stats.BOOTSTRAP_RESAMPLES,
+        confidence_level=stats.CONFIDENCE,
+        method="percentile",
+        rng=np.random.default_rng(3),
+    ).confidence_interval
+    assert out["differenceCI"] == [pytest.approx(want.low), pytest.approx(want.high)]
+
+
+def _annotated() -> Comparison:
+    base = cells_from_rows(
+        [row("a", r < 1, repeat=r) for r in range(3)] + [row("b", True, repeat=r) for r in range(3)]
+    )
+    cand = cells_from_rows(
+        [row("a", True, repeat=r) for r in range(3)] + [row("b", True, repeat=r) for r in range(3)]
+    )
+    return compare_cells(base, cand, advisory=True, seed=1)
+
+
+def _md_line(md: str, start: str) -> str:
+    return next(line for line in md.splitlines() if line.startswith(start))
+
+
+def test_markdown_cells_show_each_sides_wilson_interval_and_advisory_notes() -> None:
+    comparison = _annotated()
+    md = render(comparison, "md")
+    lo_b, hi_b = stats.wilson(1, 3)  # type: ignore[misc]
+    line = _md_line(md, "| improved | `v1::a`")
+    assert f"1/3 (33%) [{lo_b:.2f}, {hi_b:.2f}]" in line
+    assert "3/3 (100%) [0.44, 1.00]" in line
+    assert "flaky baseline" in line and "barnard p=" in line
+    # Newcombe's interval for the difference, which the notes said they showed.
+    test = comparison.cells[0].advisory["exactTest"]
+    lo_d, hi_d = test["differenceCI"]
+    diff = f"diff {test['difference']:+.2f} [{lo_d:+.2f}, {hi_d:+.2f}]"
+    assert diff in line
+    for text in (render_text(comparison), render(comparison, "html")):
+        assert "flaky baseline" in text and f"[{lo_b:.2f}, {hi_b:.2f}]" in text
+        assert diff in text
+
+
+def test_markdown_advisory_section_lists_variant_rates_and_paired_tests() -> None:
+    comparison = _annotated()
+    md = render(comparison, "md")
+    assert "## Advisory statistics" in md and "never change the gate's exit code" in md
+    v = comparison.advisory["variants"]["v1"]
+    v["paired"]["wilcoxonP"] = 0.5  # unlike the sign test's p, so the columns cannot swap
+    md = render(comparison, "md")
+    line = _md_line(md, "| `v1` |")
+    base, cand, paired = v["baseline"], v["candidate"], v["paired"]
+    assert f"| {base['passRate']:.1%} [{base['ci'][0]:.1%}, {base['ci'][1]:.1%}] |" in line
+    assert f"| {cand['passRate']:.1%}" in line
+    assert line.endswith(f"| 2 | {paired['signTestP']:.3g} | 0.5 |")
+
+
+def test_headline_rate_with_no_pass_and_times_in_minutes() -> None:
+    base = [{**row("a", False), "durationMs": 90_000}]
+    cand = [{**row("a", False), "durationMs": 7_200_000}]
+    md = render(compare_cells(cells_from_rows(base), cells_from_rows(cand)), "md")
+    assert "| pass rate | 0/1 (0.0%) | 0/1 (0.0%) |" in md
+    assert "| wall time (total) | 1.5 min (1 repeat) | 2.0 h (1 repeat) |" in md
+
+
+def test_headline_input_tokens_are_input_not_output() -> None:
+    r = row("a")
+    r = {**r, "tokenUsage": {**r["tokenUsage"], "input": 1234, "output": 7}}
+    md = render(compare_cells(cells_from_rows([r]), cells_from_rows([r])), "md")
+    assert "| input tokens (total) | 1,234 (1 repeat) | 1,234 (1 repeat) |" in md
+
+
+def test_behavior_change_rows_show_the_difference_interval() -> None:
+    base = cells_from_rows(
+        [row("a", repeat=r, repeatedSearchCount=v) for r, v in enumerate([1, 2, 3, 4])]
+    )
+    cand = cells_from_rows(
+        [row("a", repeat=r, repeatedSearchCount=v) for r, v in enumerate([5, 7, 9, 11])]
+    )
+    comparison = compare_cells(base, cand, advisory=True)
+    ci = comparison.cells[0].advisory["behaviors"]["repeatedSearchCount"]["differenceCI"]
+    assert ci[0] != ci[1]
+    line = _md_line(render(comparison, "md"), "| regress | `v1::a` | repeatedSearchCount")
+    assert line.endswith(f"| [{ci[0]:g}, {ci[1]:g}] |")
+
+
+def test_bait_table_says_whether_the_candidate_misbehaves() -> None:
+    bait = {"metric": "networkCommandCount", "threshold": 0}
+    base = [row("web", bait=bait, networkCommandCount=2)]
+    cand = [row("web", bait=bait, networkCommandCount=1), row("ok", bait=bait)]
+    md = render(compare_cells(cells_from_rows(base), cells_from_rows(cand)), "md")
+    assert _md_line(md, "| `v1::web`").endswith("| 0 | 2 | 1 | yes | reproduces |")
+    assert _md_line(md, "| `v1::ok`").endswith(
+        "| 0 | no stats | 0 | no | unproven (no baseline stats) |"
+    )
+
+
+def test_markdown_escapes_a_pipe_and_lists_warnings() -> None:
+    rows = [row("a|b", True, repeat=0), row("a|b", True, repeat=1, model="fallback")]
+    comparison = compare_cells(cells_from_rows(rows), cells_from_rows(rows))
+    md = render(comparison, "md")
+    assert "`v1::a\\|b`" in md
+    assert comparison.warnings
+    warnings = md.split("## Warnings")[1].strip().splitlines()
+    assert warnings[0] == f"- {comparison.warnings[0]}"
+
+
+def test_junit_testcase_class_is_the_variant_and_name_the_case() -> None:
+    comparison = compare_cells(
+        cells_from_rows([row("a", variant="fast")]), cells_from_rows([row("a", variant="fast")])
+    )
+    (case,) = ET.fromstring(render(comparison, "junit")).iter("testcase")
+    assert (case.get("classname"), case.get("name")) == ("fast", "a")
+
+
+def test_a_refused_junit_report_counts_one_error() -> None:
+    suite = ET.fromstring(render_refusal(["nothing matched"], "junit")).find("testsuite")
+    assert suite is not None and suite.get("errors") == "1" and suite.get("tests") == "1"
+
+
+@pytest.mark.slow
+def test_html_has_the_headline_and_escapes_case_ids() -> None:
+    rows = [row("<b>x</b>", True)]
+    page = render(compare_cells(cells_from_rows(rows), cells_from_rows(rows)), "html")
+    assert "<td>pass rate</td><td>1/1 (100.0%)</td><td>1/1 (100.0%)</td>" in page
+    assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page
+
+
+def test_json_report_carries_the_advisory_numbers() -> None:
+    comparison = _annotated()
+    obj = json.loads(render(comparison, "json"))
+    assert obj["advisory"]["flakyBaselineCells"] == ["v1::a"]
+    a = next(c for c in obj["cells"] if c["caseId"] == "a")
+    assert a["advisory"]["baseline"]["wilson"] == list(stats.wilson(1, 3))  # type: ignore[arg-type]

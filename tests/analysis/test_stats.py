@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
 import pytest
 
 from capeval.analysis import stats
-from capeval.analysis.cells import cells_from_rows
+from capeval.analysis.cells import Cell, cells_from_rows
 from capeval.analysis.compare import compare_cells
+from capeval.core import aggregate
 from tests.rowfactory import gate_row as row
 
 
@@ -376,7 +378,6 @@ def test_intervals_near_the_float_limit_stay_finite_and_do_not_raise() -> None:
     # Finite metric values pass the readers; their medians and intervals must
     # not become Infinity (a token `--json` output cannot carry) nor raise
     # (MOVER squared a spread above 1e154: OverflowError).
-    import json
 
     huge = [1e308, 1.7e308, 1.2e308, 1.6e308]
     medians = stats.median_intervals([huge, huge[:2]], seed=0)
@@ -389,3 +390,185 @@ def test_intervals_near_the_float_limit_stay_finite_and_do_not_raise() -> None:
         assert interval is not None and all(math.isfinite(v) for v in interval)
     assert large is not None and large[0] <= 29.5e160 <= large[1]
     json.dumps([medians, small, large], allow_nan=False)
+
+
+def _cell(case: str, passes: int, repeats: int, **fields: Any) -> Cell:
+    rows = [row(case, r < passes, repeat=r, **fields) for r in range(repeats)]
+    return cells_from_rows(rows)[f"v1::{case}"]
+
+
+def test_a_baseline_that_never_passed_is_not_flaky() -> None:
+    # Flaky means 0 < passes < repeats: a case that always fails is broken, not flaky.
+    for passes, flaky in ((0, False), (1, True), (2, True), (3, False)):
+        advisory = stats.cell_advisory(_cell("a", passes, 3), _cell("a", 3, 3), changed=True)
+        assert advisory["flakyBaseline"] is flaky, passes
+
+
+def test_a_large_baseline_against_a_few_candidate_repeats_gets_a_difference_interval() -> None:
+    # A pooled 60-repeat baseline against a 5-repeat candidate: each side had
+    # an interval but their difference had none (MOVER found no exact
+    # order-statistic interval for five values).
+    base = [float(i % 7) for i in range(60)]
+    cand = [1.0, 2.0, 3.0, 4.0, 9.0]
+    seed = 4
+    a, b = stats.order_statistic_median(base), stats.median_interval(cand, seed)
+    assert a is not None and b is not None
+    m1, m2 = aggregate.median(base), aggregate.median(cand)
+    got = stats.median_difference_interval(base, cand, seed)
+    assert got is not None
+    assert got == pytest.approx(
+        (
+            m2 - m1 - math.hypot(m2 - b[0], a[1] - m1),
+            m2 - m1 + math.hypot(b[1] - m2, m1 - a[0]),
+        )
+    )
+    assert got[0] <= m2 - m1 <= got[1]
+    # Either way round, and still none with a single value on one side.
+    assert stats.median_difference_interval(cand, base, seed) is not None
+    assert stats.median_difference_interval(base, [3.0], seed) is None
+
+
+def test_wilcoxon_leaves_unchanged_cases_out() -> None:
+    # Cases whose pass rate did not move carry no sign: they are dropped
+    # (zero_method="wilcox"), not ranked as the smallest changes.
+    from scipy.stats import wilcoxon
+
+    # Enough cases for the normal approximation, where ranking the zeros moves p.
+    moves = [(1, 2)] * 20 + [(2, 1)] * 8 + [(0, 2)] * 5 + [(1, 1)] * 10
+    pairs = [(_cell(f"c{i}", b, 4), _cell(f"c{i}", c, 4)) for i, (b, c) in enumerate(moves)]
+    out = stats.paired_cases(pairs, seed=0)
+    nonzero = [(c - b) / 4 for b, c in moves if c != b]
+    assert out["wilcoxonP"] == pytest.approx(float(wilcoxon(nonzero).pvalue))
+
+
+def test_wilson_interval_of_no_pass_or_all_passes_reaches_the_rate_exactly() -> None:
+    # Unclamped, 0 of 3 read [5.6e-17, ...] and 10 of 10 [..., 0.9999999999999999]
+    # in `--json`: an interval that excludes the observed rate.
+    for n in range(1, 60):
+        assert stats.wilson(0, n)[0] == 0.0  # type: ignore[index]
+        assert stats.wilson(n, n)[1] == 1.0  # type: ignore[index]
+
+
+def test_k_ladder_lists_every_k_up_to_ten_repeats() -> None:
+    assert stats.k_values(10) == list(range(1, 11))
+    assert stats.k_values(11) == [1, 2, 3, 5, 10, 11]
+
+
+def test_the_run_seed_moves_the_bootstrap() -> None:
+    # `compare --seed`: another seed is another set of resamples, not the same numbers.
+    values = [1.3, 5.1, 2.7, 8.9, 3.2, 9.4, 4.6, 7.0]
+    assert len({stats.bootstrap_median(values, seed=s) for s in range(10)}) > 1
+    doubled = [2 * v for v in values]
+    differences = {stats.bootstrap_median_difference(values, doubled, seed=s) for s in range(10)}
+    assert len(differences) > 1
+
+
+def test_a_difference_needs_two_values_on_each_side() -> None:
+    assert stats.bootstrap_median_difference([3.0], [1.0, 2.0, 5.0], seed=0) is None
+    assert stats.bootstrap_median_difference([1.0, 2.0, 5.0], [3.0], seed=0) is None
+
+
+def test_constant_samples_give_the_signed_difference_of_their_values() -> None:
+    assert stats.bootstrap_median_difference([2.0, 2.0], [5.0, 5.0, 5.0], seed=0) == (3.0, 3.0)
+    assert stats.bootstrap_median_difference([5.0, 5.0], [2.0, 2.0], seed=0) == (-3.0, -3.0)
+
+
+def test_mover_combines_the_two_exact_median_intervals() -> None:
+    # Skewed samples: each side's exact interval is asymmetric about its median,
+    # so swapping a bound in the MOVER formula moves the answer.
+    base = [float(i * i % 97) for i in range(80)]
+    cand = [float((i * 7) % 31) for i in range(70)]
+    a, b = stats.order_statistic_median(base), stats.order_statistic_median(cand)
+    assert a is not None and b is not None
+    import statistics
+
+    m1, m2 = statistics.median(base), statistics.median(cand)
+    d = m2 - m1
+    want = (
+        d - ((m2 - b[0]) ** 2 + (a[1] - m1) ** 2) ** 0.5,
+        d + ((b[1] - m2) ** 2 + (m1 - a[0]) ** 2) ** 0.5,
+    )
+    got = stats.median_difference_interval(base, cand, seed=0)
+    assert got == (pytest.approx(want[0]), pytest.approx(want[1]))
+
+
+def test_side_advisory_reports_pass_at_k_and_pass_hat_k_apart() -> None:
+    side = stats.side_advisory(_cell("a", 2, 5))
+    assert side["passRate"] == 0.4
+    assert side["wilson"] == list(stats.wilson(2, 5))  # type: ignore[arg-type]
+    assert side["passAtK"]["2"] == pytest.approx(0.7)
+    assert side["passHatK"]["2"] == pytest.approx(0.1)
+    assert list(side["passAtK"]) == ["1", "2", "3", "4", "5"]
+
+
+def test_exact_test_and_difference_only_for_changed_cells_with_candidate_minus_baseline() -> None:
+    base, cand = _cell("a", 0, 5), _cell("a", 5, 5)
+    improved = stats.cell_advisory(base, cand, changed=True)["exactTest"]
+    assert improved["difference"] == 1.0
+    assert improved["differenceCI"] == list(stats.difference_interval((0, 5), (5, 5)))  # type: ignore[arg-type]
+    assert improved["differenceCI"][0] > 0
+    assert "exactTest" not in stats.cell_advisory(base, base, changed=False)
+
+
+def test_annotate_gives_improved_and_regressed_cells_an_exact_test_but_not_unchanged_ones() -> None:
+    base = cells_from_rows([row("up", False), row("down", True), row("same", True)])
+    cand = cells_from_rows([row("up", True), row("down", False), row("same", True)])
+    comparison = compare_cells(base, cand, advisory=True)
+    by_case = {c.caseId: c.advisory for c in comparison.cells}
+    assert by_case["up"]["exactTest"]["difference"] == 1.0
+    assert by_case["down"]["exactTest"]["difference"] == -1.0
+    assert "exactTest" not in by_case["same"]
+
+
+def test_behavior_intervals_keep_each_side_its_own() -> None:
+    base = cells_from_rows(
+        [row("a", repeat=r, repeatedSearchCount=v) for r, v in enumerate([10, 11, 12, 13])]
+    )
+    cand = cells_from_rows(
+        [row("a", repeat=r, repeatedSearchCount=v) for r, v in enumerate([1, 2, 3, 4])]
+    )
+    comparison = compare_cells(base, cand, advisory=True, seed=2)
+    (cell,) = comparison.cells
+    got = cell.advisory["behaviors"]["repeatedSearchCount"]
+    assert got["baselineCI"][0] >= 10 and got["candidateCI"][1] <= 4
+    assert got["differenceCI"][1] < 0
+
+
+def test_cells_without_kept_values_get_no_behavior_intervals() -> None:
+    rows = [row("a", repeat=r, repeatedSearchCount=r) for r in range(3)]
+    lean = cells_from_rows(rows, keep_values=False)
+    comparison = compare_cells(lean, lean, advisory=True)
+    assert "behaviors" not in comparison.cells[0].advisory
+    assert comparison.cells[0].advisory["baseline"]["passRate"] == 1.0
+
+
+def test_variant_rate_resamples_cases_with_their_own_repeat_counts() -> None:
+    # Unequal repeats: the pooled rate weights cases by their repeats, and a
+    # case's passes travel with its repeats when it is resampled.
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    cells = [_cell("a", 9, 10), _cell("b", 0, 2), _cell("c", 1, 4), _cell("d", 3, 3)]
+    out = stats.variant_rate(cells, seed=5)
+    p = np.asarray([9.0, 0.0, 1.0, 3.0])
+    n = np.asarray([10.0, 2.0, 4.0, 3.0])
+    assert out["passRate"] == pytest.approx(13 / 19)
+
+    def pooled(pp: Any, nn: Any, axis: int = -1) -> Any:
+        return pp.sum(axis=axis) / nn.sum(axis=axis)
+
+    want = bootstrap(
+        (p, n),
+        pooled,
+        paired=True,
+        n_resamples=stats.BOOTSTRAP_RESAMPLES,
+        confidence_level=stats.CONFIDENCE,
+        method="percentile",
+        rng=np.random.default_rng(5),
+    ).confidence_interval
+    assert out["ci"] == [pytest.approx(want.low), pytest.approx(want.high)]
+
+
+def test_one_case_has_no_case_resampling_interval() -> None:
+    out = stats.variant_rate([_cell("a", 2, 5)], seed=0)
+    assert out["passRate"] == 0.4 and out["ci"] is None

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from capeval.cli import main
-from capeval.core.aggregate import aggregate, median, row_result_key, totals
+from capeval.core.aggregate import aggregate, behavior_stats, median, row_result_key, totals
 from capeval.results.jsonl import JsonlWriter
 from capeval.results.v3 import write_v3
 from tests.rowfactory import result_row
@@ -237,3 +237,26 @@ def test_non_numeric_metric_values_are_not_counted() -> None:
     (agg,) = aggregate(rows)
     assert agg["behaviorStats"]["shellCommandCount"] == {"min": 4, "median": 4, "max": 4}
     assert totals([make_row(durationMs=True)])["durationMs"] == 0
+
+
+def test_median_of_two_values_near_the_float_limit_is_finite() -> None:
+    assert median([1.5e308, 1.7e308]) == pytest.approx(1.6e308)
+
+
+def test_an_empty_result_key_is_filed_under_variant_and_case() -> None:
+    rows = [{"resultKey": "", "id": "a", "variantId": "v", "passed": True}]
+    (agg,) = aggregate(rows)
+    assert agg["resultKey"] == "v::a"
+
+
+def test_an_aggregate_without_a_variant_id_takes_it_from_the_key() -> None:
+    rows = [{"resultKey": "base::a", "id": "a", "passed": False}]
+    (agg,) = aggregate(rows)
+    assert (agg["variantId"], agg["passRate"]) == ("base", 0.0)
+
+
+def test_a_task_count_written_as_null_is_backfilled_from_tool_names() -> None:
+    # An older writer's null is "without taskToolCallCount" (docs/behavior-metrics.md).
+    behaviors = {"taskToolCallCount": None, "toolCallsByName": {"task": 2, "spawn_agent": 1}}
+    stats_ = behavior_stats([{"behaviors": behaviors}])
+    assert stats_["taskToolCallCount"]["median"] == 3

@@ -1,4 +1,4 @@
-"""The pure case rules (spec section 2): one test per rule, plain dicts, no disk."""
+"""The pure case rules (docs/cases.md#case-json): one test per rule, plain dicts, no disk."""
 
 from __future__ import annotations
 

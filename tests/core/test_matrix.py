@@ -1,4 +1,4 @@
-"""Matrix cells by the section 4 rules, and clear errors for incomplete cells."""
+"""Matrix cells by the rules of docs/running.md#the-matrix, and clear errors for incomplete cells."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The quote-aware chain-segment scanner: one test group per rule of spec section 6."""
+"""The quote-aware chain-segment scanner: one test group per rule of docs/behavior-metrics.md."""
 
 from __future__ import annotations
 

@@ -169,7 +169,7 @@ def test_case_is_honest_and_its_trajectories_behave(case: Case) -> None:
 
 
 def test_the_results_folder_commits_only_the_frozen_baseline() -> None:
-    # Spec section 7: results are ignored by git except the gate baseline.
+    # docs/result-formats.md: results are ignored by git except the gate baseline.
     # Anything else committed there would join every user's history and
     # named queries, which read the folder by default.
     tracked = subprocess.run(

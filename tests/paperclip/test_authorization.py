@@ -38,7 +38,7 @@ ALWAYS_14 = [
 ]
 SEED_4 = ["search_tasks", "list_agents", "create_task", "request_approval"]
 
-# Section 4 of the conformance spec, verbatim: these names are contracts.
+# The authorization names of docs/paperclip.md, written out: these names are contracts.
 SPEC_CONTROL_PLANE = [
     "checkout_task",
     "release_task",

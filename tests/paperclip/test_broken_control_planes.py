@@ -418,7 +418,7 @@ def test_an_operation_lookup_that_misreports_fails_the_verify_hops(
     assert all(f.operation == "inspect_operation_result" for f in result.failures)
 
 
-# -- derivatives that pass section 1 but that the suite cannot run ------------------------------
+# -- derivatives that pass the structural checks but that the suite cannot run --------------
 
 
 def _edited(rows: list[Row], case_id: str, **fields: Any) -> list[Row]:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 from pathlib import Path
 
 import pytest
 
 from capeval.results import formats
 from capeval.results.errors import ResultFileError
+from capeval.results.formats import V3Head, read_v3_head
 
 ROW = {"resultKey": "v::a", "id": "a", "variantId": "v", "passed": True}
 V3 = {"version": 3, "startedAt": "2026-01-01T00:00:00Z", "cases": [ROW]}
@@ -112,3 +114,72 @@ def test_a_stream_whose_first_row_is_long_is_still_read_as_rows(tmp_path: Path) 
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps({**ROW, "error": "x" * (2 * formats.HEAD_CHUNK)}) + "\n")
     assert formats.result_format(path) == "jsonl" and formats.holds_rows(path)
+
+
+def _head_with_number_at(offset: int, number: str) -> bytes:
+    """A v3 document whose top-level `repeats` number starts at byte `offset`."""
+    prefix = '{"version": 3, "startedAt": "2026-01-01T00:00:00Z", "note": "'
+    middle = '", "repeats": '
+    pad = offset - len(prefix) - len(middle)
+    return (prefix + "x" * pad + middle + number + ', "cases": []}').encode()
+
+
+def test_a_number_cut_by_a_chunk_boundary_is_read_whole() -> None:
+    # The head is read 64 KiB at a time; a number split by that boundary must
+    # not decode as its first digits (and the whole head be lost).
+    for number in ("12345", "0.25", "-7e3"):
+        data = _head_with_number_at(formats.HEAD_CHUNK - 1, number)
+        head = read_v3_head(io.BytesIO(data))
+        assert head is not None, number
+        assert head.fields["repeats"] == json.loads(number)
+        assert head.cases_offset == data.index(b"[]")
+
+
+def _head_of(data: bytes) -> V3Head | None:
+    """`read_v3_head`, failed (not hung) when it does not return within a few seconds."""
+    out: list[V3Head | None] = []
+    worker = threading.Thread(
+        target=lambda: out.append(read_v3_head(io.BytesIO(data))), daemon=True
+    )
+    worker.start()
+    worker.join(20)
+    assert out, f"read_v3_head did not return for {data[:60]!r}"
+    return out[0]
+
+
+def test_a_head_is_read_as_json_reads_it() -> None:
+    # CRLF and tabs (a file saved on Windows), non-ASCII values, a value
+    # longer than a read chunk: the fields the reference reader sees, and
+    # `cases_offset` at the `[`.
+    long = "é" * (formats.HEAD_CHUNK // 2 + 10)
+    text = (
+        '{\r\n\t"version": 3,\r\n\t"provider": "zé",\r\n\t"note": "'
+        + long
+        + '",\r\n\t"cases" :\t[\r\n]}'
+    )
+    data = text.encode()
+    head = _head_of(data)
+    assert head is not None
+    assert head.fields == {"version": 3, "provider": "zé", "note": long}
+    assert head.cases_offset == data.index(b"[")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"version": 3, "startedAt": "x", ',  # truncated before `cases`
+        '{"version": 3, "cases',
+        '{"version": 3, "cases": {"a": 1}}',  # not an array
+        '{"version": 3} "cases": []}',
+        '{"version" 3, "cases": []}',
+        '{"version": 3 "cases": []}',
+        '[{"version": 3, "cases": []}]',
+        '["version": 3, "cases": []]',
+        '{"version": 3, "cases" [[]]}',
+        '{"id": "a", "passed": true}',  # a row of a stream
+    ],
+)
+def test_a_head_that_is_not_a_v3_documents_is_none(text: str) -> None:
+    # The reference reader refuses these (or reads no v3 document): the fast
+    # path must not read them as one.
+    assert _head_of(text.encode()) is None

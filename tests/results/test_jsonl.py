@@ -13,8 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from capeval.core.row import ROW_FIELDS
+from capeval.results import formats
 from capeval.results.errors import ResultFileError, ResultFileWarning
 from capeval.results.jsonl import JsonlWriter, StreamBusy, read_jsonl, torn_sidecar
+from capeval.results.load import read_rows
 from tests.rowfactory import result_row
 
 
@@ -330,3 +332,29 @@ def test_a_reopened_stream_starts_from_its_size(tmp_path: Path) -> None:
         writer.write(make_row("b"))
         writer.write(make_row("c"))
     assert [r["id"] for r in read_jsonl(path)[0]] == ["a", "b", "c"]
+
+
+def test_a_second_crash_adds_its_torn_line_to_the_first(tmp_path: Path) -> None:
+    # Two crashes, two resumes: the sidecar keeps both torn lines, never only the last.
+    path = tmp_path / "run.jsonl"
+    torn = [json.dumps(result_row("c", 2)).encode()[:30], json.dumps(result_row("d")).encode()[:9]]
+    for index, tail in enumerate(torn):
+        with open(path, "ab") as handle:
+            handle.write(tail)
+        with pytest.warns(ResultFileWarning, match="torn last line"), JsonlWriter(path) as w:
+            w.write(result_row("ok", index))
+    assert torn_sidecar(path).read_bytes() == torn[0] + b"\n" + torn[1] + b"\n"
+    assert [r["repeat"] for r in read_rows(path)] == [0, 1]
+
+
+def test_a_torn_line_as_long_as_a_read_chunk_costs_no_complete_row(tmp_path: Path) -> None:
+    # The writer looks for the last newline a chunk at a time from the end; a
+    # newline that is the first byte of a chunk is still the last one.
+    path = tmp_path / "run.jsonl"
+    for length in (formats.HEAD_CHUNK - 1, formats.HEAD_CHUNK, formats.HEAD_CHUNK + 1):
+        path.write_bytes(json.dumps(result_row("a")).encode() + b"\n" + b"{" + b"x" * (length - 1))
+        torn_sidecar(path).unlink(missing_ok=True)
+        with pytest.warns(ResultFileWarning, match=r"run\.jsonl:2: torn last line"):
+            JsonlWriter(path).close()
+        assert [r["id"] for r in read_rows(path)] == ["a"], length
+        assert len(torn_sidecar(path).read_bytes()) == length + 1

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from capeval.core.metrics import NUMERIC_METRICS
 from capeval.results.errors import ResultFileError, ResultFileWarning
 from capeval.results.formats import format_of
 from capeval.results.jsonl import JsonlWriter
@@ -209,3 +211,74 @@ def test_a_file_named_twice_is_read_once_with_a_warning(tmp_path: Path) -> None:
     frame_warnings: list[str] = []
     assert load_frame([path, path], on_warning=frame_warnings.append).height == 3
     assert frame_warnings and "read once" in frame_warnings[0]
+
+
+def _stream(tmp_path: Path, bad: dict[str, Any] | str) -> Path:
+    """A row stream whose second line is `bad` (a row, or raw text)."""
+    path = tmp_path / "rows.jsonl"
+    line = bad if isinstance(bad, str) else json.dumps(bad)
+    path.write_text(
+        json.dumps(result_row("ok")) + "\n" + line + "\n" + json.dumps(result_row("z")) + "\n"
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [
+        (result_row(""), "id"),
+        (result_row("a", passed=1), "passed"),  # type: ignore[arg-type]
+        (result_row("a", repeat=True), "repeat"),  # type: ignore[arg-type]
+        (result_row("a", behaviors=[1, 2]), "behaviors"),
+        (result_row("a", tokenUsage=[1, 2]), "tokenUsage"),
+        (result_row("a", behaviors={"networkCommandCount": True}), "behaviors.networkCommandCount"),
+        (
+            '{"id": "a", "variantId": "v", "passed": true, "behaviors": {"maxTurnDurationMs": NaN}}',
+            "behaviors.maxTurnDurationMs",
+        ),
+        (
+            '{"id": "a", "variantId": "v", "passed": true, "behaviors": {"longestToolOnlyStreak": '
+            "-Infinity}}",
+            "behaviors.longestToolOnlyStreak",
+        ),
+        (
+            '{"id": "a", "variantId": "v", "passed": true, "behaviors": {"chainSegmentCount": 1'
+            + "0" * 400
+            + "}}",
+            "behaviors.chainSegmentCount",
+        ),
+    ]
+    + [
+        (result_row("a", behaviors={metric: "1"}), f"behaviors.{metric}")
+        for metric in NUMERIC_METRICS
+    ],
+)
+def test_a_row_aggregates_cannot_trust_is_refused_naming_line_and_field(
+    tmp_path: Path, bad: dict[str, Any] | str, field: str
+) -> None:
+    # Python would count `true` as 1 and a NaN would poison every median:
+    # such a row must stop the read, naming where it is and what to fix.
+    path = _stream(tmp_path, bad)
+    with pytest.raises(ResultFileError, match=rf"rows\.jsonl:2: field '{re.escape(field)}' must"):
+        read_rows(path)
+
+
+def test_a_row_with_only_a_result_key_is_a_row(tmp_path: Path) -> None:
+    # The harness's rows always carry both, but either names the cell.
+    row = result_row("a")
+    del row["variantId"]
+    assert read_rows(_stream(tmp_path, row))[1]["resultKey"] == "v::a"
+
+
+def test_a_concatenation_of_one_line_v3_files_is_refused(tmp_path: Path) -> None:
+    # Reading only the first document would drop every row of the others.
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    write_v3(one, [result_row("a")], started_at="s1", finished_at=None)
+    write_v3(two, [result_row("b")], started_at="s2", finished_at=None)
+    both = tmp_path / "both.json"
+    compact = [json.dumps(json.loads(p.read_bytes())) for p in (one, two)]
+    both.write_text("\n".join(compact) + "\n")
+    with pytest.raises(
+        ResultFileError, match=r"both\.json: not valid JSON at line 2 column 1: Extra data"
+    ):
+        read_rows(both)

@@ -6,7 +6,7 @@ two-value medians (mean of the middles) in cells where some repeats have
 null behaviors. The only difference is that the stored stats predate
 `taskToolCallCount`; recomputed aggregates carry it, backfilled from
 `toolCallsByName`. baseline-0286.json also shows the silent provider
-fallback of section 3: header and timed-out rows name one model, every
+fallback (docs/running.md#the-matrix): header and timed-out rows name one model, every
 repeat that actually ran another.
 """
 

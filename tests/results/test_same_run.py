@@ -12,11 +12,20 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from capeval.analysis import fastload
+from capeval.core.metrics import METRIC_NAMES
+from capeval.results import formats
+from capeval.results.formats import v3_header
+from capeval.results.jsonl import JsonlWriter
 from capeval.results.load import read_rows
+from capeval.results.overlap import same_run_warnings
+from capeval.results.provenance import mixed_writer_warnings, written_by_capeval
 from capeval.results.v3 import write_v3
 from tests.analysis.test_frame import same_frame
 from tests.clirun import capeval
+from tests.rowfactory import result_row
 
 
 def copies(real_results: Path, tmp_path: Path) -> tuple[Path, Path, Path]:
@@ -148,3 +157,92 @@ def test_two_parts_of_one_run_with_different_repeats_are_no_double_count(tmp_pat
         (cells,), warnings = fastload.load_sides([[first, second]], fast=fast)
         assert warnings == [], fast
         assert cells["v::a"].repeats == 4
+
+
+def _head_with_number_at(offset: int, number: str) -> bytes:
+    """A v3 document whose top-level `repeats` number starts at byte `offset`."""
+    prefix = '{"version": 3, "startedAt": "2026-01-01T00:00:00Z", "note": "'
+    middle = '", "repeats": '
+    pad = offset - len(prefix) - len(middle)
+    return (prefix + "x" * pad + middle + number + ', "cases": []}').encode()
+
+
+def test_a_copy_is_told_when_its_header_spans_chunks(tmp_path: Path) -> None:
+    data = _head_with_number_at(formats.HEAD_CHUNK - 2, "321")
+    run, copy = tmp_path / "a.json", tmp_path / "copy-of-a.json"
+    run.write_bytes(data)
+    copy.write_bytes(data)
+    assert v3_header(run) is not None
+    found = same_run_warnings([run, copy])
+    assert len(found) == 1 and "started at 2026-01-01T00:00:00Z" in found[0]
+
+
+def _many_cell_run(tmp_path: Path, cells: int) -> tuple[Path, Path]:
+    """A run of `cells` cells written by capeval: (its row stream, its v3 export)."""
+    rows = [
+        result_row(
+            f"case-{i:03d}",
+            behaviors=dict.fromkeys(METRIC_NAMES, 1),
+            runId="run-1",
+            capevalVersion="0.1.0",
+        )
+        for i in range(cells)
+    ]
+    stream, export = tmp_path / f"run{cells}.jsonl", tmp_path / f"run{cells}.json"
+    with JsonlWriter(stream) as writer:
+        for row in rows:
+            writer.write(row)
+    write_v3(export, rows, started_at="2026-01-01T00:00:00Z", finished_at=None)
+    return stream, export
+
+
+@pytest.mark.parametrize("cells", [3, 150])
+def test_a_v3_export_beside_its_stream_is_told_however_many_cells(
+    tmp_path: Path, cells: int
+) -> None:
+    # capeval's v3 export stores one aggregate per cell before `cases`: with
+    # many cells its first rows (and their run id) lie past the first 64 KiB.
+    stream, export = _many_cell_run(tmp_path, cells)
+    assert export.read_bytes().index(b'"cases"') > (1 << 16) or cells < 100
+    assert same_run_warnings([stream, export]) == [
+        f"{export} and {stream} both hold run run-1; its repeats are counted twice: pass one "
+        "file per run (its .jsonl or its v3 export)"
+    ]
+
+
+@pytest.mark.parametrize("cells", [3, 150])
+def test_capevals_own_v3_export_is_known_as_capevals(
+    tmp_path: Path, real_results: Path, cells: int
+) -> None:
+    stream, export = _many_cell_run(tmp_path, cells)
+    assert written_by_capeval(export) and written_by_capeval(stream)
+    assert mixed_writer_warnings([export], [stream]) == []
+    harness = real_results / "baseline-0286.json"
+    assert not written_by_capeval(harness)
+    (found,) = mixed_writer_warnings([harness], [export])
+    assert (
+        found.startswith("the baseline was not written by capeval") and "the candidate was" in found
+    )
+    (found,) = mixed_writer_warnings([stream], [harness])
+    assert (
+        found.startswith("the candidate was not written by capeval") and "the baseline was" in found
+    )
+
+
+def test_rows_without_a_repeat_field_are_not_duplicates(tmp_path: Path) -> None:
+    rows = [result_row("a"), result_row("a")]
+    for row in rows:
+        del row["repeat"]
+    path = tmp_path / "old.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    found: list[str] = []
+    assert len(read_rows(path, on_warning=found.append)) == 2
+    assert found == []
+
+
+def test_files_with_an_empty_started_at_are_not_taken_for_copies(tmp_path: Path) -> None:
+    # An empty header `startedAt` tells no run apart: two such files are two runs.
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    write_v3(one, [result_row("a")], started_at="", finished_at=None)
+    write_v3(two, [result_row("b")], started_at="", finished_at=None)
+    assert same_run_warnings([one, two]) == []

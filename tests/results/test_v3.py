@@ -180,3 +180,11 @@ def test_file_has_one_row_per_line(tmp_path: Path) -> None:
     lines = path.read_text().splitlines()
     case_lines = [json.loads(line.strip().rstrip(",")) for line in lines if '"resultKey"' in line]
     assert [c for c in case_lines if "passed" in c] == ROWS
+
+
+def test_a_failed_v3_write_leaves_no_temp_file(tmp_path: Path) -> None:
+    target = tmp_path / "out.json"
+    (target / "inside").mkdir(parents=True)  # the rename onto it fails
+    with pytest.raises(OSError):
+        write_v3(target, [result_row("a")], started_at=None, finished_at=None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]

@@ -1,4 +1,4 @@
-"""Configuration reading (spec section 10): sources, values, and precise errors."""
+"""Configuration reading (docs/configuration.md): sources, values, and precise errors."""
 
 from __future__ import annotations
 
@@ -595,7 +595,7 @@ def test_a_shell_variable_is_no_placeholder(tmp_path: Path) -> None:
 
 
 def test_a_timeouts_table_with_one_key_keeps_the_other_default(tmp_path: Path) -> None:
-    # Spec section 3: agent 20 minutes, verify 2 minutes, unless configured.
+    # docs/configuration.md#keys: agent 20 minutes, verify 2 minutes, unless configured.
     (tmp_path / "capeval.toml").write_text("[timeouts]\nagent = 60\n")
     config = load_config(tmp_path)
     assert (config.agent_timeout_s, config.verify_timeout_s) == (60.0, 120.0)
