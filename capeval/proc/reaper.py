@@ -71,19 +71,27 @@ class Reaper:
         self._lock = threading.Lock()
 
     @classmethod
-    def start(cls) -> Reaper | None:
-        """Start the reaper process; None when it cannot be (the run goes on unguarded)."""
+    def start(cls, detached: bool = False) -> Reaper | None:
+        """Start the reaper process; None when it cannot be (the run goes on unguarded).
+
+        `detached`: the reaper is no child of this process (it forks once more and
+        its first process exits), for hosts that kill a dying process's children
+        with it: a Ray worker does (`kill_child_processes_on_worker_exit`), and
+        would take its watchman down before it could act.
+        """
         script = Path(__file__)
         if not sys.executable or not script.is_file():  # e.g. imported from a zip
             return None
         read_end, write_end = os.pipe()  # close-on-exec: no agent inherits the write end
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(script)],
+                [sys.executable, "-I", "-S", str(script), *(["--detach"] if detached else [])],
                 stdin=read_end,
                 stdout=subprocess.DEVNULL,
                 start_new_session=True,
             )
+            if detached:
+                proc.wait()  # the first process only forks the reaper
         except OSError:
             os.close(write_end)
             return None
@@ -111,7 +119,7 @@ class Reaper:
         if fd is not None:
             os.close(fd)
         try:
-            self._proc.wait(timeout=5.0)
+            self._proc.wait(timeout=5.0)  # a detached reaper's first process is long gone
         except subprocess.TimeoutExpired:  # pragma: no cover - a reaper that hangs
             self._proc.kill()
             self._proc.wait()
@@ -123,15 +131,16 @@ _USERS = 0
 
 
 @contextlib.contextmanager
-def running() -> Iterator[None]:
+def running(detached: bool = False) -> Iterator[None]:
     """Guard the block: groups and dirs tracked inside it are cleaned up if capeval dies.
 
-    Nested or concurrent blocks in one process share one reaper process.
+    Nested or concurrent blocks in one process share one reaper process
+    (`detached`, see `Reaper.start`, applies to the first).
     """
     global _ACTIVE, _USERS
     with _LOCK:
         if _USERS == 0:
-            _ACTIVE = Reaper.start()
+            _ACTIVE = Reaper.start(detached)
         _USERS += 1
     try:
         yield
@@ -292,6 +301,8 @@ def _reap(groups: set[int], dirs: set[bytes], marks: Collection[bytes] = ()) -> 
 def main() -> int:
     """The reaper: read records until capeval quits or dies; clean up only if it died."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if "--detach" in sys.argv[1:] and os.fork() > 0:
+        os._exit(0)  # the reaper goes on in the child, no longer capeval's child
     groups: set[int] = set()
     dirs: set[bytes] = set()
     marks: set[bytes] = set()

@@ -218,3 +218,49 @@ def test_nested_runs_share_one_reaper_and_it_exits_with_the_last(tmp_path: Path)
         assert reaper._ACTIVE is first
     assert reaper._ACTIVE is None
     assert first._proc.poll() == 0  # told to quit, it exited without acting
+
+
+# A "Ray worker": tracks a group and a dir with a detached reaper, then dies and
+# takes each of its direct children down with it (Ray's kill_child_processes_on_worker_exit).
+_RAY_WORKER = textwrap.dedent(
+    """
+    import os, signal, subprocess, sys
+    from pathlib import Path
+    from capeval.proc import reaper
+
+    out = Path(sys.argv[1])
+    with reaper.running(detached=True), reaper.temp_dir("capeval-ray-", out) as scratch:
+        (scratch / "f").write_text("x")
+        agent = subprocess.Popen(
+            ["bash", "-c", "sleep 60 & echo $! > grandchild; wait"], cwd=out,
+            start_new_session=True,
+        )
+        reaper.track_group(agent.pid)
+        while not (out / "grandchild").is_file() or not (out / "grandchild").read_text():
+            pass
+        children = [
+            int(p) for p in os.listdir("/proc") if p.isdigit()
+            and open(f"/proc/{p}/stat").read().rsplit(") ", 1)[1].split()[1] == str(os.getpid())
+        ]
+        for child in children:
+            os.kill(child, signal.SIGKILL)
+        os._exit(9)
+    """
+)
+
+
+@pytest.mark.skipif(not HAS_PROC, reason="reads /proc")
+def test_a_detached_reaper_outlives_a_host_that_kills_its_children(tmp_path: Path) -> None:
+    script = tmp_path / "ray_worker_stub.py"
+    script.write_text(_RAY_WORKER)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 9, proc.stderr
+    grandchild = int((tmp_path / "grandchild").read_text())
+    try:
+        assert eventually(lambda: not alive(grandchild))
+        assert eventually(lambda: not list(tmp_path.glob("capeval-ray-*")))
+    finally:
+        if alive(grandchild):
+            os.kill(grandchild, signal.SIGKILL)
