@@ -400,6 +400,13 @@ def run(
         click.echo(
             f"{passed}/{len(outcome.rows)} repeats passed; rows in {shown_path(outcome.jsonl_path)}"
         )
+    if outcome.lost:
+        click.echo(
+            f"{counted(len(outcome.lost), 'repeat')} could not be run and have no row "
+            f"({'; '.join(outcome.lost[:3])}{'; ...' if len(outcome.lost) > 3 else ''}); "
+            f"run them with: {resume_command(outcome.jsonl_path, out, baseline)}",
+            err=True,
+        )
     if outcome.interrupted:
         click.echo(
             f"interrupted by {outcome.interrupted}: {len(outcome.rows)} of {len(plan.jobs)} repeats "

@@ -55,6 +55,8 @@ CONTEXT_FIELDS: tuple[str, ...] = (
     "gitDirty",
     "bait",  # the case's {metric, threshold} | None
 )
+# After these the run's writer adds `provenance`: where the repeat ran
+# (executor, host, node; capeval.runner.executor).
 
 ROW_FIELDS: tuple[str, ...] = CASE_FIELDS + CONTEXT_FIELDS
 

@@ -61,6 +61,7 @@ class RunOptions:
     # else on), True beside the stream, False none, a Path that folder.
     artifacts: Path | bool | None = None
     isolation: str | None = None  # --isolation: the backend of every agent (docs/isolation.md)
+    executor: str = "local"  # where repeats run (capeval.runner.executor)
     on_row: Callable[[Row, int, int], None] | None = None  # (row, done, total)
     handle_signals: bool = True
 
@@ -135,6 +136,9 @@ class RunOutcome:
     jsonl_path: Path
     exit_code: int
     interrupted: str | None = None  # the signal name when stopped early
+    # Repeats the executor could not run, each with why: they have no row,
+    # and `--resume` runs them.
+    lost: list[str] = field(default_factory=list)
 
     @property
     def new_rows(self) -> int:

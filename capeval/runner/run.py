@@ -18,8 +18,7 @@ from __future__ import annotations
 import signal
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -34,8 +33,9 @@ from capeval.runner.artifacts import (
     claim_cells,
     release_claims,
 )
+from capeval.runner.executor import EXECUTORS, Executor, LocalExecutor
 from capeval.runner.httpfixture import HttpFixture
-from capeval.runner.repeat import RepeatCancelled, RepeatJob, now_iso, run_repeat
+from capeval.runner.repeat import RepeatJob, now_iso
 from capeval.runner.workdir import WorkdirCache
 
 if TYPE_CHECKING:
@@ -79,7 +79,9 @@ def _adapters(plan: RunPlan) -> dict[str, Adapter]:
     return adapters
 
 
-def _versions(adapters: Mapping[str, Adapter], handle_signals: bool) -> dict[str, str | None] | str:
+def _versions(
+    executor: Executor, plan: RunPlan, handle_signals: bool
+) -> dict[str, str | None] | str:
     """Each agent's version, or the name of the signal that stopped the asking.
 
     `--version` of a wrapper that never answers runs for its whole timeout: a
@@ -87,16 +89,25 @@ def _versions(adapters: Mapping[str, Adapter], handle_signals: bool) -> dict[str
     """
     stop = threading.Event()
     got: list[str] = []
-    versions: dict[str, str | None] = {}
     with _stop_on_signals(stop, got, handle_signals):
-        for name, adapter in adapters.items():
-            if stop.is_set():
-                break
-            try:
-                versions[name] = adapter.version()
-            except Exception:  # a version probe must not stop the run
-                versions[name] = None
+        versions = executor.versions(plan, stop)
     return got[0] if got else versions
+
+
+@contextmanager
+def _started(executor: Executor, plan: RunPlan) -> Iterator[None]:
+    executor.start(plan)
+    try:
+        yield
+    finally:
+        executor.close()
+
+
+def make_executor(options: RunOptions) -> Executor:
+    """The executor `options.executor` names."""
+    if options.executor == "local":
+        return LocalExecutor()
+    raise RunError(f"--executor {options.executor}: expected one of {', '.join(EXECUTORS)}")
 
 
 def execute(options: RunOptions, plan: RunPlan | None = None) -> RunOutcome:
@@ -107,6 +118,7 @@ def execute(options: RunOptions, plan: RunPlan | None = None) -> RunOutcome:
     if options.dry_run:
         return RunOutcome(plan, rows, plan.jsonl_path, 0)
     plan.adapters = _adapters(plan)
+    executor = make_executor(options)
 
     from capeval.results.jsonl import JsonlWriter, StreamBusy
 
@@ -117,7 +129,9 @@ def execute(options: RunOptions, plan: RunPlan | None = None) -> RunOutcome:
         writer = JsonlWriter(plan.jsonl_path)
     except StreamBusy as exc:
         raise RunError(str(exc)) from None
-    with writer:
+    # Connected under the stream's lock, before the plan is stored: a cluster
+    # that cannot be reached leaves no plan and no claim behind.
+    with writer, _started(executor, plan):
         if options.resume is None:
             refuse_used_stream(plan.jsonl_path)
         else:
@@ -149,7 +163,7 @@ def execute(options: RunOptions, plan: RunPlan | None = None) -> RunOutcome:
         with reaper.running(), ExitStack() as stack:
             # Asked inside the reaper's watch and after the plan is stored: a
             # run stopped or killed here leaves no probe running and resumes.
-            versions = _versions(plan.adapters, options.handle_signals)
+            versions = _versions(executor, plan, options.handle_signals)
             if isinstance(versions, str):
                 process.reset_shutdown()
                 return RunOutcome(
@@ -166,7 +180,7 @@ def execute(options: RunOptions, plan: RunPlan | None = None) -> RunOutcome:
                     "free space there, or point TMPDIR at a writable folder; nothing was run"
                 ) from None
             plan.settings = replace(plan.settings, workdirs=workdirs, tmp_parent=run_tmp)
-            return _execute(options, plan, todo, rows, writer)
+            return _execute(executor, options, plan, todo, rows, writer)
 
 
 def _claim_artifacts(options: RunOptions, plan: RunPlan, todo: list[RepeatJob]) -> list[Path]:
@@ -190,6 +204,7 @@ def _claim_artifacts(options: RunOptions, plan: RunPlan, todo: list[RepeatJob]) 
 
 
 def _execute(
+    executor: Executor,
     options: RunOptions,
     plan: RunPlan,
     todo: list[RepeatJob],
@@ -200,30 +215,24 @@ def _execute(
     got: list[str] = []
     lock = threading.Lock()
     total = len(plan.jobs)
+    written = {triple(r) for r in rows}
 
-    def one(job: RepeatJob) -> Row | None:
-        if stop.is_set():
-            return None
-        try:
-            row = run_repeat(job, plan.adapters[job.agent.name], plan.settings)
-        except RepeatCancelled:
-            return None
+    def deliver(row: Row) -> None:
         with lock:  # the single writer: durable row, then progress
+            key = triple(row)
+            if key in written:  # an executor handing a repeat back twice: one row
+                return
             writer.write(row)
+            written.add(key)
             rows.append(row)
             if options.on_row is not None:
                 options.on_row(row, len(rows), total)
-        return row
 
     stream_failed = False
+    lost: list[str] = []
     with _stop_on_signals(stop, got, options.handle_signals):
-        pool = ThreadPoolExecutor(max_workers=plan.concurrency, thread_name_prefix="repeat")
         try:
-            pending: set[Future[Row | None]] = {pool.submit(one, j) for j in todo}
-            while pending and not stop.is_set():
-                finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    fut.result()  # a runner bug surfaces here, not silently
+            lost = executor.run(plan, todo, deliver, stop)
         except ResultFileError as exc:  # the stream refused a row (a full disk, a forger)
             stop.set()
             stream_failed = True
@@ -257,7 +266,6 @@ def _execute(
             if stop.is_set():
                 process.shutdown("run interrupted")
                 HttpFixture.stop_all()
-            pool.shutdown(wait=True, cancel_futures=True)
             if stream_failed:  # the run is over, every repeat stopped: children may start again
                 process.reset_shutdown()
     process.reset_shutdown()
@@ -284,8 +292,8 @@ def _execute(
                 f"every row is in {plan.jsonl_path}: write it again with: capeval run "
                 f"--resume {plan.jsonl_path} --out PATH"
             ) from None
-    exit_code = 0 if all(r.get("passed") is True for r in rows) else 1
-    return RunOutcome(plan, _ordered(rows, plan), plan.jsonl_path, exit_code)
+    exit_code = 0 if all(r.get("passed") is True for r in rows) and not lost else 1
+    return RunOutcome(plan, _ordered(rows, plan), plan.jsonl_path, exit_code, lost=lost)
 
 
 def _ordered(rows: list[Row], plan: RunPlan) -> list[Row]:
