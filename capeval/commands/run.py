@@ -62,6 +62,42 @@ def _interrupted(stream: Path | None, finish: str = "") -> NoReturn:
     click.get_current_context().exit(130)
 
 
+def _shard_durations(
+    files: tuple[Path, ...], root: Path | None, config_path: Path | None
+) -> dict[str, list[float]] | None:
+    """The cases' recent durations that weigh a new shard's cases, from `--shard-history`
+    or else the configured baseline (None: none to read; the shards go round-robin).
+
+    Every shard of a plan must read the same files (a committed baseline is) to cut
+    the same split; the weights are stored in each shard's plan, and shards cut
+    with other weights are another plan (`capeval merge` refuses to join them).
+    """
+    from capeval.results.errors import ResultFileError
+
+    given = bool(files)
+    if not given:
+        found = _configured_baseline_file(root, config_path)
+        if found is None:
+            return None
+        files = (found,)
+    try:
+        from capeval.analysis.durations import recent_durations
+
+        return recent_durations(files)
+    except ResultFileError as exc:
+        if given:
+            _fail(f"--shard-history {exc}")
+        _warn(f"the shards are cut round-robin: the baseline's durations cannot be read: {exc}")
+        return None
+
+
+def _configured_baseline_file(root: Path | None, config_path: Path | None) -> Path | None:
+    from capeval.commands.common import configured_baseline
+
+    found = configured_baseline(root, config_path)
+    return found if isinstance(found, Path) and found.is_file() else None
+
+
 def _warn(message: str) -> None:
     click.echo(f"capeval run: warning: {message}", err=True)
 
@@ -163,6 +199,26 @@ def _result_file_warnings_as_lines() -> Iterator[None]:
     "none; see docs/isolation.md).",
 )
 @click.option(
+    "--shard",
+    metavar="I/N",
+    help="Run only shard I of N of the plan's (variant, case, repeat) triples: the same "
+    "split on every machine, balanced by the cases' recent durations (see docs/scale-out.md).",
+)
+@click.option(
+    "--run-id",
+    metavar="ID",
+    help="The run's id (default: a new one; with --shard, derived from the plan, so that "
+    "the N shards of one plan agree).",
+)
+@click.option(
+    "--shard-history",
+    "shard_history",
+    multiple=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="With --shard: result files whose durations weigh the cases (repeatable; default "
+    "the configured baseline).",
+)
+@click.option(
     "--dry-run", is_flag=True, help="Print the plan (variants x cases x repeats); run nothing."
 )
 @click.option(
@@ -230,6 +286,9 @@ def run(
     ask_permissions: bool | None,
     allow_provider_fallback: bool | None,
     isolation: str | None,
+    shard: str | None,
+    run_id: str | None,
+    shard_history: tuple[Path, ...],
     dry_run: bool,
     jsonl: Path | None,
     resume: Path | None,
@@ -259,6 +318,11 @@ def run(
         if isinstance(found, str):
             _fail(found.replace("no --baseline given", "--baseline without a FILE", 1))
         baseline = found
+    if shard_history and shard is None:
+        _fail("--shard-history weighs the cases of a --shard; pass --shard I/N too")
+    durations = None
+    if shard is not None and resume is None:
+        durations = _shard_durations(shard_history, root, config_path)
     options = RunOptions(
         root=root,
         config=config_path,
@@ -281,6 +345,9 @@ def run(
         out=out,
         artifacts=False if no_artifacts else artifacts_dir,
         isolation=isolation,
+        shard=shard,
+        run_id=run_id,
+        shard_durations=durations,
         # On stderr, terminal or not: a CI log of an hour-long matrix shows its progress.
         on_row=ProgressPrinter(enabled=not quiet and not as_json),
     )
@@ -321,9 +388,11 @@ def run(
             click.echo(json.dumps(plan.to_json(), indent=2))
             return
         todo = plan.todo
+        planned = counted(plan.total_planned or len(plan.jobs), "repeat")
+        slice_ = "" if plan.shard is None else f"; shard {plan.shard}: {len(plan.jobs)} of them"
         click.echo(
             f"plan: {counted(len(plan.variants), 'variant')} x {counted(len(plan.cases), 'case')} x "
-            f"{counted(plan.repeats, 'repeat')} = {counted(len(plan.jobs), 'repeat')} "
+            f"{counted(plan.repeats, 'repeat')} = {planned}{slice_} "
             f"({len(todo)} to run, concurrency {plan.concurrency})"
         )
         sandboxes = _sandboxes(plan)
@@ -333,6 +402,7 @@ def run(
                 f"isolation {sandboxes.get(str(v.agent), 'none')}"
             )
         click.echo(f"  cases: {', '.join(c.id for c in plan.cases)}")
+        click.echo(f"  run id: {plan.run_id}")
         click.echo(f"  rows -> {shown_path(plan.jsonl_path)}")
         kept = plan.settings.artifacts_dir
         click.echo(

@@ -8,7 +8,7 @@ import them without importing one another.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +19,7 @@ from capeval.core.agentconfig import AgentConfig
 from capeval.core.case import Case
 from capeval.core.matrix import Variant
 from capeval.core.row import Row, triple
+from capeval.core.shards import Shard
 from capeval.runner.artifacts import default_artifacts_dir
 from capeval.runner.planfile import PLAN_SUFFIX
 from capeval.runner.repeat import RepeatJob, RepeatSettings
@@ -61,6 +62,11 @@ class RunOptions:
     # else on), True beside the stream, False none, a Path that folder.
     artifacts: Path | bool | None = None
     isolation: str | None = None  # --isolation: the backend of every agent (docs/isolation.md)
+    shard: str | None = None  # --shard I/N: this machine's slice of the triples (docs/scale-out.md)
+    run_id: str | None = None  # --run-id: default new, or derived from the plan for a shard
+    # Case id -> durations (ms) of its recent repeats, read from history by the
+    # command (capeval.analysis.durations): what weighs a new shard's cases.
+    shard_durations: Mapping[str, Sequence[float]] | None = None
     executor: str = "local"  # where repeats run (capeval.runner.executor)
     on_row: Callable[[Row, int, int], None] | None = None  # (row, done, total)
     handle_signals: bool = True
@@ -84,6 +90,8 @@ class RunPlan:
     adapters: dict[str, Adapter] = field(default_factory=dict)
     # What reading the resumed stream skipped (a torn last line), for the user.
     warnings: list[str] = field(default_factory=list)
+    shard: Shard | None = None  # this run's slice of a sharded plan; None: every triple
+    total_planned: int = 0  # triples of the whole plan (every shard's)
     # `todo` as last worked out, with the lists it came from (held, so their ids stay theirs).
     _todo: tuple[list[RepeatJob], list[Row], int, int, list[RepeatJob]] | None = field(
         default=None, init=False, repr=False, compare=False
@@ -122,6 +130,7 @@ class RunPlan:
             if self.settings.artifacts_dir is None
             else str(self.settings.artifacts_dir),
             "total": len(self.jobs),
+            "shard": None if self.shard is None else str(self.shard),
             "done": len(self.jobs) - len(self.todo),
             "todo": [
                 {"variantId": v, "id": c, "repeat": r} for v, c, r in (j.triple for j in self.todo)

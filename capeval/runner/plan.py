@@ -22,6 +22,17 @@ from capeval.core.case import Case
 from capeval.core.isolation import Isolation, resolve_isolation
 from capeval.core.matrix import Variant, parse_matrix
 from capeval.core.row import Row, triple
+from capeval.core.shards import (
+    RULE,
+    Shard,
+    case_weights,
+    derived_run_id,
+    digest,
+    parse_shard,
+    run_id_problem,
+    shard_stream_name,
+    slice_of,
+)
 from capeval.results.output import write_output
 from capeval.runner.artifacts import run_budget, taken_by_others
 from capeval.runner.guards import (
@@ -60,6 +71,7 @@ from capeval.runner.resume import (
     stored_config,
     stored_resolution,
     stored_root,
+    stored_sharding,
 )
 
 
@@ -84,9 +96,12 @@ def plan_run(options: RunOptions) -> RunPlan:
     if config_file is None and options.resume is not None:
         config_file = stored_config(Path(options.resume))  # the run's own --config
     config = load_config(root, config_file)
-    jsonl = options.resume or options.jsonl or config.results_dir / f"{run_id}.jsonl"
-    if options.resume is None:
-        refuse_used_stream(Path(jsonl))
+    shard = _shard(options)
+    if options.run_id is not None:
+        run_id = _given_run_id(options, run_id)
+    given_jsonl = options.resume or options.jsonl
+    if given_jsonl is not None and options.resume is None:
+        refuse_used_stream(Path(given_jsonl))
 
     frozen = stored_resolution(options.resume) if options.resume is not None else None
     cases = load_cases(root, config, _case_ids_to_load(options, frozen, root))
@@ -145,7 +160,21 @@ def plan_run(options: RunOptions) -> RunPlan:
             "cases or variants)"
         )
     git = git_info(root)
-    jsonl = Path(jsonl)
+    agent_timeout_s = pick(options.agent_timeout_s, config.agent_timeout_s)
+    verify_timeout_s = pick(options.verify_timeout_s, config.verify_timeout_s)
+    max_turns = pick(options.max_turns, config.max_turns)
+    resolved = _resolution(variants, cases, used, agent_timeout_s, verify_timeout_s, max_turns)
+    sharding: dict[str, Any] | None = None
+    if shard is not None:
+        sharding = _sharding(options, shard, resolved, repeats, git.commit)
+        if options.resume is None and options.run_id is None:
+            run_id = derived_run_id(sharding["planDigest"])
+    if given_jsonl is None:
+        name = f"{run_id}.jsonl" if shard is None else shard_stream_name(run_id, shard)
+        jsonl = config.results_dir / name
+        refuse_used_stream(jsonl)
+    else:
+        jsonl = Path(given_jsonl)
     artifacts_dir = resolve_artifacts_dir(options.artifacts, jsonl)
     refuse_unwritable_outputs(options, config_key(config, root, "results"), jsonl, artifacts_dir)
     refuse_replacing_the_baseline(options, config.baseline, config_key(config, root, "baseline"))
@@ -154,9 +183,9 @@ def plan_run(options: RunOptions) -> RunPlan:
     )
     settings = RepeatSettings(
         root=root,
-        agent_timeout_s=pick(options.agent_timeout_s, config.agent_timeout_s),
-        verify_timeout_s=pick(options.verify_timeout_s, config.verify_timeout_s),
-        max_turns=pick(options.max_turns, config.max_turns),
+        agent_timeout_s=agent_timeout_s,
+        verify_timeout_s=verify_timeout_s,
+        max_turns=max_turns,
         skip_permissions=not bool(options.ask_permissions),
         allow_provider_fallback=bool(options.allow_provider_fallback),
         tmp_parent=options.tmp_dir,
@@ -190,6 +219,11 @@ def plan_run(options: RunOptions) -> RunPlan:
         for c in cases
         for r in range(repeats)
     ]
+    planned = len(jobs)
+    if sharding is not None and shard is not None:
+        mine = slice_of((j.triple for j in jobs), shard, sharding["weights"])
+        jobs = [j for j in jobs if j.triple in mine]
+        sharding["planned"] = planned
     refuse_missing_trajectories(variants, cases, used, root)
     refuse_broken_commands(used, ask_permissions=not settings.skip_permissions)
     wanted = {j.triple for j in jobs}
@@ -197,7 +231,10 @@ def plan_run(options: RunOptions) -> RunPlan:
     shape["repeats"] = repeats
     shape["runId"], shape["runStartedAt"] = run_id, started_at
     shape["artifacts"] = _stored_artifacts(artifacts_dir, jsonl)
-    shape["resolved"] = _resolution(variants, cases, used, settings)
+    shape["resolved"] = resolved
+    if sharding is not None:
+        shape["shard"] = str(shard)
+        shape["sharding"] = sharding
     # Relative to the stream's folder, like `artifacts`, so the two can move together.
     shape["root"] = Path(os.path.relpath(root, jsonl.resolve().parent)).as_posix()
     if config_file is not None:
@@ -222,6 +259,8 @@ def plan_run(options: RunOptions) -> RunPlan:
         done=[r for r in done if triple(r) in wanted],
         shape=shape,
         warnings=skipped,
+        shard=shard,
+        total_planned=planned,
     )
     if artifacts_dir is not None:
         # A claim by a run of this very stream is left to `execute`: that run may
@@ -270,7 +309,9 @@ def _resolution(
     variants: list[Variant],
     cases: list[Case],
     agents: dict[str, AgentConfig],
-    settings: RepeatSettings,
+    agent_timeout_s: float,
+    verify_timeout_s: float,
+    max_turns: int | None,
 ) -> dict[str, Any]:
     """What the run's flags resolved to through capeval.toml and the cases folder.
 
@@ -290,10 +331,83 @@ def _resolution(
             for v in variants
         ],
         "cases": [c.id for c in cases],
-        "agentTimeoutS": settings.agent_timeout_s,
-        "verifyTimeoutS": settings.verify_timeout_s,
-        "maxTurns": settings.max_turns,
+        "agentTimeoutS": agent_timeout_s,
+        "verifyTimeoutS": verify_timeout_s,
+        "maxTurns": max_turns,
     }
+
+
+def _shard(options: RunOptions) -> Shard | None:
+    if options.shard is None:
+        return None
+    try:
+        return parse_shard(options.shard)
+    except ValueError as exc:
+        raise RunError(f"--shard {exc}") from None
+
+
+def _given_run_id(options: RunOptions, run_id: str) -> str:
+    """`--run-id` checked; on --resume it must be the run's own."""
+    given = str(options.run_id)
+    problem = run_id_problem(given)
+    if problem is not None:
+        raise RunError(f"--run-id {problem}")
+    if options.resume is not None and given != run_id:
+        raise RunError(
+            f"--run-id {given} differs from the run id of {options.resume} ({run_id}); "
+            "drop --run-id to finish the run as it was started"
+        )
+    return given
+
+
+def _sharding(
+    options: RunOptions,
+    shard: Shard,
+    resolved: dict[str, Any],
+    repeats: int,
+    commit: str | None,
+) -> dict[str, Any]:
+    """The plan's `sharding` block: what cut this shard, and what all N shards agree on.
+
+    A resume takes the block its plan stored (the weights the shards were
+    cut with, whatever the history says today); a new shard weighs its
+    cases by `options.shard_durations`.
+    """
+    if options.resume is not None:
+        stored = stored_sharding(Path(options.resume))
+        if stored is None:
+            raise RunError(
+                f"--resume {options.resume}: its plan has --shard {shard} but no `sharding` "
+                "block (the weights it was cut with); start the shard again on a new --jsonl"
+            )
+        if stored.get("rule") != RULE:
+            raise RunError(
+                f"--resume {options.resume}: the shard was cut by rule {stored.get('rule')!r}, "
+                f"this capeval cuts by {RULE!r}; finish it with the capeval that started it"
+            )
+        return dict(stored)
+    weights = case_weights(options.shard_durations or {}, resolved["cases"])
+    agreed = {
+        "rule": RULE,
+        "count": shard.count,
+        "weights": weights,
+        "resolved": resolved,
+        "repeats": repeats,
+        "flags": {name: jsonable(getattr(options, name)) for name in DIGEST_FLAGS},
+        "gitCommit": commit,
+    }
+    return {
+        "index": shard.index,
+        "count": shard.count,
+        "rule": RULE,
+        "weights": weights,
+        "planDigest": digest(agreed),
+    }
+
+
+# Flags that change what a repeat is beyond the resolution (which already
+# holds the cases, variants, timeouts and turn budget).
+DIGEST_FLAGS = ("isolation", "ask_permissions", "allow_provider_fallback")
 
 
 def _case_ids_to_load(

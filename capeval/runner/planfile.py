@@ -34,10 +34,11 @@ SHAPE_FLAGS: dict[str, str] = {
     "ask_permissions": "--ask-permissions",
     "allow_provider_fallback": "--allow-provider-fallback",
     "isolation": "--isolation",
+    "shard": "--shard",
 }
 SHAPE_FIELDS: tuple[str, ...] = tuple(SHAPE_FLAGS)
 # Flags plans have not always stored: a plan without one resumes with it not given.
-LATER_FLAGS: tuple[str, ...] = ("isolation",)
+LATER_FLAGS: tuple[str, ...] = ("isolation", "shard")
 
 
 def _nullable(kind: str, description: str) -> dict[str, Any]:
@@ -68,6 +69,20 @@ PLAN_SCHEMA: dict[str, Any] = {
         "ask_permissions": _SWITCH,
         "allow_provider_fallback": _SWITCH,
         "isolation": _nullable("string", "a string (none, bwrap or docker) or null"),
+        "shard": _nullable("string", "a string I/N (shard I of N) or null"),
+        "sharding": {
+            "type": "object",
+            "description": "an object (index, count, rule, weights, planDigest, planned)",
+            "required": ["index", "count", "rule", "weights", "planDigest"],
+            "properties": {
+                "index": {"type": "integer", "minimum": 1},
+                "count": {"type": "integer", "minimum": 1},
+                "rule": {"type": "string"},
+                "weights": {"type": "object", "additionalProperties": {"type": "integer"}},
+                "planDigest": {"type": "string", "minLength": 1},
+                "planned": {"type": "integer", "minimum": 0},
+            },
+        },
         "runId": {"type": "string", "minLength": 1, "description": "a run id string"},
         "runStartedAt": {"type": "string", "description": "a timestamp string"},
         "artifacts": {

@@ -59,6 +59,17 @@ def stored_resolution(stream: Path | str) -> dict[str, Any] | None:
     return resolved if isinstance(resolved, dict) else None
 
 
+def stored_sharding(stream: Path | str) -> dict[str, Any] | None:
+    """The `sharding` block a shard's plan recorded (what cut it), or None."""
+    meta = plan_path(Path(stream))
+    try:
+        stored = json.loads(meta.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    block = stored.get("sharding") if isinstance(stored, dict) else None
+    return block if isinstance(block, dict) else None
+
+
 def refuse_changed_plan(frozen: dict[str, Any], now: dict[str, Any], stream: Path) -> None:
     """Rows of one run must come from one plan: a changed config would mix two in a stream."""
     for field_name in ("variants", "agentTimeoutS", "verifyTimeoutS", "maxTurns"):

@@ -216,12 +216,14 @@ def _execute(
     lock = threading.Lock()
     total = len(plan.jobs)
     written = {triple(r) for r in rows}
+    shard = None if plan.shard is None else str(plan.shard)
 
     def deliver(row: Row) -> None:
         with lock:  # the single writer: durable row, then progress
             key = triple(row)
             if key in written:  # an executor handing a repeat back twice: one row
                 return
+            row["provenance"] = {**(row.get("provenance") or {}), "shard": shard}
             writer.write(row)
             written.add(key)
             rows.append(row)

@@ -37,6 +37,7 @@ def test_local_rows_say_where_they_ran(tmp_path: Path) -> None:
         assert row["provenance"]["executor"] == "local"
         assert row["provenance"]["host"] == socket.gethostname()
         assert row["provenance"]["node"] is None
+        assert row["provenance"]["shard"] is None
 
 
 class _Twice(LocalExecutor):
