@@ -46,6 +46,7 @@ COMMANDS: dict[str, str] = {
     "compare": "capeval.commands.compare:compare",
     "gate": "capeval.commands.gate:gate",
     "report": "capeval.commands.report:report",
+    "merge": "capeval.commands.merge:merge",
     "baseline": "capeval.commands.baseline:baseline",
     "history": "capeval.commands.history:history",
     "query": "capeval.commands.query:query",

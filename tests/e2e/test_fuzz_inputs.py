@@ -96,10 +96,46 @@ contents = st.one_of(
 )
 
 
+# A shard's plan as `capeval run --shard 1/1` writes it, for one triple (v, alpha, 0).
+SHARD_PLAN = {
+    **{name: None for name in ("tiers", "provider", "model", "agent", "max_turns")},
+    **{name: None for name in ("agent_timeout_s", "verify_timeout_s", "isolation")},
+    **{name: None for name in ("ask_permissions", "allow_provider_fallback")},
+    "cases": [],
+    "matrix": [],
+    "repeats": 1,
+    "shard": "1/1",
+    "runId": "r",
+    "resolved": {"variants": [{"id": "v"}], "cases": ["alpha"]},
+    "sharding": {
+        "index": 1,
+        "count": 1,
+        "rule": "lpt-case-ms-v1",
+        "weights": {},
+        "planDigest": "d",
+    },
+}
+
+
+def _merge_stream(f: Path) -> list[str | Path]:
+    """`capeval merge` of a hostile stream beside a shard's plan."""
+    f.with_name(f.name + ".plan.json").write_text(json.dumps(SHARD_PLAN))
+    return ["merge", f, "-o", f.with_name(f"{f.name}.merged.jsonl")]
+
+
+def _merge_plan(f: Path) -> list[str | Path]:
+    """`capeval merge` of a shard's stream beside a hostile plan (`f`)."""
+    stream = f.with_name(f.name.removesuffix(".plan.json"))
+    stream.write_text(_row_with({"runId": "r", "variantId": "v"}) + "\n")
+    return ["merge", stream, "-o", f.with_name(f"{stream.name}.merged.jsonl")]
+
+
 def _files_commands(tmp: Path) -> dict[str, Callable[[Path], list[str | Path]]]:
     good = tmp / "good.jsonl"
     good.write_text(_row_with({}) + "\n")
     return {
+        "merge": _merge_stream,
+        "merge-plan": _merge_plan,
         "aggregate": lambda f: ["aggregate", f],
         "gate": lambda f: ["gate", "--baseline", good, "--candidate", f, "--no-advisory"],
         "compare-baseline": lambda f: ["compare", "--baseline", f, "--candidate", good],
@@ -122,8 +158,16 @@ COMMANDS = [
     "behaviors",
     "behaviors-stream",
     "paperclip-validate",
+    "merge",
+    "merge-plan",
 ]
-SUFFIX = {"history": ".jsonl", "query": ".jsonl", "paperclip-validate": ".yaml"}
+SUFFIX = {
+    "history": ".jsonl",
+    "query": ".jsonl",
+    "paperclip-validate": ".yaml",
+    "merge": ".jsonl",
+    "merge-plan": ".jsonl.plan.json",
+}
 
 
 def check(proc: subprocess.CompletedProcess[str], file: Path) -> None:
