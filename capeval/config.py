@@ -109,7 +109,8 @@ AGENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "description": "a table of type, command, args, env, hook, trajectory, "
-    "skip_permissions_args, isolation, network, image, limits, env_pass, home_dirs",
+    "skip_permissions_args, isolation, network, image, limits, env_pass, home_dirs, "
+    "ray_resources, num_cpus",
     "properties": {
         "type": {
             "type": "string",
@@ -143,6 +144,24 @@ AGENT_SCHEMA: dict[str, Any] = {
         },
         **SCHEMA_PROPERTIES,
         "home_dirs": HOME_DIRS_SCHEMA,
+        "ray_resources": {
+            "type": "object",
+            "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_.-]*$"},
+            "additionalProperties": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": 1_000_000,
+                "description": "a number of units > 0",
+            },
+            "description": "a table of Ray resources each repeat takes (--executor ray), "
+            "e.g. {claude_slots = 1}",
+        },
+        "num_cpus": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 10_000,
+            "description": "the CPUs each repeat takes of a Ray node (--executor ray; default 1)",
+        },
     },
 }
 
@@ -495,6 +514,12 @@ def config_from_table(
                 tuple(spec["skip_permissions_args"]) if "skip_permissions_args" in spec else None
             ),
             "sandbox": {k: spec[k] for k in (*SHARED_KEYS, "home_dirs") if k in spec} or None,
+            "ray_resources": (
+                {k: float(v) for k, v in spec["ray_resources"].items()}
+                if "ray_resources" in spec
+                else None
+            ),
+            "num_cpus": float(spec["num_cpus"]) if "num_cpus" in spec else None,
         }
         given = {k: v for k, v in given.items() if v is not None}
         if "command" in given:

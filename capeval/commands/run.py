@@ -219,6 +219,20 @@ def _result_file_warnings_as_lines() -> Iterator[None]:
     "the configured baseline).",
 )
 @click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where repeats run: threads here, or tasks on a Ray cluster (pip install "
+    "'capeval[ray]'; see docs/scale-out.md).",
+)
+@click.option(
+    "--ray-address",
+    metavar="ADDRESS",
+    help="With --executor ray: the cluster's head, host:port or 'auto' (default: "
+    "$RAY_ADDRESS, else a Ray started for this run on this machine).",
+)
+@click.option(
     "--dry-run", is_flag=True, help="Print the plan (variants x cases x repeats); run nothing."
 )
 @click.option(
@@ -289,6 +303,8 @@ def run(
     shard: str | None,
     run_id: str | None,
     shard_history: tuple[Path, ...],
+    executor: str,
+    ray_address: str | None,
     dry_run: bool,
     jsonl: Path | None,
     resume: Path | None,
@@ -320,6 +336,8 @@ def run(
         baseline = found
     if shard_history and shard is None:
         _fail("--shard-history weighs the cases of a --shard; pass --shard I/N too")
+    if ray_address is not None and executor != "ray":
+        _fail("--ray-address is for --executor ray; pass --executor ray too")
     durations = None
     if shard is not None and resume is None:
         durations = _shard_durations(shard_history, root, config_path)
@@ -348,6 +366,8 @@ def run(
         shard=shard,
         run_id=run_id,
         shard_durations=durations,
+        executor=executor,
+        ray_address=ray_address,
         # On stderr, terminal or not: a CI log of an hour-long matrix shows its progress.
         on_row=ProgressPrinter(enabled=not quiet and not as_json),
     )

@@ -49,6 +49,10 @@ class AgentConfig:
     # The table's isolation keys as written (isolation, network, image, limits,
     # env_pass, home_dirs); `capeval.core.isolation.resolve_isolation` reads them.
     sandbox: Mapping[str, Any] = field(default_factory=dict)
+    # What each of its repeats takes of a Ray node (`--executor ray` only):
+    # custom resources (`{claude_slots = 1}`) and CPUs (None: Ray's 1).
+    ray_resources: Mapping[str, float] = field(default_factory=dict)
+    num_cpus: float | None = None
 
 
 def builtin_agents() -> dict[str, AgentConfig]:

@@ -269,6 +269,49 @@ def save_repeat_artifacts(
     return dest
 
 
+def repeat_files(folder: Path) -> dict[str, bytes]:
+    """A repeat's evidence folder as {file name: bytes} (it is flat), to travel elsewhere."""
+    return {
+        p.name: p.read_bytes()
+        for p in sorted(folder.iterdir())
+        if p.is_file() and not p.is_symlink()
+    }
+
+
+def receive_repeat_artifacts(
+    dest: Path, files: Mapping[str, bytes], budget: ArtifactBudget | None = None
+) -> Path:
+    """A repeat's evidence kept elsewhere (by `save_repeat_artifacts` on a Ray worker,
+    so already redacted and within the file and repeat caps) written to `dest` as it
+    writes: atomically, and within what the run may still keep."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(dest)
+    staging = dest.with_name(f".{dest.name}{_STAGING}{random.token_hex(4)}")
+    staging.mkdir()
+    try:
+        cuts: list[str] = []
+        for name, data in sorted(files.items()):
+            if not name or name in (".", "..") or "/" in name or "\0" in name:
+                continue  # a flat folder of plain names is all a worker sends
+            keep = len(data) if budget is None else budget.take(len(data))
+            if keep < len(data):
+                kept = f"kept the first {keep}" if keep else "left out"
+                cuts.append(f"{name}: {len(data)} bytes, {kept} (the run's cap)")
+            if keep or not data:
+                (staging / name).write_bytes(capped(data, len(data), (), keep))
+        if cuts:
+            note = "capeval cut this repeat's evidence to stay within its caps:\n"
+            earlier = files.get(CUT_FILE, b"").decode("utf-8", "replace")
+            text = earlier or note
+            (staging / CUT_FILE).write_text(text + "\n".join(cuts) + "\n")
+        _publish(staging, dest)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return dest
+
+
 def _publish(staging: Path, dest: Path) -> None:
     """Rename the finished folder into place; an older one is moved aside, then removed."""
     retired: Path | None = None

@@ -8,10 +8,13 @@ only runs repeats and hands each finished repeat's row back:
 - `LocalExecutor` (`--executor local`, the default): a thread pool of
   `--concurrency` threads in this process, each repeat's agent and grader in
   process groups of their own (`capeval.runner.repeat.run_repeat`).
-Executors hand rows to `deliver`, which the run serialises and which drops a
+- `RayExecutor` (`--executor ray`, `capeval.runner.rayexec`): each repeat a
+  Ray task on a cluster's nodes; Ray is imported only when it is chosen.
+
+Both hand rows to `deliver`, which the run serialises and which drops a
 repeat handed back twice, so no executor can write a row or write one twice.
 Each row gets a `provenance` object: the executor, the host that ran the
-repeat and the node (None for the local executor).
+repeat and, on Ray, its node id (the run adds the shard).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from capeval.runner.httpfixture import HttpFixture
 from capeval.runner.options import RunPlan
 from capeval.runner.repeat import RepeatCancelled, RepeatJob, run_repeat
 
-EXECUTORS: tuple[str, ...] = ("local",)
+EXECUTORS: tuple[str, ...] = ("local", "ray")
 
 Deliver = Callable[[Row], None]
 

@@ -321,10 +321,11 @@ def refuse_broken_commands(agents: dict[str, AgentConfig], *, ask_permissions: b
 
 
 def refuse_unrunnable_isolation(
-    jobs: Sequence[RepeatJob], *, skip_permissions: bool, dry_run: bool
+    jobs: Sequence[RepeatJob], *, skip_permissions: bool, dry_run: bool, host_checks: bool = True
 ) -> list[str]:
     """Refuse an isolation that cannot run (anywhere, or on this host); the warnings a
-    dry run prints instead of the host's refusals (docs/isolation.md)."""
+    dry run prints instead of the host's refusals (docs/isolation.md). Without
+    `host_checks` (repeats that run on other machines) only the first."""
     from capeval.core.isolation import isolation_problem
     from capeval.isolation.host import host_problem
 
@@ -338,6 +339,8 @@ def refuse_unrunnable_isolation(
         problem = isolation_problem(iso)
         if problem:
             raise RunError(f"agent {name!r}: {problem}")
+        if not host_checks:
+            continue
         # What depends on this host (root, bwrap, a daemon) is a dry run's warning.
         problem = _unsandboxed_root_claude(job.agent, iso.sandboxed, skip_permissions)
         host = host_problem(iso)

@@ -67,7 +67,8 @@ class RunOptions:
     # Case id -> durations (ms) of its recent repeats, read from history by the
     # command (capeval.analysis.durations): what weighs a new shard's cases.
     shard_durations: Mapping[str, Sequence[float]] | None = None
-    executor: str = "local"  # where repeats run (capeval.runner.executor)
+    executor: str = "local"  # where repeats run: "local" (threads) or "ray" (a Ray cluster)
+    ray_address: str | None = None  # --ray-address; None: RAY_ADDRESS, else a local Ray
     on_row: Callable[[Row, int, int], None] | None = None  # (row, done, total)
     handle_signals: bool = True
 
@@ -145,8 +146,8 @@ class RunOutcome:
     jsonl_path: Path
     exit_code: int
     interrupted: str | None = None  # the signal name when stopped early
-    # Repeats the executor could not run, each with why: they have no row,
-    # and `--resume` runs them.
+    # Repeats the executor could not run (a Ray node lost more often than Ray
+    # retries), each with why: they have no row, and `--resume` runs them.
     lost: list[str] = field(default_factory=list)
 
     @property

@@ -278,7 +278,11 @@ def plan_run(options: RunOptions) -> RunPlan:
         j.agent.name: j.agent for (_, _), j in _first_per_cell(plan.todo).items()
         if j.isolation.backend != "docker"
     }  # fmt: skip
-    missing = missing_binaries(on_host)
+    # On Ray, repeats run on the cluster's nodes: what depends on the host (the
+    # agents' binaries, their sandboxes, their versions) is checked on a worker
+    # when the run starts (capeval.runner.rayexec), not on this machine.
+    here = options.executor != "ray"
+    missing = missing_binaries(on_host) if here else None
     if missing and options.dry_run:
         plan.warnings.append(f"{missing}; a real run would refuse to start")
     elif missing:
@@ -287,6 +291,7 @@ def plan_run(options: RunOptions) -> RunPlan:
         list(_first_per_cell(plan.todo).values()),
         skip_permissions=settings.skip_permissions,
         dry_run=options.dry_run,
+        host_checks=here,
     )
     return plan
 

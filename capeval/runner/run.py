@@ -104,9 +104,15 @@ def _started(executor: Executor, plan: RunPlan) -> Iterator[None]:
 
 
 def make_executor(options: RunOptions) -> Executor:
-    """The executor `options.executor` names."""
+    """The executor `options.executor` names; Ray's module is imported only for Ray."""
     if options.executor == "local":
+        if options.ray_address is not None:
+            raise RunError("--ray-address is for --executor ray; pass both, or neither")
         return LocalExecutor()
+    if options.executor == "ray":
+        from capeval.runner.rayexec import RayExecutor
+
+        return RayExecutor(options.ray_address)
     raise RunError(f"--executor {options.executor}: expected one of {', '.join(EXECUTORS)}")
 
 

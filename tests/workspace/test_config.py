@@ -609,3 +609,15 @@ def test_a_home_relative_binary_is_not_anchored_to_the_root(tmp_path: Path) -> N
         '[agents.mine]\ntype = "command"\ncommand = "~/bin/agent {prompt}"\n'
     )
     assert load_config(tmp_path).agents["mine"].command == "~/bin/agent {prompt}"
+
+
+def test_ray_resources_and_num_cpus_are_read_and_checked(tmp_path: Path) -> None:
+    table = '[agents.capped]\ntype = "scripted"\ntrajectory = "oracle"\n'
+    write(tmp_path, "capeval.toml", table + "ray_resources = {claude_slots = 1}\nnum_cpus = 0.5\n")
+    agent = load_config(tmp_path).agents["capped"]
+    assert dict(agent.ray_resources) == {"claude_slots": 1.0} and agent.num_cpus == 0.5
+    assert dict(load_config(tmp_path).agents["scripted"].ray_resources) == {}
+    (zero,) = toml_problems(tmp_path, table + "ray_resources = {claude_slots = 0}\n")
+    assert "agents.capped.ray_resources.claude_slots: must be > 0, got 0" in zero
+    (negative,) = toml_problems(tmp_path, table + "num_cpus = -1\n")
+    assert "agents.capped.num_cpus" in negative
