@@ -47,6 +47,8 @@ bench: install-dev
 	$(BIN)/python benchmarks/gate.py
 	$(BIN)/python benchmarks/history.py
 	$(BIN)/python benchmarks/advisory.py
+	@if $(BIN)/python -c 'import ray' 2>/dev/null; then $(BIN)/python benchmarks/scale.py; \
+	else echo "benchmarks/scale.py needs the ray extra: $(BIN)/python -m pip install -e '.[dev,ray]'"; fi
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
