@@ -111,6 +111,18 @@ def test_three_shards_at_once_merge_into_the_run_and_gate_as_it(
     assert gate(*(str(s) for s in streams)) == expected  # the shard files as they are
     assert any(c["status"] == "new" for c in expected["cells"])  # the sloppy variant
 
+    def report(name: str, *candidates: str) -> str:
+        args = [a for c in candidates for a in ("--candidate", c)]
+        done = capeval("report", *args, "-o", name, cwd=tmp_path)
+        assert done.returncode in (0, 1, 3), done.stderr
+        text = (tmp_path / name).read_text()
+        return "\n".join(line for line in text.splitlines() if "Candidate:" not in line)
+
+    # The same report, but for the candidate's file names.
+    assert report("shards.md", *(str(s) for s in streams)) == report(
+        "merged.md", "merged/run.jsonl"
+    )
+
     history = capeval("history", str(results), cwd=tmp_path)
     assert history.returncode == 0, history.stderr
     ci_runs = [line for line in history.stdout.splitlines() if line.startswith("ci-42 ")]
