@@ -45,6 +45,7 @@ class Cell:
     resultKey: str
     caseId: str
     variantId: str
+    # The judged repeats (outcome passed or failed): what pass rates and medians are over.
     repeats: int
     passCount: int
     # Median per numeric metric over repeats whose behaviors were captured;
@@ -70,13 +71,19 @@ class Cell:
     durationReported: int = 0
     turnsReported: int = 0
     tokenReported: int = 0
-    # Per-repeat data, present only when loaded for advisory statistics.
+    # Repeats whose outcome is `error`: not measured, so in no rate or median.
+    errors: int = 0
+    # Per-repeat data (judged repeats), present only when loaded for advisory statistics.
     passes: tuple[bool, ...] | None = None
     values: Mapping[str, tuple[float, ...]] | None = field(default=None)
 
     @property
     def passRate(self) -> float:
         return self.passCount / self.repeats if self.repeats else 0.0
+
+    @property
+    def failCount(self) -> int:
+        return self.repeats - self.passCount
 
     @property
     def mixed(self) -> bool:
@@ -191,7 +198,7 @@ def cells_from_rows(
 
 
 def _cell(key: str, rows: Sequence[Mapping[str, Any]], keep_values: bool) -> Cell:
-    from capeval.core.aggregate import median, metric_values
+    from capeval.core.aggregate import judged, median, metric_values
 
     first = rows[0]
     # As the fast path reads them: DOUBLEs (a rare overflowing integer is no number).
@@ -199,7 +206,8 @@ def _cell(key: str, rows: Sequence[Mapping[str, Any]], keep_values: bool) -> Cel
         metric: [n for n in map(_number, found) if n is not None]
         for metric, found in metric_values(rows).items()
     }
-    passes = tuple(row.get("passed") is True for row in rows)
+    measured = [row for row in rows if judged(row)]
+    passes = tuple(row.get("passed") is True for row in measured)
     resolved = sorted(
         {(_str(row.get("provider")), _str(row.get("model"))) for row in rows},
         key=lambda pair: (pair[0] or "", pair[1] or ""),
@@ -220,8 +228,9 @@ def _cell(key: str, rows: Sequence[Mapping[str, Any]], keep_values: bool) -> Cel
         variantId=variant_of(key, str(first["id"]))
         or _str(first.get("variantId"))
         or key.rsplit("::", 1)[0],
-        repeats=len(rows),
+        repeats=len(measured),
         passCount=sum(passes),
+        errors=len(rows) - len(measured),
         medians={m: (median(v) if v else None) for m, v in values.items()},
         resolved=tuple(resolved),
         bait=bait,
@@ -281,6 +290,7 @@ def cell_frame(cells: Mapping[str, Cell]) -> pl.DataFrame:
             "repeats": cell.repeats,
             "passCount": cell.passCount,
             "passRate": cell.passRate,
+            "errors": cell.errors,
             "providers": [p or "" for p, _ in cell.resolved],
             "models": [m or "" for _, m in cell.resolved],
             "mixed": cell.mixed,
@@ -298,6 +308,7 @@ def cell_frame(cells: Mapping[str, Cell]) -> pl.DataFrame:
         "repeats": pl.Int64,
         "passCount": pl.Int64,
         "passRate": pl.Float64,
+        "errors": pl.Int64,
         "providers": pl.List(pl.String),
         "models": pl.List(pl.String),
         "mixed": pl.Boolean,
@@ -339,6 +350,8 @@ def cells_from_frame(frame: pl.DataFrame) -> dict[str, Cell]:
                 "id": record["id"],
                 "variantId": record.get("variantId"),
                 "passed": record.get("passed") is True,
+                "outcome": record.get("outcome"),
+                "status": record.get("status"),
                 "provider": record.get("provider"),
                 "model": record.get("model"),
                 "tier": record.get("tier"),

@@ -46,21 +46,26 @@ from capeval.analysis.duckfiles import (
     slice_all,
 )
 from capeval.core.metrics import LEGACY_TASK_TOOLS, METRIC_NAMES, TOOL_CALLS_BY_NAME
+from capeval.core.outcome import ERROR
 from capeval.results.columns import (
     COLUMNS,
     LEGACY_PATHS,
+    STR,
     TypedSQL,
     ident,
     json_columns,
     json_text,
     legacy_task_calls_sql,
+    outcome_of_row_sql,
     path_sql,
     sql_str,
     task_calls_sql,
+    typed_sql,
 )
 from capeval.results.errors import ResultFileError
 from capeval.results.inputs import InputRefused, check_input, is_regular
 from capeval.results.rowcheck import CONTRACT
+from capeval.results.supersede import superseded_sql
 
 
 def load_side(
@@ -137,7 +142,9 @@ def _read_rows(paths: Iterable[Path], warnings: list[str]) -> list[dict[str, Any
 # What the gate reads: every field a verdict reads (so DuckDB refuses each one
 # written twice, as the reference reader does).
 _VERDICT_PATHS = [c.path for c in COLUMNS if c.verdict and c.path is not None]
-_HEADLINE_PATHS: list[tuple[str, ...]] = [("tier",), ("title",), ("durationMs",), ("turnsUsed",)]
+# The run (supersession's key) and the tier (a bait case must be declared) are always read.
+_ALWAYS_PATHS: list[tuple[str, ...]] = [("runId",), ("tier",)]
+_HEADLINE_PATHS: list[tuple[str, ...]] = [("title",), ("durationMs",), ("turnsUsed",)]
 _SMALLEST_NORMAL = sys.float_info.min  # 2.2250738585072014e-308
 
 
@@ -155,11 +162,17 @@ def _rows_sql(source: str, *, headline: bool, legacy: bool) -> str:
     """
     metrics = {m: f"m{i}" for i, m in enumerate(METRIC_NAMES)}
     tools = {t: f"calls{i}" for i, t in enumerate(LEGACY_TASK_TOOLS)} if legacy else {}
+    outcome = outcome_of_row_sql()
     texts = [
         "side",
+        "superseded",
         f"{_text(('resultKey',))} AS key",
         f"{_text(('id',))} AS idText",
         f"{_text(('passed',))} AS passedText",
+        f"{outcome.value} AS outcome",
+        f"{outcome.misfit} AS outcomeMisfit",
+        f"{_text(('runId',))} AS runIdText",
+        f"{_text(('tier',))} AS tierText",
         f"{_text(('provider',))} AS providerText",
         f"{_text(('model',))} AS modelText",
         f"{path_sql(('bait',))} IS NOT NULL AS baited",
@@ -175,7 +188,6 @@ def _rows_sql(source: str, *, headline: bool, legacy: bool) -> str:
     numbers = ["*", *(f"TRY_CAST({c} AS DOUBLE) AS {c}n" for c in metrics.values())]
     if headline:
         texts += [
-            f"{_text(('tier',))} AS tierText",
             f"{_text(('title',))} AS titleText",
             *(
                 f"{_text(path)} AS {name}Text"
@@ -195,13 +207,22 @@ def _rows_sql(source: str, *, headline: bool, legacy: bool) -> str:
     filled = (
         task_calls_sql("captured", own, legacy_task_calls_sql(*tools.values())) if legacy else own
     )
-    odd = [CONTRACT[("repeat",)].misfit("repeatText", ""), filled.inexact]
+    odd = [
+        CONTRACT[("repeat",)].misfit("repeatText", ""),
+        filled.inexact,
+        "outcomeMisfit",
+        # Supersession keys on the run id as its column holds it: text.
+        "(runIdText IS NOT NULL AND NOT starts_with(runIdText, '\"'))",
+    ]
     typed = [
         "side",
+        "superseded",
         "key",
         "idText",
         "passedText",
         "passedText = 'true' AS passed",
+        "outcome",
+        "tierText",
         "providerText",
         "modelText",
         "baited",
@@ -221,7 +242,6 @@ def _rows_sql(source: str, *, headline: bool, legacy: bool) -> str:
     typed.append(f"({' OR '.join(odd)}) AS odd")
     if headline:
         typed += [
-            "tierText",
             "titleText",
             # As the reference's cells read a number: a finite one, else nothing.
             *(
@@ -236,18 +256,40 @@ def _rows_sql(source: str, *, headline: bool, legacy: bool) -> str:
 
 
 def _read_json(
-    side: int, files: Sequence[str], fmt: str, columns: str, *, filename: bool = False
+    side: int, files: Sequence[str], fmt: str, columns: str, *, supersede: bool = False
 ) -> str:
-    return (
-        f"(SELECT {side} AS side, * FROM read_json([{', '.join(sql_str(f) for f in files)}], "
+    """The rows of `files`, each with its side and whether a later row supersedes it
+    (computed only with `supersede`: a window over every row, needed only when some
+    row is an `error`)."""
+    read = (
+        f"read_json([{', '.join(sql_str(f) for f in files)}], "
         f"columns={columns}, format='{fmt}', records=true, auto_detect=false, "
-        f"{'filename=true, ' if filename else ''}maximum_object_size=16777216))"
+        "filename=true, maximum_object_size=16777216) WITH ORDINALITY"
     )
+    flag = "false"
+    if supersede:
+        flag = superseded_sql(
+            outcome=outcome_of_row_sql().value,
+            order="ordinality",
+            file="filename",
+            run=typed_sql(STR, path_sql(("runId",))).value,
+            cell=_text(("resultKey",)),
+            repeat=_text(("repeat",)),
+        )
+    return f"(SELECT {side} AS side, *, {flag} AS superseded FROM {read})"
+
+
+# Every aggregate but the `odd` count leaves superseded rows out.
+_COUNTED = "NOT superseded"
 
 
 def _texts(name: str) -> list[str]:
     """A text column judged per cell: one value (or none) across the cell's rows."""
-    return [f"min({name}) AS {name}Min", f"max({name}) AS {name}Max", f"count({name}) AS {name}N"]
+    return [
+        f"min({name}) FILTER (WHERE {_COUNTED}) AS {name}Min",
+        f"max({name}) FILTER (WHERE {_COUNTED}) AS {name}Max",
+        f"count({name}) FILTER (WHERE {_COUNTED}) AS {name}N",
+    ]
 
 
 def _query(
@@ -256,60 +298,75 @@ def _query(
     with_values: bool,
     headline: bool,
     legacy: bool,
+    supersede: bool = False,
 ) -> str:
     """Per side and cell, the cell's aggregates and what tells whether they are exact.
 
     `legacy`: read what fills `taskToolCallCount` for rows that predate it
     (each costs a little, so only for files whose first row does).
+    `supersede`: leave out the rows a later row supersedes (only when a row
+    is an `error`: the window it takes costs a sort).
     """
-    paths = _VERDICT_PATHS + (list(LEGACY_PATHS) if legacy else [])
+    paths = _VERDICT_PATHS + _ALWAYS_PATHS + (list(LEGACY_PATHS) if legacy else [])
     columns = json_columns(paths + (_HEADLINE_PATHS if headline else []))
     rows = " UNION ALL ".join(
-        _rows_sql(_read_json(side, files, fmt, columns), headline=headline, legacy=legacy)
+        _rows_sql(
+            _read_json(side, files, fmt, columns, supersede=supersede),
+            headline=headline,
+            legacy=legacy,
+        )
         for side, files, fmt in scans
     )
+    counted = _COUNTED
+    judged = f"({counted} AND outcome <> '{ERROR}')"
     aggregates = [
-        *measures(["repeats", "passCount", *METRIC_NAMES]),
+        *measures(["repeats", "passCount", "errors", *METRIC_NAMES], counted=counted),
+        f"count(*) FILTER (WHERE {counted}) AS rows",
+        # Every row, superseded or not: the reference reader judges each line.
         "count_if(odd) AS odd",
-        "count_if(predates) AS predates",
+        f"count_if(predates AND {counted}) AS predates",
         *_texts("idText"),
         *_texts("passedText"),
         *_texts("providerText"),
         *_texts("modelText"),
-        "count_if(baited) AS baited",
+        *_texts("tierText"),
+        f"count_if(baited AND {counted}) AS baited",
         "count_if(tokens) AS tokens",  # read, so a `tokenUsage` that is no object is refused
         *_texts("baitMetricText"),
         *_texts("baitThresholdText"),
     ]
     if headline:
         aggregates += [
-            *_texts("tierText"),
             *_texts("titleText"),
-            *measures(["durationMs", "turnsUsed", "tokenInput"]),
-            "count(durationMs) AS durationN",
-            "count(turnsUsed) AS turnsN",
-            "count(tokenInput) AS tokenN",
+            *measures(["durationMs", "turnsUsed", "tokenInput"], counted=counted),
+            f"count(durationMs) FILTER (WHERE {counted}) AS durationN",
+            f"count(turnsUsed) FILTER (WHERE {counted}) AS turnsN",
+            f"count(tokenInput) FILTER (WHERE {counted}) AS tokenN",
         ]
     if with_values:
         aggregates += [
-            f"list({ident(m)}) FILTER (WHERE {ident(m)} IS NOT NULL) AS {ident('values ' + m)}"
+            f"list({ident(m)}) FILTER (WHERE {ident(m)} IS NOT NULL AND {judged}) "
+            f"AS {ident('values ' + m)}"
             for m in METRIC_NAMES
         ]
-        aggregates.append("list(passed) AS passes")
+        aggregates.append(f"list(passed) FILTER (WHERE {judged}) AS passes")
     return f"SELECT side, key, {', '.join(aggregates)} FROM ({rows}) GROUP BY side, key"
 
 
-def _pairs_query(scans: Sequence[tuple[int, Sequence[str], str]], keys: Sequence[str]) -> str:
+def _pairs_query(
+    scans: Sequence[tuple[int, Sequence[str], str]], keys: Sequence[str], *, supersede: bool
+) -> str:
     """Every (provider, model) pair of the given cells: only run when a cell is mixed."""
-    columns = json_columns([("resultKey",), ("provider",), ("model",)])
+    fields = ("resultKey", "provider", "model", "runId", "repeat", "outcome", "passed", "status")
+    columns = json_columns([(name,) for name in fields])
     selects = " UNION ALL ".join(
-        _read_json(side, files, fmt, columns) for side, files, fmt in scans
+        _read_json(side, files, fmt, columns, supersede=supersede) for side, files, fmt in scans
     )
     wanted = ", ".join(sql_str(k) for k in keys)
     return (
         "SELECT side, key, list(DISTINCT [providerText, modelText]) FROM (SELECT side, "
         f"{_text(('resultKey',))} AS key, {_text(('provider',))} AS providerText, "
-        f"{_text(('model',))} AS modelText FROM ({selects})) "
+        f"{_text(('model',))} AS modelText FROM ({selects}) WHERE NOT superseded) "
         f"WHERE key IN ({wanted}) GROUP BY side, key"
     )
 
@@ -326,7 +383,7 @@ def _one(r: dict[str, Any], name: str, *, rows: int | None = None) -> tuple[bool
     count = r[f"{name}N"]
     if count == 0:
         return True, None
-    if r[f"{name}Min"] != r[f"{name}Max"] or count != (r["repeats"] if rows is None else rows):
+    if r[f"{name}Min"] != r[f"{name}Max"] or count != (r["rows"] if rows is None else rows):
         return False, None
     return True, json.loads(r[f"{name}Min"])
 
@@ -343,9 +400,9 @@ def _exact(r: dict[str, Any]) -> str | None:
     if not isinstance(key, str) or not key:
         return "a row without a resultKey of its own"
     one, case = _one(r, "idText")
-    if not one or not isinstance(case, str) or not case or r["idTextN"] != r["repeats"]:
+    if not one or not isinstance(case, str) or not case or r["idTextN"] != r["rows"]:
         return "the cell's rows name no single case id"
-    if r["passedTextN"] != r["repeats"] or not (
+    if r["passedTextN"] != r["rows"] or not (
         r["passedTextMin"] >= "false" and r["passedTextMax"] <= "true"
     ):
         return "a `passed` that is not true or false"
@@ -391,15 +448,27 @@ def _load_duckdb(
                 con.execute("SET enable_progress_bar = false")
             con.execute("SET preserve_insertion_order = false")
             legacy = any(s.legacy for side in sources for s in side)
+            supersede = False
             while True:
-                query = _query(scans, with_values=with_values, headline=headline, legacy=legacy)
+                query = _query(
+                    scans,
+                    with_values=with_values,
+                    headline=headline,
+                    legacy=legacy,
+                    supersede=supersede,
+                )
                 cursor = con.execute(query)
                 names = [d[0] for d in cursor.description or ()]
                 records = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
-                # Older rows after newer ones at the head: read again with what fills them.
-                if legacy or not any(r["predates"] for r in records):
+                # Older rows after newer ones at the head: read again with what fills them;
+                # an `error` row, which a later row may supersede: read again leaving those out.
+                again = False
+                if not legacy and any(r["predates"] for r in records):
+                    legacy = again = True
+                if not supersede and any(r["errors"] for r in records):
+                    supersede = again = True
+                if not again:
                     break
-                legacy = True
             for r in records:
                 why = _exact(r)
                 if why is not None:
@@ -412,7 +481,8 @@ def _load_duckdb(
                     resolved[(r["side"], r["key"])] = ((_string(provider), _string(model)),)
             mixed = sorted({r["key"] for r in records if (r["side"], r["key"]) not in resolved})
             if mixed:
-                for side, key, pairs in con.execute(_pairs_query(scans, mixed)).fetchall():
+                pairs_sql = _pairs_query(scans, mixed, supersede=supersede)
+                for side, key, pairs in con.execute(pairs_sql).fetchall():
                     decoded = {
                         tuple(_string(json.loads(t)) if t is not None else None for t in pair)
                         for pair in pairs
@@ -447,12 +517,13 @@ def _cells_of(
         exact, bait = _bait_of(r)
         if not exact:
             raise FastPathUnavailable("the cell's rows declare a bait the reference must read")
-        tier = title = None
+        title = None
+        one_tier, tier = _one(r, "tierText")
         if headline:
-            one_tier, tier = _one(r, "tierText")
             one_title, title = _one(r, "titleText")
-            if not (one_tier and one_title):
-                raise FastPathUnavailable("the cell's tier or title is its first row's")
+            one_tier = one_tier and one_title
+        if not one_tier:
+            raise FastPathUnavailable("the cell's tier or title is its first row's")
         cell_values = None
         if with_values:
             cell_values = {m: tuple(sorted(r[f"values {m}"] or ())) for m in METRIC_NAMES}
@@ -462,6 +533,7 @@ def _cells_of(
             variantId=variant_of(key, case) or key,
             repeats=r["repeats"],
             passCount=r["passCount"],
+            errors=r["errors"],
             medians={m: _plain(r[m]) for m in METRIC_NAMES},
             resolved=resolved[(r["side"], r["key"])],
             bait=bait,
@@ -473,7 +545,7 @@ def _cells_of(
             durationReported=r["durationN"] if headline else 0,
             turnsReported=r["turnsN"] if headline else 0,
             tokenReported=r["tokenN"] if headline else 0,
-            passes=tuple(sorted(r["passes"])) if with_values else None,
+            passes=tuple(sorted(r["passes"] or ())) if with_values else None,
             values=cell_values,
         )
     return [dict(sorted(side.items())) for side in out]

@@ -33,6 +33,7 @@ from capeval.analysis.frameparts import (
     _repeat_key,
 )
 from capeval.core.metrics import TOOL_CALLS_BY_NAME
+from capeval.core.outcome import ERROR
 from capeval.results import columns
 from capeval.results.columns import (
     BOOL,
@@ -46,6 +47,7 @@ from capeval.results.columns import (
 )
 from capeval.results.duckdb_paths import reads_as_pattern
 from capeval.results.rowcheck import CONTRACT, no_cell_sql
+from capeval.results.supersede import superseded_sql
 
 if TYPE_CHECKING:
     import polars as pl
@@ -203,6 +205,8 @@ def _select(extras: Sequence[str]) -> tuple[str, list[str]]:
         typed = columns.typed_sql(column.kind, columns.path_sql(column.path))
         if column.name == "taskToolCallCount":
             typed = columns.task_calls_of_row_sql(typed)
+        elif column.name == "outcome":
+            typed = columns.outcome_of_row_sql()
         check = CONTRACT.get(column.path)
         if check is not None:
             text = columns.json_text(columns.path_sql(column.path))
@@ -227,17 +231,32 @@ def _select(extras: Sequence[str]) -> tuple[str, list[str]]:
     return ", ".join(selects), names
 
 
-def _read_batch(con: Any, batch: Sequence[_Scan], keys: Mapping[str, set[str]]) -> dict[int, _Part]:
+def _read_batch(
+    con: Any, batch: Sequence[_Scan], keys: Mapping[str, set[str]], *, supersede: bool = False
+) -> dict[int, _Part]:
+    """The parts of a batch of files. `supersede`: mark the rows a later row of their repeat
+    supersedes (a window, and a sort back into file order: only when some row is an error)."""
     import polars as pl
 
     extras = sorted(set().union(*(keys[s.read] for s in batch)) - _READ_FIELDS)
     select, names = _select(extras)
     by_file = {s.read: s for s in batch}  # a file listed twice is read once
     files = ", ".join(columns.sql_str(read) for read in by_file)
+    flag, order = "false", ""
+    if supersede:
+        flag = superseded_sql(
+            outcome=columns.outcome_of_row_sql().value,
+            order="ordinality",
+            file="filename",
+            run=columns.typed_sql(STR, columns.path_sql(("runId",))).value,
+            cell=columns.json_text(columns.ident("resultKey")),
+            repeat=columns.json_text(columns.ident("repeat")),
+        )
+        order = " ORDER BY ordinality"
     query = (
-        f"SELECT {select} FROM read_json([{files}], columns={_json_columns(extras)}, "
-        f"format='{batch[0].fmt}', records='true', filename=true, "
-        "maximum_object_size=16777216)"
+        f"SELECT {select}, {flag} AS superseded FROM read_json([{files}], "
+        f"columns={_json_columns(extras)}, format='{batch[0].fmt}', records='true', "
+        f"filename=true, maximum_object_size=16777216) WITH ORDINALITY{order}"
     )
     with tempfile.TemporaryDirectory(prefix="capeval-frame-") as tmp:
         out = os.path.join(tmp, "rows.parquet")
@@ -247,6 +266,8 @@ def _read_batch(con: Any, batch: Sequence[_Scan], keys: Mapping[str, set[str]]) 
         frame = pl.read_parquet(out)
     frame = frame.rename({f"c{i}": name for i, name in enumerate(names)})
     frame = frame.rename({f"x{j}": name for j, name in enumerate(extras)})
+    if not supersede and (frame["outcome"] == ERROR).any():
+        return _read_batch(con, batch, keys, supersede=True)
     found: dict[str, _Part | None] = {read: None for read in by_file}
     for read, rows in _by_file(frame):
         try:
@@ -280,7 +301,8 @@ def _fast_part(rows: pl.DataFrame, scan: _Scan, extras: Sequence[str]) -> _Part:
     import polars as pl
 
     if rows["bad"].any():
-        raise _NotExact
+        raise _NotExact  # a superseded row too: the reference reader judges every line
+    rows = rows.filter(~pl.col("superseded"))
     # `toolCallsByName` as the reference's text column holds it: Python's JSON.
     calls_as_str = {t: _as_str(_loads(t)) for t in rows["calls"].drop_nulls().unique().to_list()}
     rows = rows.with_columns(

@@ -232,6 +232,7 @@ def _repeated_in_stream(con: duckdb.DuckDBPyConnection, sources: Sequence[str]) 
         return []
     from capeval.results.jsonl import read_jsonl
     from capeval.results.load import duplicate_repeats
+    from capeval.results.supersede import supersede
 
     flagged = con.execute(
         """
@@ -245,7 +246,7 @@ def _repeated_in_stream(con: duckdb.DuckDBPyConnection, sources: Sequence[str]) 
     ).fetchall()
     found: list[str] = []
     for (source,) in flagged:
-        found += duplicate_repeats(read_jsonl(source)[0], Path(source))
+        found += duplicate_repeats(supersede(read_jsonl(source)[0]), Path(source))
     return found
 
 
@@ -377,8 +378,10 @@ def _plan_file(
             grown = before == known.tail_hash
         else:
             (tail,) = _prefix_hashes(handle, end)
+        row_start = 0
         if known is not None and grown:
             start = known.offset
+            row_start = known.rows or 0
             report.files_grown += 1
         elif known is not None:
             replaced.append(key)
@@ -402,6 +405,7 @@ def _plan_file(
                     read_path=read_path,
                     stem=run_stem(path),
                     start=start,
+                    row_start=row_start,
                 )
             )
     file_rows.append((key, "jsonl", stat.st_size, stat.st_mtime_ns, end, tail))

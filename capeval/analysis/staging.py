@@ -33,6 +33,7 @@ class Input:
     header_started: str | None = None
     header_finished: str | None = None
     start: int = 0  # byte offset of the range in `source` (a grown stream's new rows)
+    row_start: int = 0  # how many of the file's rows come before the range
 
 
 def temp_jsonl(rows: Sequence[dict[str, Any]], temps: list[str]) -> str:
@@ -121,7 +122,8 @@ def stage(con: duckdb.DuckDBPyConnection, inputs: Sequence[Input]) -> None:
         "unnest(?) AS readPath, "
         "unnest(?) AS source, unnest(?) AS format, unnest(?) AS stem, "
         "CAST(unnest(?) AS VARCHAR) AS headerStartedAt, "
-        "CAST(unnest(?) AS VARCHAR) AS headerFinishedAt",
+        "CAST(unnest(?) AS VARCHAR) AS headerFinishedAt, "
+        "CAST(unnest(?) AS BIGINT) AS rowStart",
         [
             list(range(len(inputs))),
             [i.read_path for i in inputs],
@@ -130,6 +132,7 @@ def stage(con: duckdb.DuckDBPyConnection, inputs: Sequence[Input]) -> None:
             [i.stem for i in inputs],
             [i.header_started for i in inputs],
             [i.header_finished for i in inputs],
+            [i.row_start for i in inputs],
         ],
     )
 

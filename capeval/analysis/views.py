@@ -37,6 +37,7 @@ from capeval.results.columns import (
     convert,
     json_column_types,
     json_text,
+    outcome_of_row_sql,
     path_sql,
     sql_str,
     task_calls_of_row_sql,
@@ -44,6 +45,7 @@ from capeval.results.columns import (
 )
 from capeval.results.identity import run_identity
 from capeval.results.rowcheck import CONTRACT, no_cell_sql
+from capeval.results.supersede import superseded_sql
 
 if TYPE_CHECKING:
     import duckdb
@@ -56,7 +58,7 @@ UTC_OFFSET_PATTERN = r"(?:[zZ]|[+-][0-9]{2}(?::?[0-9]{2})?)$"
 # Fields with rules of their own: the row contract's, the cell key, JSON kept
 # as JSON, metrics as the numbers the contract allows, timestamps.
 _OWN_RULES = frozenset(
-    {"id", "passed", "repeat", "resultKey", "variantId", "runId", "runStartedAt"}
+    {"id", "passed", "outcome", "repeat", "resultKey", "variantId", "runId", "runStartedAt"}
     | {TOOL_CALLS_BY_NAME, *METRIC_NAMES}
 )
 # Every other field of the registry, typed by its kind.
@@ -81,6 +83,9 @@ STAGED_FACTS = {
     "stem": "i.stem",
     "headerStartedAt": "i.headerStartedAt",
     "headerFinishedAt": "i.headerFinishedAt",
+    # The row's place among its file's rows: an input's rows are read in file order,
+    # and a grown stream's new rows come after the `rowStart` ingested before.
+    "rowIndex": "(i.rowStart + r.ordinality - min(r.ordinality) OVER (PARTITION BY i.idx))",
 }
 # ...or, for a JSON Lines file read in place, from its name alone (no join).
 INPLACE_FACTS = {
@@ -89,6 +94,7 @@ INPLACE_FACTS = {
     "stem": "parse_filename(r.filename, true)",
     "headerStartedAt": "CAST(NULL AS VARCHAR)",
     "headerFinishedAt": "CAST(NULL AS VARCHAR)",
+    "rowIndex": "(r.ordinality - min(r.ordinality) OVER (PARTITION BY r.filename))",
 }
 # Raised by an ingest for a value the reference reader must read (`ingest`'s fallback).
 INEXACT = "capeval: a value DuckDB reads otherwise than the reference reader"
@@ -200,6 +206,15 @@ class _Select:
                 columns[name] = self.contract(
                     ("passed",), TypedSQL(f"({json_text(_raw(('passed',)))} = 'true')", "", "")
                 )
+            elif name == "outcome":
+                # The row's own, else derived (rows that predate it); refused as the
+                # reference refuses it when it is none of the three or disagrees with `passed`.
+                columns[name] = self.checked(
+                    "outcome",
+                    outcome_of_row_sql("r"),
+                    json_text(_raw(("outcome",))),
+                    "passed, failed or error, agreeing with passed",
+                )
             elif name == "repeat":
                 columns[name] = self.contract(
                     ("repeat",), typed_sql(BY_NAME["repeat"].kind, _raw(("repeat",)))
@@ -219,6 +234,7 @@ class _Select:
             else:
                 columns[name] = self.typed(column)
         columns |= {
+            "rowIndex": self.facts["rowIndex"],
             "runStartedAt": _utc(run_started),
             "runFinishedAt": _utc(self.facts["headerFinishedAt"]),
             **{p[0]: _utc(text(p).value) for p in _TIMES},
@@ -310,7 +326,7 @@ def read_sql(files: str, columns_key: str | None = None) -> str:
     columns = "{" + ", ".join(f"{sql_str(k)}: {sql_str(v)}" for k, v in types.items()) + "}"
     return (
         f"read_json({files}, format = 'newline_delimited', records = true, filename = true, "
-        f"columns = {columns}, maximum_object_size = 67108864) r"
+        f"columns = {columns}, maximum_object_size = 67108864) WITH ORDINALITY r"
     )
 
 
@@ -338,7 +354,8 @@ def cells_sql(where: str = "") -> str:
   variantId,
   id AS caseId,
   any_value(tier) AS tier,
-  {", ".join(measures(["repeats", "passCount", "passRate", "medianTurns", "medianDurationMs"], casts={"passCount": "BIGINT"}))},
+  {", ".join(measures(["repeats", "passCount", "passRate", "errors", "medianTurns", "medianDurationMs"], casts={"passCount": "BIGINT", "repeats": "BIGINT", "errors": "BIGINT"}))},
+  CAST(sum(coalesce(attempts, 1)) AS BIGINT) AS attempts,
   {", ".join(measures(summed, casts=dict.fromkeys(summed[1:], "BIGINT")))},
   count(DISTINCT coalesce(provider, '?') || ':' || coalesce(model, '?')) > 1 AS mixed,
   any_value(baitMetric) AS baitMetric,
@@ -352,17 +369,28 @@ GROUP BY runId, resultKey, variantId, id"""
 # What `connect` gives SQL to read, as docs/history.md#views lists it.
 VIEWS = ("repeats", "cells", "cell_metrics", "runs", "metric_directions")
 
-# A repeat that several files hold (a run's stream and its v3 export) is
-# taken from one file only, its JSON Lines copy first; within that file every
-# row is kept. A repeat recorded twice in one stream (a resume that re-ran a
-# finished repeat) is counted twice, as the reference reader, `capeval
-# aggregate` and the gate count it, and `ingest` warns as they do; keeping one
-# copy made the views' pass rates differ from theirs, by a copy picked at
+# First, within each file, a row a later row of its repeat supersedes (an
+# `error` row a `--retry-errors` resume ran again) is left out, as every
+# reader leaves it out (`capeval.results.supersede`). Then a repeat that
+# several files hold (a run's stream and its v3 export) is taken from one
+# file only, its JSON Lines copy first; within that file every row is kept. A
+# repeat recorded twice in one stream otherwise (a duplicate, not a
+# supersession) is counted twice, as the reference reader, `capeval
+# aggregate` and the gate count it, and `ingest` warns as they do; keeping
+# one copy made the views' pass rates differ from theirs, by a copy picked at
 # random. A row without a `repeat` number (the field is optional) cannot be
 # matched with another copy of itself, so it is always kept.
-REPEATS_VIEW_SQL = """
+_SUPERSEDED = superseded_sql(
+    outcome="outcome",
+    order="rowIndex",
+    file="source",
+    run="runId",
+    cell="resultKey",
+    repeat='"repeat"',
+)
+REPEATS_VIEW_SQL = f"""
 CREATE OR REPLACE VIEW repeats AS
-SELECT *, id AS caseId FROM result_rows
+SELECT *, id AS caseId FROM (SELECT * FROM result_rows QUALIFY NOT {_SUPERSEDED})
 QUALIFY "repeat" IS NULL OR source = first_value(source) OVER (
   PARTITION BY runId, variantId, id, "repeat"
   ORDER BY CASE format WHEN 'jsonl' THEN 0 ELSE 1 END, source
@@ -398,7 +426,9 @@ SELECT
     AS repeats,
   count(*) AS rows,
   CAST(count_if(passed) AS BIGINT) AS passed,
-  count_if(passed) / count(*) AS passRate,
+  CAST(count_if(outcome = 'error') AS BIGINT) AS errors,
+  count_if(passed) / nullif(count_if(outcome <> 'error'), 0) AS passRate,
+  CAST(sum(coalesce(attempts, 1)) AS BIGINT) AS attempts,
   CAST(sum(turnsUsed) AS BIGINT) AS turnsUsed,
   CAST(sum(tokenInput) AS BIGINT) AS tokenInput,
   CAST(sum(tokenOutput) AS BIGINT) AS tokenOutput,
@@ -417,7 +447,11 @@ GROUP BY runId;
 def table_sql(name: str = "result_rows") -> str:
     """The row table, typed by running the ingest projection over nothing."""
     raw = ", ".join(f'CAST(NULL AS {kind}) AS "{name}"' for name, kind in RAW_TYPES.items())
-    facts = ", ".join(f"CAST(NULL AS VARCHAR) AS {name}" for name in STAGED_FACTS)
+    raw += ", CAST(NULL AS BIGINT) AS ordinality"
+    facts = ", ".join(
+        f"CAST(NULL AS VARCHAR) AS {name}" for name in STAGED_FACTS if name != "rowIndex"
+    )
+    facts += ", CAST(NULL AS BIGINT) AS idx, CAST(NULL AS BIGINT) AS rowStart"
     return (
         f"CREATE TABLE IF NOT EXISTS {name} AS SELECT {select_sql()} "
         f"FROM (SELECT {raw}) r, (SELECT {facts}) i WHERE false"

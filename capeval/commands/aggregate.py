@@ -48,7 +48,7 @@ def format_table(aggregates: Sequence[Mapping[str, Any]]) -> str:
     if not aggregates:
         return "no rows"
     metrics = [m for m in METRIC_NAMES if any(m in a["behaviorStats"] for a in aggregates)]
-    header = ["resultKey", "pass", "rate", *(SHORT_LABELS[m] for m in metrics)]
+    header = ["resultKey", "pass", "rate", "err", *(SHORT_LABELS[m] for m in metrics)]
     body = []
     for agg in aggregates:
         stats = agg["behaviorStats"]
@@ -56,7 +56,8 @@ def format_table(aggregates: Sequence[Mapping[str, Any]]) -> str:
             [
                 str(agg["resultKey"]),
                 f"{agg['passCount']}/{agg['repeats']}",
-                f"{agg['passRate']:.0%}",
+                "-" if agg["passRate"] is None else f"{agg['passRate']:.0%}",
+                str(agg.get("errorCount", 0)),
                 *(_number(stats[m]["median"]) if m in stats else "-" for m in metrics),
             ]
         )
@@ -67,6 +68,10 @@ def format_table(aggregates: Sequence[Mapping[str, Any]]) -> str:
             c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)
         ]
         lines.append("  ".join(cells).rstrip())
+    lines.append(
+        "pass and rate are over judged repeats (passed or failed); err: repeats whose outcome "
+        "is error (not measured), left out of every column"
+    )
     lines.append("behavior columns are medians over repeats with captured behaviors ('-': none)")
     return "\n".join(lines)
 

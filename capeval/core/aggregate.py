@@ -14,6 +14,7 @@ from typing import Any, TypeGuard
 
 from capeval.core.behaviors import backfill_legacy
 from capeval.core.metrics import METRIC_NAMES
+from capeval.core.outcome import ERROR, row_outcome
 
 TOKEN_FIELDS: tuple[str, ...] = ("input", "output", "cacheRead", "cacheWrite", "thinking")
 SUMMED_FIELDS: tuple[str, ...] = ("durationMs", "turnsUsed", "toolCallCount")
@@ -69,16 +70,24 @@ def row_result_key(row: Mapping[str, Any]) -> str:
     return f"{row.get('variantId')}::{row.get('id')}"
 
 
+def judged(row: Mapping[str, Any]) -> bool:
+    """Whether a repeat was measured (outcome passed or failed): an `error` one counts for nothing."""
+    return row_outcome(row) != ERROR
+
+
 def metric_values(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[float]]:
     """Each metric's values in a cell, in row order: what its median is taken over.
 
     A repeat whose `behaviors` is null (stream not captured) contributes
     nothing: counting it as zeros would make a broken capture look like good
-    behavior. Rows that predate `taskToolCallCount` have it filled. The SQL
+    behavior. Nor does an `error` repeat, whose run the provider or capeval
+    cut short. Rows that predate `taskToolCallCount` have it filled. The SQL
     of the same rule is `capeval.analysis.cellsql`.
     """
     values: dict[str, list[float]] = {m: [] for m in METRIC_NAMES}
     for row in rows:
+        if not judged(row):
+            continue
         behaviors = backfill_behaviors(row.get("behaviors"))
         if not isinstance(behaviors, Mapping):
             continue
@@ -102,7 +111,11 @@ def behavior_stats(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, flo
 
 
 def aggregate(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One aggregate per cell (`resultKey`), sorted by `resultKey`."""
+    """One aggregate per cell (`resultKey`), sorted by `resultKey`.
+
+    `repeats` counts the judged repeats (passed or failed) and `passRate` is
+    over them (null when there is none); `errorCount` counts the `error` ones.
+    """
     cells: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
         cells.setdefault(row_result_key(row), []).append(row)
@@ -113,15 +126,17 @@ def aggregate(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         variant = first.get("variantId")
         if not isinstance(variant, str):
             variant = key.rsplit("::", 1)[0]
-        passes = sum(1 for r in group if r.get("passed") is True)
+        measured = [r for r in group if judged(r)]
+        passes = sum(1 for r in measured if r.get("passed") is True)
         out.append(
             {
                 "resultKey": key,
                 "id": first.get("id"),
                 "variantId": variant,
-                "repeats": len(group),
+                "repeats": len(measured),
                 "passCount": passes,
-                "passRate": passes / len(group),
+                "passRate": passes / len(measured) if measured else None,
+                "errorCount": len(group) - len(measured),
                 "behaviorStats": behavior_stats(group),
             }
         )
@@ -129,13 +144,14 @@ def aggregate(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def totals(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """Sums over every repeat; a field a repeat did not report counts as 0."""
-    result: dict[str, Any] = {"total": 0, "passed": 0, "failed": 0}
+    """Sums over every repeat (an `error` one cost time and tokens too); a field a repeat
+    did not report counts as 0. `passed`, `failed` and `error` count outcomes."""
+    result: dict[str, Any] = {"total": 0, "passed": 0, "failed": 0, "error": 0}
     result.update(dict.fromkeys(SUMMED_FIELDS, 0))
     tokens: dict[str, float] = dict.fromkeys(TOKEN_FIELDS, 0)
     for row in rows:
         result["total"] += 1
-        result["passed" if row.get("passed") is True else "failed"] += 1
+        result[row_outcome(row)] += 1
         for field in SUMMED_FIELDS:
             value = row.get(field)
             if _is_number(value):

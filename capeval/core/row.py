@@ -20,6 +20,7 @@ CASE_FIELDS: tuple[str, ...] = (
     "provider",  # the provider the agent really resolved
     "model",  # the model the agent really resolved
     "passed",
+    "outcome",  # passed | failed | error (docs/agents.md#outcomes)
     "agentExitCode",
     "verifyExitCode",
     "durationMs",
@@ -35,7 +36,10 @@ CASE_FIELDS: tuple[str, ...] = (
     "overBudget",
     "skipPermissions",
     "error",
+    "errorKind",  # why an `error` repeat measured nothing (capeval.core.outcome.ERROR_KINDS)
+    "providerStatus",  # the HTTP status the provider answered with, when the agent said
     "repeat",  # 0-based
+    "attempts",  # how many times the repeat was run (retries of `error` outcomes)
     "behaviors",  # {<11 numeric metrics>, toolCallsByName} | None
     "textPreview",
 )
@@ -75,6 +79,10 @@ IDENTITY_FIELDS: frozenset[str] = frozenset(
         "provider",
         "model",
         "repeat",
+        "outcome",
+        "errorKind",
+        "providerStatus",
+        "attempts",
         "maxTurns",
         "skipPermissions",
         "runId",

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from capeval.core.metrics import LEGACY_TASK_TOOLS, METRIC_NAMES, TOOL_CALLS_BY_NAME
+from capeval.core.outcome import ERROR, FAILED, LEGACY_ERROR_STATUS, OUTCOMES, PASSED
 
 # dtype names rather than polars objects: polars is imported only when a frame
 # is actually built.
@@ -48,6 +49,7 @@ _ROW: dict[str, str] = {
     "provider": STR,
     "model": STR,
     "passed": BOOL,
+    "outcome": STR,
     "agentExitCode": INT,
     "verifyExitCode": INT,
     "durationMs": FLOAT,
@@ -62,7 +64,10 @@ _ROW: dict[str, str] = {
     "overBudget": BOOL,
     "skipPermissions": BOOL,
     "error": STR,
+    "errorKind": STR,
+    "providerStatus": INT,
     "repeat": INT,
+    "attempts": INT,
     "textPreview": STR,
     "runId": STR,
     "runStartedAt": STR,
@@ -75,7 +80,10 @@ _ROW: dict[str, str] = {
     "gitCommit": STR,
     "gitDirty": BOOL,
 }
-_VERDICT_FIELDS = frozenset({"resultKey", "id", "provider", "model", "passed", "repeat"})
+# `outcome` and, for rows that predate it, `status` decide whether a repeat counts.
+_VERDICT_FIELDS = frozenset(
+    {"resultKey", "id", "provider", "model", "passed", "outcome", "status", "repeat"}
+)
 TOKEN_KEYS: dict[str, str] = {
     "tokenInput": "input",
     "tokenOutput": "output",
@@ -292,6 +300,39 @@ def task_calls_of_row_sql(own: TypedSQL, alias: str = "") -> TypedSQL:
         calls=calls,
     )
     return task_calls_sql(f"({path_sql(('behaviors',), alias)} IS NOT NULL)", own, legacy)
+
+
+# -- the outcome rule, in SQL (in Python: `capeval.core.outcome.row_outcome`) ----------
+
+
+def outcome_sql(outcome_json: str, passed_text: str, status_json: str) -> TypedSQL:
+    """A row's outcome: its `outcome` (JSON), else derived from `passed` (its JSON text)
+    and `status` (JSON), as `row_outcome` derives it. `misfit`: a stated outcome that is
+    none of the three, or disagrees with `passed` (`capeval.core.outcome.outcome_problem`).
+    """
+    stated = typed_sql(STR, outcome_json)
+    text = json_text(outcome_json)
+    status = typed_sql(STR, status_json).value
+    derived = (
+        f"CASE WHEN {passed_text} = 'true' THEN '{PASSED}' "
+        f"WHEN {status} = {sql_str(LEGACY_ERROR_STATUS)} THEN '{ERROR}' ELSE '{FAILED}' END"
+    )
+    value = f"(CASE WHEN {text} IS NULL THEN {derived} ELSE {stated.value} END)"
+    known = ", ".join(sql_str(o) for o in OUTCOMES)
+    misfit = (
+        f"({text} IS NOT NULL AND (NOT starts_with({text}, '\"') OR {stated.value} NOT IN ({known}) "
+        f"OR (({stated.value} = '{PASSED}') <> coalesce({passed_text} = 'true', false))))"
+    )
+    return TypedSQL(value, misfit, "false")
+
+
+def outcome_of_row_sql(alias: str = "") -> TypedSQL:
+    """`outcome_sql` for a reader that reads a row's `outcome`, `passed` and `status` as JSON."""
+    return outcome_sql(
+        path_sql(("outcome",), alias),
+        json_text(path_sql(("passed",), alias)),
+        path_sql(("status",), alias),
+    )
 
 
 # -- reading the registry's fields with DuckDB ----------------------------------------

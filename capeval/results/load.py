@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from capeval.core.aggregate import backfill_behaviors, row_result_key
+from capeval.core.outcome import row_outcome
 from capeval.results.errors import (
     JSON_ERRORS,
     ResultFileError,
@@ -25,17 +26,19 @@ from capeval.results.formats import read_bytes, reading_format
 from capeval.results.jsonl import parse_jsonl
 from capeval.results.overlap import distinct_files, shared_repeats_warning
 from capeval.results.rowcheck import load_json, parses_made_twice
+from capeval.results.supersede import supersede
 from capeval.results.v3 import parse_v3
 
 __all__ = ["ResultFileError", "read_many", "read_rows"]
 
 
 def _up_to_date(row: dict[str, Any]) -> dict[str, Any]:
+    """The row with what older writers left out filled in: `taskToolCallCount`, `outcome`."""
     behaviors = row.get("behaviors")
     filled = backfill_behaviors(behaviors)
-    if filled is behaviors:
+    if filled is behaviors and row.get("outcome") is not None:
         return row
-    return {**row, "behaviors": filled}
+    return {**row, "behaviors": filled, "outcome": row_outcome(row)}
 
 
 def _default_warn(message: str) -> None:
@@ -45,11 +48,14 @@ def _default_warn(message: str) -> None:
 def read_rows(
     path: str | Path, *, on_warning: Callable[[str], None] | None = None
 ) -> list[dict[str, Any]]:
-    """Every row of one result file (JSON Lines or v3), behaviors backfilled.
+    """Every row of one result file (JSON Lines or v3) that stands, brought up to date.
 
-    Raises `ResultFileError` naming the file for anything that is not a
-    result file. Skipped torn lines are reported through `on_warning`
-    (default: a `ResultFileWarning`).
+    Rows a later row of their repeat supersedes are left out
+    (`capeval.results.supersede`); every row has its `outcome` (derived from
+    `passed` and `status` for older rows) and behaviors backfilled. Raises
+    `ResultFileError` naming the file for anything that is not a result
+    file. Skipped torn lines and duplicate repeats are reported through
+    `on_warning` (default: a `ResultFileWarning`).
     """
     path = Path(path)
     data = read_bytes(path)
@@ -76,6 +82,7 @@ def read_rows(
                     path, f"cannot be read as JSON: {json_error_detail(exc)}"
                 ) from exc
         rows = parse_v3(doc, path, twice=parses_made_twice() != mark)[1]
+    rows = supersede(rows)
     for message in duplicate_repeats(rows, path):
         (on_warning or _default_warn)(message)
     return [_up_to_date(row) for row in rows]
@@ -89,7 +96,7 @@ def _repeat_key(row: dict[str, Any]) -> tuple[Any, ...] | None:
 
 
 def duplicate_repeats(rows: list[dict[str, Any]], path: Path) -> list[str]:
-    """Repeats recorded twice in one file.
+    """Repeats recorded twice in one file, once supersession has left out what it does.
 
     Both are kept (data is never dropped), but they inflate a cell's repeat
     count, e.g. after a resume that re-ran a finished repeat, so say so.

@@ -4,7 +4,8 @@ Only the fields the aggregates and the gate depend on are checked, and only
 their types: every other field, known or unknown, is kept exactly as stored.
 The rules are stated once in docs/result-formats.md#row-checks and rendered
 twice here: in Python (`row_problem`, for the reference reader) and in SQL
-(`CONTRACT`, for the DuckDB readers). The Python checks are deliberately cheap
+(`CONTRACT`, for the DuckDB readers; the outcome rule's SQL is
+`capeval.results.columns.outcome_sql`). The Python checks are deliberately cheap
 (no schema engine per row) because the gate reads files with hundreds of
 thousands of rows.
 """
@@ -19,6 +20,7 @@ from math import isfinite
 from typing import Any
 
 from capeval.core.metrics import NUMERIC_METRICS
+from capeval.core.outcome import outcome_problem
 from capeval.results.columns import LEGACY_TWICE, TWICE_REFUSED
 
 _NUMBER_TYPES = (int, float)
@@ -118,6 +120,10 @@ def row_problem(row: Any) -> str | None:
         return "field 'id' must be the case id (a non-empty string)"
     if not isinstance(row.get("passed"), bool):
         return f"field 'passed' must be true or false (case {case_id!r})"
+    problem = outcome_problem(row.get("outcome"), row["passed"])
+    if problem is not None:
+        # Which of the two decides whether the repeat counts is not for a reader to guess.
+        return f"{problem} (case {case_id!r})"
     key, variant = row.get("resultKey"), row.get("variantId")
     if not isinstance(key, str) and not isinstance(variant, str):
         return f"row for case {case_id!r} needs 'resultKey' or 'variantId' (a string)"

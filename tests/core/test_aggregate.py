@@ -128,6 +128,7 @@ def test_totals_sum_every_repeat_and_treat_missing_as_zero() -> None:
         "total": 2,
         "passed": 1,
         "failed": 1,
+        "error": 0,
         "durationMs": 10,
         "turnsUsed": 2,
         "toolCallCount": 3,
@@ -171,6 +172,7 @@ def test_cli_json_pools_files_and_sorts(tmp_path: Path) -> None:
         "repeats": 2,
         "passCount": 1,
         "passRate": 0.5,
+        "errorCount": 0,
         "behaviorStats": {
             "shellCommandCount": {"min": 1, "median": 2, "max": 3},
             # backfilled: these rows predate the metric and have no task calls
@@ -183,9 +185,9 @@ def test_cli_table_is_readable(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["aggregate", *mixed_files(tmp_path)])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0].split() == ["resultKey", "pass", "rate", "shell", "task"]
-    assert lines[2].split() == ["v::b", "1/2", "50%", "2", "0"]
-    assert lines[1].split() == ["v::a", "1/1", "100%", "-", "-"]
+    assert lines[0].split() == ["resultKey", "pass", "rate", "err", "shell", "task"]
+    assert lines[2].split() == ["v::b", "1/2", "50%", "0", "2", "0"]
+    assert lines[1].split() == ["v::a", "1/1", "100%", "0", "-", "-"]
 
 
 def test_cli_bad_file_exits_2_naming_it(tmp_path: Path) -> None:

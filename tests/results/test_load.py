@@ -39,7 +39,8 @@ def test_jsonl_named_json_is_read_as_jsonl(tmp_path: Path) -> None:
 def test_single_row_jsonl_is_not_mistaken_for_v3(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "one.json", [make_row("a")])
     assert format_of(path) == "jsonl"
-    assert read_rows(path) == [make_row("a")]
+    # Rows that predate `outcome` are read with it, derived from `passed`.
+    assert read_rows(path) == [{**make_row("a"), "outcome": "passed"}]
 
 
 @pytest.mark.parametrize("pretty", [True, False])
@@ -48,7 +49,8 @@ def test_v3_named_jsonl_is_read_as_v3(tmp_path: Path, pretty: bool) -> None:
     doc = build_v3([make_row("a")], started_at=None, finished_at=None)
     path.write_text(json.dumps(doc, indent=2 if pretty else None))
     assert format_of(path) == "v3"
-    assert read_rows(path) == [make_row("a")]
+    # Rows that predate `outcome` are read with it, derived from `passed`.
+    assert read_rows(path) == [{**make_row("a"), "outcome": "passed"}]
 
 
 def test_older_rows_get_task_tool_call_count(tmp_path: Path) -> None:
@@ -60,9 +62,10 @@ def test_older_rows_get_task_tool_call_count(tmp_path: Path) -> None:
     write_v3(path, [old, none, kept, null], started_at=None, finished_at=None)
     rows = read_rows(path)
     assert [r["behaviors"] and r["behaviors"]["taskToolCallCount"] for r in rows] == [2, 0, 5, None]
-    # Nothing else about the row changes.
+    # Nothing else about the row changes but its derived `outcome`.
     assert {k: v for k, v in rows[0].items() if k != "behaviors"} == {
-        k: v for k, v in old.items() if k != "behaviors"
+        **{k: v for k, v in old.items() if k != "behaviors"},
+        "outcome": "passed",
     }
 
 

@@ -100,7 +100,10 @@ def test_stored_aggregates_agree_except_the_missing_task_metric(real_file: Path)
 
 
 def test_stored_totals_agree(real_file: Path) -> None:
-    assert totals(read_rows(real_file)) == raw(real_file)["totals"]
+    ours = totals(read_rows(real_file))
+    # The original harness knew no `error` outcome: every repeat of these files ran.
+    assert ours.pop("error") == 0
+    assert ours == raw(real_file)["totals"]
 
 
 def test_two_value_medians_in_cells_with_null_behaviors(real_results: Path) -> None:
