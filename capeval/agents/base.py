@@ -59,6 +59,11 @@ class AgentResult:
     summary: RunSummary | None = None  # None: the stream could not be captured/parsed
     error: str | None = None
     agentVersion: str | None = None
+    # The run measured nothing (docs/agents.md#outcomes): why (a kind of
+    # `capeval.core.outcome.ERROR_KINDS`), and the provider's HTTP status when
+    # the CLI said it. None: the agent ran, whatever the verdict.
+    errorKind: str | None = None
+    providerStatus: int | None = None
 
 
 class Adapter(Protocol):

@@ -27,7 +27,9 @@ from typing import Any
 
 from capeval.agents.base import AgentRequest
 from capeval.agents.cliadapter import CliAdapter, config_home, is_root, runs_sandboxed
+from capeval.agents.infra import InfraError, from_status, from_text
 from capeval.agents.streams import (
+    BROKE_OFF,
     ParsedStream,
     Skipped,
     TurnBuilder,
@@ -178,12 +180,13 @@ def parse_claude_stream(lines: Iterable[str]) -> ParsedStream:
     if usage is None:
         usage = sum(reported, TokenUsage()) if reported else None
     failure = next((r for r in finals if not _succeeded(r)), None)
+    infra: InfraError | None = None
     if result is None:
-        status, error = "failed", unfinished("a `result` event")
+        status, error, infra = "failed", unfinished("a `result` event"), BROKE_OFF
     elif failure is None:
         status, error = "done", None
     else:
-        status, error = "failed", _failure(failure)
+        status, error, infra = "failed", _failure(failure), result_infra(failure)
     durations = [d for d in (as_float(r.get("duration_ms")) for r in finals) if d is not None]
     return finish_stream(
         turns.values(),
@@ -201,7 +204,42 @@ def parse_claude_stream(lines: Iterable[str]) -> ParsedStream:
         model=answering_model(init_model, answered) or message_model,
         agentVersion=version,
         costUsd=as_float(result.get("total_cost_usd")) if result is not None else None,
+        infra=infra,
     )
+
+
+# `result.api_error_type` (the API's error type, as the body said it) -> error kind.
+_API_ERROR_KINDS = {
+    "rate_limit_error": "rate_limit",
+    "overloaded_error": "overloaded",
+    "api_error": "server",
+    "authentication_error": "auth",
+    "permission_error": "auth",
+}
+
+
+def result_infra(result: Mapping[str, Any]) -> InfraError | None:
+    """Why a failed `result` measured nothing, or None when the agent itself failed.
+
+    Claude Code (2.1) ends a run the API failed with `is_error`, the HTTP
+    status in `api_error_status`, the API's error type in `api_error_type`
+    and `terminal_reason: "api_error"`; a connection that broke off has
+    `api_error_status: null`. A 400 (a request too long) is the agent's own.
+    A login it could not make says so in `result` alone.
+    """
+    if not result.get("is_error") and result.get("subtype") == "success":
+        return None
+    status = result.get("api_error_status")
+    status = status if isinstance(status, int) and not isinstance(status, bool) else None
+    if status is not None:
+        return from_status(status)
+    kind = _API_ERROR_KINDS.get(str(result.get("api_error_type")))
+    if kind is not None:
+        return InfraError(kind)
+    if result.get("terminal_reason") == "api_error":
+        return InfraError("network")
+    found = from_text(str(result.get("result") or ""))
+    return found if found is not None and found.kind == "auth" else None
 
 
 def _succeeded(result: Mapping[str, Any]) -> bool:

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from capeval.agents.base import AgentRequest, AgentResult
-from capeval.agents.streams import ParsedStream, reported_error, unparsed_error
+from capeval.agents.infra import InfraError, from_text
+from capeval.agents.streams import BROKE_OFF, ParsedStream, reported_error, unparsed_error
 from capeval.core.agentconfig import AgentConfig
 from capeval.proc import reaper, strays
 
@@ -156,6 +157,7 @@ def launch(
                 f"agent {config.name!r}: {argv[0]!r} {unresolved_reason(argv[0])}; install it or fix "
                 f"`command` in [agents.{config.name}]"
             ),
+            errorKind="start",
         )
     else:
         # Found from here (a relative PATH entry or command), run from the workdir.
@@ -178,9 +180,16 @@ def launch(
     except ProcessCancelled as exc:
         return AgentResult(exitCode=None, status="cancelled", error=str(exc))
     except OSError as exc:
-        return AgentResult(exitCode=None, status="failed", error=f"could not start {exe}: {exc}")
+        return AgentResult(
+            exitCode=None,
+            status="failed",
+            error=f"could not start {exe}: {exc}",
+            errorKind="start",
+        )
     except LimitError as exc:
-        return AgentResult(exitCode=None, status="failed", error=f"sandbox: {exc}")
+        return AgentResult(
+            exitCode=None, status="failed", error=f"sandbox: {exc}", errorKind="capeval"
+        )
     finally:
         strays.kill_marked(AGENT_MARK_VAR, mark)
 
@@ -247,6 +256,17 @@ class CliAdapter:
     def cli_env(self, request: AgentRequest) -> dict[str, str]:
         """Variables the adapter sets (config isolation, quiet side traffic)."""
         return {}
+
+    def exit_infra(self, exit_code: int | None, stderr: str) -> InfraError | None:
+        """What the exit of a CLI whose stream reached no verdict says of an outage.
+
+        Only then: a run its stream judged keeps the stream's word. opencode
+        prints no final event, so its stderr is read when it exits non-zero
+        without an `error` event.
+        """
+        if exit_code in (0, None):
+            return None
+        return from_text(stderr_tail(stderr) or "")
 
     def amend(self, parsed: ParsedStream, request: AgentRequest) -> ParsedStream:
         """What the CLI's own files (in its isolated home) say beyond its stream.
@@ -344,6 +364,14 @@ class CliAdapter:
         lost = unparsed_error(parsed)
         if lost is not None:
             error = f"{error}; {lost}" if error else lost
+        infra = None
+        if status == "failed":
+            # A timeout is the agent's (it ran out of time): only a run that ended
+            # otherwise can have measured nothing (docs/agents.md#outcome-signals).
+            infra = parsed.infra or (BROKE_OFF if lost is not None else None)
+            if parsed.status is None or infra is BROKE_OFF:
+                # No verdict in the stream: the exit and stderr may say more.
+                infra = self.exit_infra(proc.exit_code, stderr) or infra
         # A stream with no turn at all was not captured, and one with events cut
         # short was not parsed: behaviors must be null then, not zeros or a part.
         summary = None
@@ -371,6 +399,8 @@ class CliAdapter:
             summary=summary,
             error=error,
             agentVersion=parsed.agentVersion,
+            errorKind=infra.kind if infra is not None else None,
+            providerStatus=infra.status if infra is not None else None,
         )
 
 

@@ -42,7 +42,9 @@ from typing import Any
 
 from capeval.agents.base import AgentRequest
 from capeval.agents.cliadapter import CliAdapter, config_home
+from capeval.agents.infra import InfraError, from_text
 from capeval.agents.streams import (
+    BROKE_OFF,
     ParsedStream,
     Skipped,
     TurnBuilder,
@@ -213,13 +215,17 @@ def parse_codex_stream(
             builders[-1].touch(ts)
         last_ts = ts if ts is not None else last_ts
 
+    infra: InfraError | None = None
     if failed is not None:
         status, error = "failed", f"codex turn failed: {failed}"
+        # Codex words the provider's failure in the message (docs/agents.md#outcome-signals).
+        infra = from_text(failed)
     elif completed:
         status, error = "done", None
     else:
         status = "failed"
         error = "codex: " + (warnings[-1] if warnings else unfinished("`turn.completed`"))
+        infra = (from_text(warnings[-1]) if warnings else None) or BROKE_OFF
     # Codex names neither the model nor the provider in its stream.
     return finish_stream(
         builders,
@@ -229,6 +235,7 @@ def parse_codex_stream(
         skipped=skipped,
         error=error,
         sessionId=session,
+        infra=infra,
     )
 
 
@@ -430,6 +437,11 @@ class CodexAdapter(CliAdapter):
 
     def cli_env(self, request: AgentRequest) -> dict[str, str]:
         return {"CODEX_HOME": config_home(request, ".codex", "codex-home")}
+
+    def exit_infra(self, exit_code: int | None, stderr: str) -> InfraError | None:
+        # Codex's stderr holds warnings of its own side traffic (plugin sync "error
+        # sending request" offline): its stream's events are the only word on a run.
+        return None
 
     def amend(self, parsed: ParsedStream, request: AgentRequest) -> ParsedStream:
         sessions = self.home_of(request, "CODEX_HOME", "codex-home", ".codex") / "sessions"

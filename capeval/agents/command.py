@@ -45,6 +45,7 @@ from capeval.agents.cliadapter import (
     resolve_binary,
     stderr_tail,
 )
+from capeval.agents.infra import from_text
 from capeval.agents.streams import preview
 from capeval.core.agentconfig import DEFAULT_HOOK, AgentConfig, hook_problem
 from capeval.core.turns import RunSummary
@@ -230,7 +231,7 @@ class CommandAdapter:
             capture.unlink(missing_ok=True)
             hook = install_hook(request.workdir, self.config.hook, capture)
         except (CommandTemplateError, OSError) as exc:
-            return AgentResult(exitCode=None, status="failed", error=str(exc))
+            return AgentResult(exitCode=None, status="failed", error=str(exc), errorKind="start")
         # Where the hook is, so the product need not hard-code the default path.
         env = agent_environment(self.config, request, {HOOK_ENV: str(hook)})
         proc = launch(self.config, argv, request, env)
@@ -261,11 +262,18 @@ class CommandAdapter:
             errors.insert(0, f"exit code {proc.exit_code}" + (f": {tail}" if tail else ""))
 
         if summary is None:
+            # The product exited non-zero before it could hand over a run: it failed to
+            # start (no login, no network, a missing dependency), and nothing was
+            # measured. Its stderr may say which.
+            started = status != "failed" or proc.exit_code in (0, None) or capture_error
+            said = None if started else from_text(stderr_tail(proc.stderr.decode(errors="replace")))
             return AgentResult(
                 exitCode=proc.exit_code,
                 status=status,
                 durationMs=proc.duration_ms,
                 error="; ".join(errors) or None,
+                errorKind=None if started else (said.kind if said else "start"),
+                providerStatus=said.status if said else None,
             )
         # The summary's turns are the product's own report, so they may give
         # the counts; a summary with neither counts nor turns reported none,
@@ -294,7 +302,23 @@ class CommandAdapter:
             textPreview=preview(t for turn in summary.turns for t in turn.texts),
             summary=replace(summary, status=status),
             error="; ".join(errors) or None,
+            **_stated_outcome(raw, status),
         )
+
+
+def _stated_outcome(raw: Mapping[str, Any], status: str) -> dict[str, Any]:
+    """What a product says of an outage in its run summary: `outcome: "error"`, with an
+    `errorKind` (capeval's kinds) and the provider's `providerStatus` when it knows them."""
+    if raw.get("outcome") != "error" or status == "timeout":
+        return {}
+    from capeval.core.outcome import ERROR_KINDS, status_kind
+
+    code = raw.get("providerStatus")
+    code = code if isinstance(code, int) and not isinstance(code, bool) else None
+    kind = raw.get("errorKind")
+    if kind not in ERROR_KINDS:
+        kind = status_kind(code) or "server"
+    return {"errorKind": kind, "providerStatus": code}
 
 
 def _str(value: Any) -> str | None:

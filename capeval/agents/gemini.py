@@ -28,7 +28,9 @@ from typing import Any
 
 from capeval.agents.base import AgentRequest
 from capeval.agents.cliadapter import CliAdapter, isolated_dir
+from capeval.agents.infra import InfraError, from_text, status_in
 from capeval.agents.streams import (
+    BROKE_OFF,
     ParsedStream,
     Skipped,
     TurnBuilder,
@@ -46,6 +48,9 @@ from capeval.agents.streams import (
     with_session_counts,
 )
 from capeval.core.turns import TokenUsage
+
+# Gemini CLI's exit code for a FatalAuthenticationError (0.61).
+AUTH_EXIT_CODE = 41
 
 
 def parse_gemini_stream(lines: Iterable[str]) -> ParsedStream:
@@ -128,9 +133,11 @@ def parse_gemini_stream(lines: Iterable[str]) -> ParsedStream:
             # unknown, so the run's measured wall time stands instead.
             duration = None
         model = _answering_model(model, stats.get("models"))
+    infra: InfraError | None = None
     if result is None:
         status = "failed"
         error = "gemini: " + (errors[-1] if errors else unfinished("a `result` event"))
+        infra = (from_text(errors[-1]) if errors else None) or BROKE_OFF
     elif result.get("status") == "success":
         status, error = "done", None
     else:
@@ -139,6 +146,9 @@ def parse_gemini_stream(lines: Iterable[str]) -> ParsedStream:
         if isinstance(detail, Mapping):
             detail = detail.get("message")
         error = f"gemini: {detail or (errors[-1] if errors else result.get('status'))}"
+        # The API's error body, quoted in the message ("[API Error: {...code: 429...}]"),
+        # or the event before the result ("Model stream ended without a finish reason").
+        infra = from_text(str(detail or "")) or (from_text(errors[-1]) if errors else None)
     return finish_stream(
         builders,
         status=status,
@@ -150,6 +160,7 @@ def parse_gemini_stream(lines: Iterable[str]) -> ParsedStream:
         results=results,
         sessionId=session,
         model=model,
+        infra=infra,
     )
 
 
@@ -258,6 +269,12 @@ class GeminiAdapter(CliAdapter):
             seed_home(home, auth_type(self.config.env, outer))
             env["GEMINI_CLI_HOME"] = str(home)
         return env
+
+    def exit_infra(self, exit_code: int | None, stderr: str) -> InfraError | None:
+        # Gemini CLI exits 41 when it cannot authenticate (FatalAuthenticationError).
+        if exit_code == AUTH_EXIT_CODE:
+            return InfraError("auth", status_in(stderr))
+        return super().exit_infra(exit_code, stderr)
 
     def prompt_args(self, request: AgentRequest) -> list[str]:
         # `--prompt=<text>` keeps a prompt that starts with `-` a value.

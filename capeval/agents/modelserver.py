@@ -24,13 +24,23 @@ Placeholders in step text and tool inputs are filled from the request:
 first loopback http URL in the user's messages other than the server's own,
 i.e. the hermetic HTTP fixture; CLIs add links of their own to user messages,
 and nothing off loopback may be contacted anyway).
+
+A `Fault` makes the server misbehave the way a provider does on a bad day:
+answer a model request with an HTTP error (429, 529/overloaded, 500, an
+authentication error), in the API's own error shape and optionally with
+`x-should-retry: false`, or start a 200 stream and cut the connection
+mid-way. It applies to the requests of the first `sessions` agent runs (told
+apart by the working directory the CLI tells the model), so a test can make
+one attempt fail and the next succeed, as a provider that recovers.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
+import socket
 import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -117,6 +127,65 @@ class RequestLog:
     step: int | None = None
     model: str | None = None
     tools: tuple[str, ...] = ()
+
+
+# The API whose wire a request speaks: how an error body is shaped.
+ANTHROPIC, RESPONSES, GEMINI = "anthropic", "responses", "gemini"
+
+_ANTHROPIC_ERRORS = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+_GEMINI_STATUSES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+}
+
+
+@dataclass(frozen=True)
+class Fault:
+    """How the server fails a model request, and which requests it fails.
+
+    `status`: answer with this HTTP status and the API's error body (None:
+    `cut`, a 200 stream cut off after its first event). `retry=False` adds
+    `x-should-retry: false` (Claude Code then gives up instead of retrying).
+    `sessions`: fail the requests of the first N agent runs (by working
+    directory), None for every run (a provider that never recovers);
+    `requests`: within a failed run, only its first N requests (a blip the
+    CLI's own retry rides out), None for all of them.
+    """
+
+    status: int | None = None
+    retry: bool | None = None
+    sessions: int | None = 1
+    requests: int | None = None
+    message: str = "scripted fault"
+
+    def body(self, api: str) -> bytes:
+        status = self.status or 500
+        if api == ANTHROPIC:
+            kind = _ANTHROPIC_ERRORS.get(status, "api_error")
+            return json.dumps(
+                {"type": "error", "error": {"type": kind, "message": self.message}}
+            ).encode()
+        if api == GEMINI:
+            state = _GEMINI_STATUSES.get(status, "UNKNOWN")
+            return json.dumps(
+                {"error": {"code": status, "message": self.message, "status": state}}
+            ).encode()
+        codes = {401: "invalid_api_key", 429: "rate_limit_exceeded"}
+        kind = "server_error" if status >= 500 else codes.get(status, "invalid_request_error")
+        return json.dumps(
+            {"error": {"message": self.message, "type": kind, "code": codes.get(status)}}
+        ).encode()
 
 
 # ---------------------------------------------------------------- request facts
@@ -605,7 +674,39 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.record(RequestLog("POST", self.path, index, model, tools))
         return step, model, index
 
+    def _failed(self, body: Mapping[str, Any], api: str, first_event: bytes) -> bool:
+        """Answer with the server's fault when this request is one it fails."""
+        fault = self.server.fault
+        if fault is None or not self._tool_names(body) or not self.server.faulted(_find_cwd(body)):
+            return False
+        self.server.record(RequestLog("POST", self.path, None, str(body.get("model") or "")))
+        if fault.status is None:
+            # A stream that breaks off: headers and one event, then the connection drops.
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(first_event)
+            self.wfile.flush()
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+            return True
+        data = fault.body(api)
+        self.send_response(fault.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if fault.retry is not None:
+            self.send_header("x-should-retry", "true" if fault.retry else "false")
+        if fault.status == 429:
+            self.send_header("retry-after", "0")
+        self.end_headers()
+        self.wfile.write(data)
+        return True
+
     def _anthropic(self, body: Mapping[str, Any]) -> None:
+        if self._failed(body, ANTHROPIC, anthropic_events(ScriptStep("..."), "scripted")[0]):
+            return
         step, model, _ = self._answer(
             body, anthropic_tool_results(body), _user_texts_anthropic(body)
         )
@@ -615,6 +716,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, json.dumps(anthropic_message(step, model)).encode())
 
     def _gemini(self, body: Mapping[str, Any], *, model: str, path: str) -> None:
+        first = b'data: {"candidates": [{"content": {"role": "model", "parts": [{"text": "."}]}}]}\r\n\r\n'
+        if self._failed({**body, "model": model}, GEMINI, first):
+            return
         step, _, _ = self._answer(
             {**body, "model": model}, gemini_tool_results(body), _user_texts_gemini(body)
         )
@@ -624,6 +728,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, json.dumps(gemini_response(step, model)).encode())
 
     def _responses(self, body: Mapping[str, Any]) -> None:
+        if self._failed(body, RESPONSES, responses_events(ScriptStep("..."), "scripted")[0]):
+            return
         step, model, _ = self._answer(
             body, responses_tool_results(body), _user_texts_responses(body)
         )
@@ -633,11 +739,28 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, fault: Fault | None = None) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.script = script
+        self.fault = fault
         self.requests: list[RequestLog] = []
         self._lock = threading.Lock()
+        self._sessions: dict[str | None, int] = {}  # working directory -> requests failed
+
+    def faulted(self, cwd: str | None) -> bool:
+        """Whether the fault applies to a request from the agent run in `cwd` (counting it)."""
+        fault = self.fault
+        if fault is None:
+            return False
+        with self._lock:
+            if cwd not in self._sessions:
+                if fault.sessions is not None and len(self._sessions) >= fault.sessions:
+                    return False
+                self._sessions[cwd] = 0
+            if fault.requests is not None and self._sessions[cwd] >= fault.requests:
+                return False
+            self._sessions[cwd] += 1
+            return True
 
     @property
     def url(self) -> str:
@@ -655,11 +778,12 @@ class ModelServer:
     """`with ModelServer(script) as server:` serves on `server.url` until the block ends."""
 
     script: Script = field(default_factory=Script)
+    fault: Fault | None = None
     _server: _Server | None = None
     _thread: threading.Thread | None = None
 
     def start(self) -> ModelServer:
-        self._server = _Server(self.script)
+        self._server = _Server(self.script, self.fault)
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.05},  # a quick stop keeps tests and checks fast

@@ -16,6 +16,7 @@ from typing import Any
 
 from capeval.agents.base import AgentRequest
 from capeval.agents.cliadapter import CliAdapter, isolated_dir
+from capeval.agents.infra import InfraError, from_status, from_text
 from capeval.agents.streams import (
     ParsedStream,
     Skipped,
@@ -67,6 +68,7 @@ def parse_opencode_stream(lines: Iterable[str]) -> ParsedStream:
     cost: float | None = None  # summed over steps; None when no step states one
     session = None
     error: str | None = None
+    infra: InfraError | None = None
     last_ts: float | None = None
 
     def current(ts: float | None) -> TurnBuilder:
@@ -110,6 +112,7 @@ def parse_opencode_stream(lines: Iterable[str]) -> ParsedStream:
                 cost = (cost or 0.0) + step_cost
         elif kind == "error":
             error = f"opencode: {_error_text(event)}"
+            infra = _error_infra(event)
         else:
             skipped.add(kind)
         if builders:
@@ -126,7 +129,22 @@ def parse_opencode_stream(lines: Iterable[str]) -> ParsedStream:
         error=error,
         sessionId=session,
         costUsd=cost,
+        infra=infra,
     )
+
+
+def _error_infra(event: Mapping[str, Any]) -> InfraError | None:
+    """What an `error` event says of the provider (opencode 1.18): an `APIError` carries the
+    HTTP status in `data.statusCode`; other errors (a refused login, a connection) say it
+    in their name and message."""
+    err = _mapping(event.get("error"))
+    data = _mapping(err.get("data"))
+    status = data.get("statusCode")
+    if isinstance(status, int) and not isinstance(status, bool):
+        return from_status(status)
+    if "auth" in str(err.get("name", "")).lower():
+        return InfraError("auth")
+    return from_text(_error_text(event))
 
 
 # The permissions opencode knows that guard changes and the outside world.

@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from capeval.agents.infra import InfraError
 from capeval.core.nesting import NESTED_TOO_DEEPLY, too_deep
 from capeval.core.toolkinds import make_tool_call
 from capeval.core.turns import RunSummary, TokenUsage, ToolCall, Turn
@@ -49,6 +50,9 @@ class ParsedStream:
     # Lines that began an event but were not JSON (cut short, torn by a kill):
     # what they held is lost, so the turns above are not the whole run.
     unparsed: tuple[int, ...] = ()
+    # The stream says the run measured nothing: the provider failed it, or the
+    # stream stopped before its final event (the adapter drops it on a timeout).
+    infra: InfraError | None = None
 
 
 def unparsed_error(parsed: ParsedStream) -> str | None:
@@ -236,6 +240,11 @@ def unfinished(awaited: str) -> str:
     return f"{_UNFINISHED} {awaited}"
 
 
+# A stream that stopped before its verdict broke off: unless the agent timed out
+# (the adapter's to tell), nothing was measured.
+BROKE_OFF = InfraError("stream")
+
+
 def reported_error(parsed: ParsedStream) -> str | None:
     """The error the CLI itself reported in its stream, not merely that the stream stopped."""
     if parsed.error is None or _UNFINISHED in parsed.error:
@@ -257,6 +266,7 @@ def finish_stream(
     model: str | None = None,
     agentVersion: str | None = None,
     costUsd: float | None = None,
+    infra: InfraError | None = None,
 ) -> ParsedStream:
     """The ParsedStream every parser ends with, its summary built from the same facts.
 
@@ -284,6 +294,7 @@ def finish_stream(
         textPreview=preview(texts),
         skipped=dict(skipped.counts),
         unparsed=tuple(skipped.unparsed),
+        infra=infra,
     )
 
 
