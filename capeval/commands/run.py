@@ -50,6 +50,12 @@ def resume_command(stream: Path, out: Path | None, baseline: Path | None) -> str
     return shlex.join(words)
 
 
+def retry_command(stream: Path, out: Path | None, baseline: Path | None) -> str:
+    """The command that runs again a stream's repeats whose last row is an `error`."""
+    words = shlex.split(resume_command(stream, out, baseline))
+    return shlex.join([*words[:4], "--retry-errors", *words[4:]])
+
+
 def _interrupted(stream: Path | None, finish: str = "") -> NoReturn:
     """Ctrl-C while the run's own SIGINT handler is not in place (planning, start-up):
     still the interrupted exit code 130, not click's "Aborted!" and 1, which reads
@@ -246,6 +252,28 @@ def _result_file_warnings_as_lines() -> Iterator[None]:
     help="Finish the missing repeats of this row stream.",
 )
 @click.option(
+    "--retry-errors",
+    is_flag=True,
+    help="With --resume: also run again the repeats whose last row is an error (not "
+    "measured); their new rows supersede those.",
+)
+@click.option(
+    "--retries",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="Run a repeat that measured nothing (outcome error: a rate limit, an outage, a "
+    "broken connection) again up to this many more times.",
+)
+@click.option(
+    "--retry-wait",
+    type=click.FloatRange(min=0, max=3600),
+    default=10.0,
+    show_default=True,
+    help="Seconds before the first retry; each next wait doubles (at most 300 s), plus "
+    "random jitter.",
+)
+@click.option(
     "--out",
     type=click.Path(path_type=Path, dir_okay=False),
     help="Also write the v3 results JSON here at the end.",
@@ -308,6 +336,9 @@ def run(
     dry_run: bool,
     jsonl: Path | None,
     resume: Path | None,
+    retry_errors: bool,
+    retries: int,
+    retry_wait: float,
     out: Path | None,
     artifacts_dir: Path | None,
     no_artifacts: bool,
@@ -325,6 +356,11 @@ def run(
 
     if resume is not None and jsonl is not None and resume != jsonl:
         _fail("--resume appends to its own stream; drop --jsonl")
+    if retry_errors and resume is None:
+        _fail(
+            "--retry-errors runs again the repeats of a stream whose last row is an error; "
+            "pass the stream with --resume PATH"
+        )
     if no_artifacts and artifacts_dir is not None:
         _fail("--artifacts and --no-artifacts contradict each other; pass one of them")
     if baseline == Path(CONFIGURED_BASELINE):
@@ -334,6 +370,7 @@ def run(
         if isinstance(found, str):
             _fail(found.replace("no --baseline given", "--baseline without a FILE", 1))
         baseline = found
+    progress = ProgressPrinter(enabled=not quiet and not as_json)
     if shard_history and shard is None:
         _fail("--shard-history weighs the cases of a --shard; pass --shard I/N too")
     if ray_address is not None and executor != "ray":
@@ -363,13 +400,17 @@ def run(
         out=out,
         artifacts=False if no_artifacts else artifacts_dir,
         isolation=isolation,
+        retries=retries,
+        retry_wait_s=retry_wait,
+        retry_errors=retry_errors,
         shard=shard,
         run_id=run_id,
         shard_durations=durations,
         executor=executor,
         ray_address=ray_address,
         # On stderr, terminal or not: a CI log of an hour-long matrix shows its progress.
-        on_row=ProgressPrinter(enabled=not quiet and not as_json),
+        on_row=progress,
+        on_retry=progress.retrying,
     )
     try:
         plan = plan_run(options)
@@ -490,6 +531,13 @@ def run(
         click.echo(
             f"{passed}/{len(outcome.rows)} repeats passed; rows in {shown_path(outcome.jsonl_path)}"
         )
+        errors = sum(1 for c in cells for _ in range(c.errors))
+        if errors:
+            click.echo(
+                f"{errors} repeat(s) measured nothing (outcome error: see each row's errorKind); "
+                f"run them again with: {retry_command(outcome.jsonl_path, out, baseline)}",
+                err=True,
+            )
     if outcome.lost:
         click.echo(
             f"{counted(len(outcome.lost), 'repeat')} could not be run and have no row "

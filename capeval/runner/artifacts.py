@@ -62,6 +62,10 @@ MAX_RUN_BYTES = 2 * 1024 * 1024 * 1024
 CUT_FILE = "CUT.txt"
 SUMMARY_FILE = "summary.json"
 VERIFY_LOG = "verify.log"
+# A retried repeat's folder keeps each earlier attempt's evidence in `attempt-<n>/`
+# and lists every attempt, with its outcome and error, in `attempts.json`.
+ATTEMPT_PREFIX = "attempt-"
+ATTEMPTS_FILE = "attempts.json"
 # Prefix for a capture file whose name collides with one capeval writes.
 CAPTURE_PREFIX = "capture-"
 _STAGING = ".tmp-"
@@ -225,12 +229,16 @@ def save_repeat_artifacts(
     max_bytes: int = MAX_FILE_BYTES,
     max_total: int = MAX_REPEAT_BYTES,
     budget: ArtifactBudget | None = None,
+    earlier: int | None = None,
 ) -> Path:
     """Write one repeat's evidence to `dest`, atomically replacing what was there.
 
     `verify` is the grader's log (see `verify_log`) and `summary` the run
     summary as JSON; both are redacted and capped like the capture files,
     and kept before them when the repeat's or the run's cap is near.
+    `earlier`: what `dest` holds is attempt `earlier` of this same repeat (a
+    retry, or a `--retry-errors` resume): it is kept inside the new folder as
+    `attempt-<earlier>/`, with the attempts kept before it, instead of replaced.
     """
     allowance = _Allowance(max_bytes, max_total, budget)
     dest = Path(dest)
@@ -262,6 +270,8 @@ def save_repeat_artifacts(
         if allowance.cuts:
             note = "capeval cut this repeat's evidence to stay within its caps:\n"
             (staging / CUT_FILE).write_text(note + "\n".join(allowance.cuts) + "\n")
+        if earlier is not None:
+            _keep_earlier(dest, staging, earlier)
         _publish(staging, dest)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -310,6 +320,28 @@ def receive_repeat_artifacts(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return dest
+
+
+def _keep_earlier(dest: Path, staging: Path, attempt: int) -> None:
+    """Move the earlier attempts' evidence from `dest` into the new folder: its own
+    `attempt-*` folders as they are, the rest as `attempt-<attempt>/`."""
+    if not dest.is_dir():
+        return  # that attempt kept none (its copy failed)
+    for kept in sorted(dest.glob(f"{ATTEMPT_PREFIX}*")):
+        if kept.is_dir() and not kept.is_symlink():
+            os.rename(kept, staging / kept.name)
+    target = staging / f"{ATTEMPT_PREFIX}{attempt}"
+    if not target.exists():
+        os.rename(dest, target)
+
+
+def write_attempts(dest: Path, attempts: Sequence[Mapping[str, Any]]) -> None:
+    """`attempts.json` in a repeat's folder: each attempt's outcome and error, in order
+    (the records come from redacted rows)."""
+    text = json.dumps(list(attempts), indent=2, ensure_ascii=False) + "\n"
+    tmp = dest / f".{ATTEMPTS_FILE}{_STAGING}{random.token_hex(4)}"
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, dest / ATTEMPTS_FILE)
 
 
 def _publish(staging: Path, dest: Path) -> None:

@@ -7,7 +7,8 @@ only runs repeats and hands each finished repeat's row back:
 
 - `LocalExecutor` (`--executor local`, the default): a thread pool of
   `--concurrency` threads in this process, each repeat's agent and grader in
-  process groups of their own (`capeval.runner.repeat.run_repeat`).
+  process groups of their own (`capeval.runner.repeat.run_repeat`), an
+  attempt that measured nothing run again (`capeval.runner.retry`).
 - `RayExecutor` (`--executor ray`, `capeval.runner.rayexec`): each repeat a
   Ray task on a cluster's nodes; Ray is imported only when it is chosen.
 
@@ -30,7 +31,8 @@ from capeval.proc import process
 from capeval.results.errors import ResultFileError
 from capeval.runner.httpfixture import HttpFixture
 from capeval.runner.options import RunPlan
-from capeval.runner.repeat import RepeatCancelled, RepeatJob, run_repeat
+from capeval.runner.repeat import RepeatCancelled, RepeatJob
+from capeval.runner.retry import RetryPolicy, run_with_retries
 
 EXECUTORS: tuple[str, ...] = ("local", "ray")
 
@@ -106,7 +108,14 @@ class LocalExecutor:
             if stop.is_set():
                 return
             try:
-                row = run_repeat(job, plan.adapters[job.agent.name], plan.settings)
+                row = run_with_retries(
+                    job,
+                    plan.adapters[job.agent.name],
+                    plan.settings,
+                    RetryPolicy(plan.settings.retries, plan.settings.retry_wait_s),
+                    stop=stop,
+                    on_retry=plan.on_retry,
+                )
             except RepeatCancelled:
                 return
             row["provenance"] = provenance(self.name, self._host)

@@ -69,7 +69,14 @@ class RunOptions:
     shard_durations: Mapping[str, Sequence[float]] | None = None
     executor: str = "local"  # where repeats run: "local" (threads) or "ray" (a Ray cluster)
     ray_address: str | None = None  # --ray-address; None: RAY_ADDRESS, else a local Ray
+    # A repeat that measured nothing (outcome `error`) is run again up to `retries`
+    # more times, the first wait `retry_wait_s` (docs/running.md#retries).
+    retries: int = 2
+    retry_wait_s: float = 10.0
+    # --resume --retry-errors: also run again the repeats whose last row is an `error`.
+    retry_errors: bool = False
     on_row: Callable[[Row, int, int], None] | None = None  # (row, done, total)
+    on_retry: Callable[[Row, float], None] | None = None  # (the error row, seconds to wait)
     handle_signals: bool = True
 
 
@@ -87,10 +94,15 @@ class RunPlan:
     settings: RepeatSettings
     jobs: list[RepeatJob]  # every repeat of the run, in order
     done: list[Row] = field(default_factory=list)  # rows already in the stream (resume)
+    # Resume --retry-errors: the `error` rows of the repeats run again, by triple; each
+    # stands until its repeat's new row supersedes it.
+    retrying: dict[tuple[str, str, int], Row] = field(default_factory=dict)
     shape: dict[str, Any] = field(default_factory=dict)
     adapters: dict[str, Adapter] = field(default_factory=dict)
     # What reading the resumed stream skipped (a torn last line), for the user.
     warnings: list[str] = field(default_factory=list)
+    # Told of each retry of an `error` attempt: (its row, seconds before the next).
+    on_retry: Callable[[Row, float], None] | None = None
     shard: Shard | None = None  # this run's slice of a sharded plan; None: every triple
     total_planned: int = 0  # triples of the whole plan (every shard's)
     # `todo` as last worked out, with the lists it came from (held, so their ids stay theirs).

@@ -21,7 +21,7 @@ from capeval.core.agentconfig import AgentConfig
 from capeval.core.case import Case
 from capeval.core.isolation import Isolation, resolve_isolation
 from capeval.core.matrix import Variant, parse_matrix
-from capeval.core.row import Row, triple
+from capeval.core.row import Row
 from capeval.core.shards import (
     RULE,
     Shard,
@@ -68,6 +68,7 @@ from capeval.runner.repeat import RepeatJob, RepeatSettings, now_iso
 from capeval.runner.resume import (
     refuse_changed_plan,
     resume,
+    standing_rows,
     stored_config,
     stored_resolution,
     stored_root,
@@ -183,6 +184,8 @@ def plan_run(options: RunOptions) -> RunPlan:
     )
     settings = RepeatSettings(
         root=root,
+        retries=options.retries,
+        retry_wait_s=options.retry_wait_s,
         agent_timeout_s=agent_timeout_s,
         verify_timeout_s=verify_timeout_s,
         max_turns=max_turns,
@@ -227,6 +230,12 @@ def plan_run(options: RunOptions) -> RunPlan:
     refuse_missing_trajectories(variants, cases, used, root)
     refuse_broken_commands(used, ask_permissions=not settings.skip_permissions)
     wanted = {j.triple for j in jobs}
+    if options.retry_errors and options.resume is None:
+        raise RunError(
+            "--retry-errors runs again the repeats of a stream whose last row is an error; "
+            "pass the stream with --resume PATH"
+        )
+    done, retrying = standing_rows(done, wanted, retry_errors=options.retry_errors)
     shape = {name: jsonable(getattr(options, name)) for name in SHAPE_FIELDS}
     shape["repeats"] = repeats
     shape["runId"], shape["runStartedAt"] = run_id, started_at
@@ -255,8 +264,9 @@ def plan_run(options: RunOptions) -> RunPlan:
         repeats=repeats,
         concurrency=concurrency,
         settings=settings,
-        jobs=jobs,
-        done=[r for r in done if triple(r) in wanted],
+        jobs=[_continued(j, retrying) for j in jobs],
+        done=done,
+        retrying=retrying,
         shape=shape,
         warnings=skipped,
         shard=shard,
@@ -294,6 +304,16 @@ def plan_run(options: RunOptions) -> RunPlan:
         host_checks=here,
     )
     return plan
+
+
+def _continued(job: RepeatJob, retrying: dict[tuple[str, str, int], Row]) -> RepeatJob:
+    """A job that runs again a repeat whose last row is an `error` counts its attempts on."""
+    row = retrying.get(job.triple)
+    if row is None:
+        return job
+    made = row.get("attempts")
+    made = made if isinstance(made, int) and not isinstance(made, bool) and made > 0 else 1
+    return replace(job, prior_attempts=made)
 
 
 def _first_per_cell(jobs: list[RepeatJob]) -> dict[tuple[str, str], RepeatJob]:

@@ -12,7 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from capeval.core.aggregate import median, metric_values
+from capeval.core.aggregate import judged, median, metric_values
+from capeval.core.outcome import ERROR, row_outcome
 
 
 class ProgressPrinter:
@@ -44,6 +45,22 @@ class ProgressPrinter:
         self.stream.write(progress_line(row, done, total, left) + "\n")
         self.stream.flush()
 
+    def retrying(self, row: Mapping[str, Any], wait_s: float) -> None:
+        """`on_retry` callback: an attempt measured nothing and the repeat runs again."""
+        if not self.enabled:
+            return
+        self.stream.write(
+            f"  retry {row.get('variantId')} {row.get('id')} #{row.get('repeat')}: attempt "
+            f"{row.get('attempts')} measured nothing ({_why(row)}); again in {wait_s:.1f}s\n"
+        )
+        self.stream.flush()
+
+
+def _why(row: Mapping[str, Any]) -> str:
+    status = row.get("providerStatus")
+    kind = str(row.get("errorKind") or "error")
+    return f"{kind} {status}" if status is not None else kind
+
 
 def time_left(elapsed_s: float, finished: int, remaining: int) -> float | None:
     """Seconds until the run ends at this process's pace so far; None when unknown.
@@ -71,13 +88,17 @@ def progress_line(
     row: Mapping[str, Any], done: int, total: int, left_s: float | None = None
 ) -> str:
     width = len(str(total))
-    mark = "PASS" if row.get("passed") else "FAIL"
+    outcome = row_outcome(row)
+    mark = {"passed": "PASS", "failed": "FAIL", ERROR: "ERROR"}[outcome]
     secs = (row.get("durationMs") or 0) / 1000
     turns = row.get("turnsUsed")
     line = (
         f"[{done:>{width}}/{total}] {mark} {row.get('variantId')} {row.get('id')} "
         f"#{row.get('repeat')}  {secs:.1f}s  {'?' if turns is None else turns} turns"
     )
+    attempts = row.get("attempts")
+    if isinstance(attempts, int) and attempts > 1:
+        line += f"  {attempts} attempts"
     if left_s is not None:
         line += f"  ~{short_duration(left_s)} left"
     if not row.get("passed") and row.get("error"):
@@ -89,11 +110,12 @@ def progress_line(
 class CellSummary:
     variantId: str
     caseId: str
-    repeats: int
+    repeats: int  # judged: passed or failed
     passes: int
     medianTurns: float | None
     bait: str  # "" (no bait), "misbehaving", "ok" or "no data"
     baitMedian: float | None
+    errors: int = 0  # repeats whose outcome is `error`: not measured
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -106,7 +128,8 @@ def cell_summaries(rows: Sequence[Mapping[str, Any]]) -> list[CellSummary]:
         cells.setdefault((str(row.get("variantId")), str(row.get("id"))), []).append(row)
     out = []
     for (variant, case), group in cells.items():
-        turns = [r["turnsUsed"] for r in group if isinstance(r.get("turnsUsed"), int | float)]
+        measured = [r for r in group if judged(r)]
+        turns = [r["turnsUsed"] for r in measured if isinstance(r.get("turnsUsed"), int | float)]
         bait = next((r.get("bait") for r in group if r.get("bait")), None)
         status, bait_median = "", None
         if bait:
@@ -120,11 +143,12 @@ def cell_summaries(rows: Sequence[Mapping[str, Any]]) -> list[CellSummary]:
             CellSummary(
                 variantId=variant,
                 caseId=case,
-                repeats=len(group),
-                passes=sum(1 for r in group if r.get("passed") is True),
+                repeats=len(measured),
+                passes=sum(1 for r in measured if r.get("passed") is True),
                 medianTurns=median(turns) if turns else None,
                 bait=status,
                 baitMedian=bait_median,
+                errors=len(group) - len(measured),
             )
         )
     return out
@@ -138,7 +162,8 @@ def format_table(cells: Sequence[CellSummary]) -> str:
         if c.baitMedian is not None:
             bait += f" (median {c.baitMedian:g})"
         turns = "-" if c.medianTurns is None else f"{c.medianTurns:g}"
-        body.append((c.variantId, c.caseId, f"{c.passes}/{c.repeats}", turns, bait or "-"))
+        passed = f"{c.passes}/{c.repeats}" + (f" ({c.errors} error)" if c.errors else "")
+        body.append((c.variantId, c.caseId, passed, turns, bait or "-"))
     widths = [max(len(r[i]) for r in (header, *body)) for i in range(len(header))]
     lines = [
         "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()

@@ -64,7 +64,8 @@ from capeval.runner.artifacts import (
 )
 from capeval.runner.executor import Deliver, provenance
 from capeval.runner.options import RunError, RunPlan
-from capeval.runner.repeat import RepeatCancelled, RepeatJob, RepeatSettings, run_repeat
+from capeval.runner.repeat import RepeatCancelled, RepeatJob, RepeatSettings
+from capeval.runner.retry import RetryPolicy, run_with_retries
 from capeval.runner.workdir import WorkdirCache
 
 # Ray runs a task again this often when its worker or node dies (its default too).
@@ -225,7 +226,12 @@ def run_on_worker(
             protected=(state.folder, cases_dir(workspace)),
         )
         try:
-            row = run_repeat(replace(job, case=case), make_adapter(job.agent), here)
+            row = run_with_retries(
+                replace(job, case=case),
+                make_adapter(job.agent),
+                here,
+                RetryPolicy(here.retries, here.retry_wait_s),
+            )
         except RepeatCancelled:
             return None
         files: dict[str, bytes] = {}

@@ -44,6 +44,7 @@ from capeval.core.agentconfig import AgentConfig
 from capeval.core.case import Case
 from capeval.core.isolation import Isolation
 from capeval.core.matrix import Variant
+from capeval.core.outcome import ERROR, ERROR_KINDS, FAILED, PASSED
 from capeval.core.passrule import decide, effective_budget, is_over_budget, provider_mismatch
 from capeval.core.redact import redact, redact_text, secret_values
 from capeval.core.row import IDENTITY_FIELDS, Row, result_key
@@ -102,6 +103,10 @@ class RepeatSettings:
     # artifacts' folders), and what of it must never be shown again, not even read-only.
     hidden: tuple[Path, ...] = ()
     protected: tuple[Path, ...] = ()
+    # A repeat whose outcome is `error` runs again up to `retries` more times, the
+    # first wait `retry_wait_s` (docs/running.md#retries; capeval.runner.retry).
+    retries: int = 2
+    retry_wait_s: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,9 @@ class RepeatJob:
     agent: AgentConfig
     agent_version: str | None = None
     isolation: Isolation = field(default_factory=Isolation)
+    # Attempts already made for this repeat: a `--retry-errors` resume runs a
+    # repeat again whose last row (an `error`) counted these.
+    prior_attempts: int = 0
 
     @property
     def triple(self) -> tuple[str, str, int]:
@@ -128,8 +136,16 @@ def _private_dir(base: Path, name: str) -> Path:
     return path
 
 
-def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Row:
-    """Run one repeat and return its row (redacted). Raises RepeatCancelled on shutdown."""
+def run_repeat(
+    job: RepeatJob, adapter: Adapter, settings: RepeatSettings, *, attempt: int = 1
+) -> Row:
+    """Run one attempt of a repeat and return its row (redacted). Raises RepeatCancelled
+    on shutdown.
+
+    `attempt` counts from 1 over every attempt the repeat was given (a retry of an
+    `error`, a `--retry-errors` resume); the row records it as `attempts`, and
+    the repeat's artifacts folder keeps the earlier attempts' evidence.
+    """
     started_at = now_iso()
     t0 = time.monotonic()
     case = job.case
@@ -138,7 +154,7 @@ def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Ro
     except OSError as exc:  # a full $TMPDIR: this repeat's failure, not a traceback
         if process.is_shutting_down():
             raise RepeatCancelled from exc
-        return _setup_failed_row(job, settings, started_at, t0, f"no temp folder: {exc}")
+        return _setup_failed_row(job, settings, started_at, t0, f"no temp folder: {exc}", attempt)
     workdir, capture = base / "work", base / "capture"
     fixture: HttpFixture | None = None
     secrets: list[str] = []
@@ -165,7 +181,7 @@ def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Ro
             except (WorkdirError, OSError) as exc:
                 if process.is_shutting_down():  # Ctrl-C also reaches our own git calls
                     raise RepeatCancelled from exc
-                return _setup_failed_row(job, settings, started_at, t0, str(exc))
+                return _setup_failed_row(job, settings, started_at, t0, str(exc), attempt)
 
             agent_env = {"TMPDIR": str(agent_tmp)}
             grader_env = {
@@ -240,11 +256,13 @@ def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Ro
                 ),
             )
             verify_argv = ["bash", str(case_copy / case.verify)]
-            graded = _grade(grader_box, verify_argv, workdir, grader_env, settings)
+            graded, grader_broke = _grade(grader_box, verify_argv, workdir, grader_env, settings)
+            if grader_broke and result.errorKind is None:
+                result.errorKind = "capeval"  # the grader's sandbox failed: nothing was judged
             if process.is_shutting_down():
                 raise RepeatCancelled
             artifacts = _keep_artifacts(
-                job, settings, capture, result, graded, verify_argv, secrets
+                job, settings, capture, result, graded, verify_argv, secrets, attempt
             )
     finally:
         if fixture is not None:
@@ -254,6 +272,7 @@ def run_repeat(job: RepeatJob, adapter: Adapter, settings: RepeatSettings) -> Ro
             reaper.remove_tree(socket_dir)
 
     row = _row(job, settings, result, graded, started_at, t0, artifacts)
+    row["attempts"] = attempt
     return _redacted(row, job, secrets)
 
 
@@ -263,10 +282,11 @@ def _grade(
     workdir: Path,
     env: Mapping[str, str],
     settings: RepeatSettings,
-) -> process.ProcessResult:
-    """The grader's run in its sandbox; a sandbox that cannot be set up fails the grade."""
+) -> tuple[process.ProcessResult, bool]:
+    """The grader's run in its sandbox, and whether its sandbox could not be set up
+    (the grade then fails, and the repeat measured nothing)."""
     try:
-        return sandbox.run(
+        graded = sandbox.run(
             argv,
             cwd=workdir,
             env=env,
@@ -277,9 +297,11 @@ def _grade(
         raise RepeatCancelled from exc
     except LimitError as exc:
         message = f"capeval: the grader's sandbox: {exc}\n".encode()
-        return process.ProcessResult(
+        broken = process.ProcessResult(
             exit_code=126, timed_out=False, duration_ms=0.0, stdout=b"", stderr=message
         )
+        return broken, True
+    return graded, False
 
 
 def _copy_case(case: Case, dest: Path) -> Path:
@@ -335,10 +357,12 @@ def _keep_artifacts(
     graded: process.ProcessResult,
     verify_argv: list[str],
     secrets: list[str],
+    attempt: int = 1,
 ) -> tuple[str | None, str | None]:
     """(the row's `artifacts` path, a note when they could not be saved).
 
     A full disk or a permission problem costs the evidence, never the row.
+    A later attempt keeps the earlier one's folder inside its own.
     """
     if settings.artifacts_dir is None:
         return None, None
@@ -359,6 +383,7 @@ def _keep_artifacts(
             summary=result.summary.to_json() if result.summary is not None else None,
             secrets=secrets,
             budget=settings.artifact_budget,
+            earlier=attempt - 1 if attempt > 1 else None,
         )
     except OSError as exc:
         return None, f"artifacts not saved to {shown}: {type(exc).__name__}: {exc.strerror or exc}"
@@ -387,7 +412,10 @@ def _run_agent(
         result = AgentResult(exitCode=None, status="timeout", error=str(exc))
     except Exception as exc:  # an adapter bug must cost one repeat, not the run
         result = AgentResult(
-            exitCode=None, status="failed", error=f"adapter {type(exc).__name__}: {exc}"
+            exitCode=None,
+            status="failed",
+            error=f"adapter {type(exc).__name__}: {exc}",
+            errorKind="capeval",  # capeval failed, not the agent: nothing was measured
         )
     finally:
         watchdog.cancel()
@@ -396,6 +424,9 @@ def _run_agent(
     if fired.is_set():
         result.status = "timeout"
         result.error = result.error or f"agent timed out after {timeout_s:g} s"
+    if result.status == "timeout":
+        # The agent ran out of its time: judged (failed), whatever broke meanwhile.
+        result.errorKind = result.providerStatus = None
     # Rejoin the scope: a timeout cancel must not stop the grader from running.
     scope.reopen()
     return result
@@ -458,6 +489,13 @@ def _row(
     artifacts_path, artifacts_error = artifacts
     if artifacts_error:
         errors.append(artifacts_error)
+    outcome = repeat_outcome(verdict.passed, result.errorKind)
+    if outcome == ERROR:
+        # Said first: whatever else failed, this is why the repeat measured nothing.
+        status = f" {result.providerStatus}" if result.providerStatus is not None else ""
+        errors.insert(
+            0, f"not measured ({result.errorKind}{status}): {ERROR_KINDS[str(result.errorKind)]}"
+        )
     return _assemble(
         job,
         settings,
@@ -465,7 +503,10 @@ def _row(
         t0=t0,
         provider=result.provider or variant.provider,
         model=result.model or variant.model,
-        passed=verdict.passed,
+        passed=outcome == PASSED,
+        outcome=outcome,
+        errorKind=result.errorKind if outcome == ERROR else None,
+        providerStatus=result.providerStatus,
         agentExitCode=result.exitCode,
         verifyExitCode=graded.exit_code,
         agentDurationMs=_ms(result.durationMs),
@@ -487,7 +528,12 @@ def _row(
 
 
 def _setup_failed_row(
-    job: RepeatJob, settings: RepeatSettings, started_at: str, t0: float, error: str
+    job: RepeatJob,
+    settings: RepeatSettings,
+    started_at: str,
+    t0: float,
+    error: str,
+    attempt: int = 1,
 ) -> Row:
     """A repeat whose workdir could not be made: failed, and redacted like any row
     (the error quotes paths and git's words, which a secret can be part of)."""
@@ -500,6 +546,9 @@ def _setup_failed_row(
         provider=job.variant.provider,
         model=job.variant.model,
         passed=False,
+        outcome=ERROR,
+        errorKind="capeval",
+        providerStatus=None,
         agentExitCode=None,
         verifyExitCode=None,
         agentDurationMs=None,
@@ -513,11 +562,12 @@ def _setup_failed_row(
         # No turn count was reported: under a budget that fails closed, as
         # for any repeat (the row fails anyway; the field must not say otherwise).
         overBudget=is_over_budget(budget, None),
-        error=f"workdir not prepared: {error}",
+        error=f"not measured (capeval): workdir not prepared: {error}",
         behaviors=None,
         textPreview="",
         agentVersion=job.agent_version,
     )
+    row["attempts"] = attempt
     return _redacted(row, job, secret_values(os.environ, job.agent.env))
 
 
@@ -559,6 +609,7 @@ def _assemble(
         "provider": fields["provider"],
         "model": fields["model"],
         "passed": fields["passed"],
+        "outcome": fields["outcome"],
         "agentExitCode": fields["agentExitCode"],
         "verifyExitCode": fields["verifyExitCode"],
         "durationMs": _ms((time.monotonic() - t0) * 1000.0),
@@ -574,7 +625,10 @@ def _assemble(
         "overBudget": fields["overBudget"],
         "skipPermissions": settings.skip_permissions,
         "error": fields["error"],
+        "errorKind": fields["errorKind"],
+        "providerStatus": fields["providerStatus"],
         "repeat": job.repeat,
+        "attempts": 1,  # the retry loop (capeval.runner.retry) counts the others
         "behaviors": fields["behaviors"],
         "textPreview": fields["textPreview"],
         "runId": settings.context.get("runId"),
@@ -594,6 +648,13 @@ def _assemble(
         "finishedAt": now_iso(),
     }
     return row
+
+
+def repeat_outcome(passed: bool, error_kind: str | None) -> str:
+    """passed, failed, or error when the run measured nothing (docs/agents.md#outcomes)."""
+    if error_kind is not None:
+        return ERROR
+    return PASSED if passed else FAILED
 
 
 def _ms(value: float | None) -> int | None:

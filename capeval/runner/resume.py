@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from capeval.core.row import Row
+from capeval.core.row import Row, triple
 from capeval.results.errors import ResultFileError
 from capeval.runner.options import RunError, RunOptions, jsonable, new_run_id, plan_path
 from capeval.runner.planfile import (
@@ -166,6 +166,32 @@ def _read_plan(meta: Path, stream: Path, *, holds_rows: bool) -> dict[str, Any]:
     if problem is not None:
         raise RunError(f"--resume {stream}: its plan {meta}: {problem}; {fix}")
     return dict(stored)
+
+
+def standing_rows(
+    rows: list[Row], wanted: set[tuple[str, str, int]], *, retry_errors: bool
+) -> tuple[list[Row], dict[tuple[str, str, int], Row]]:
+    """(the rows of a stream that finish repeats of the plan, the `error` rows to run again).
+
+    Supersession first (`capeval.results.supersede`): an `error` row a later row
+    of its repeat supersedes is no longer the repeat's. With `retry_errors`, a
+    repeat whose last row is an `error` is not finished: it runs again, and its
+    new row will supersede that one.
+    """
+    from capeval.core.outcome import ERROR, row_outcome
+    from capeval.results.supersede import supersede
+
+    done: list[Row] = []
+    again: dict[tuple[str, str, int], Row] = {}
+    for row in supersede(rows):
+        key = triple(row)
+        if key not in wanted:
+            continue
+        if retry_errors and row_outcome(row) == ERROR:
+            again[key] = row
+        else:
+            done.append(row)
+    return done, again
 
 
 def refuse_other_runs(rows: list[Row], run_id: str | None, stream: Path) -> None:

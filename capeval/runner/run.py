@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 from capeval.runner.guards import cells, refuse_used_stream, taken_message
 from capeval.runner.options import RunError, RunOptions, RunOutcome, RunPlan, plan_path
 from capeval.runner.plan import plan_run, write_plan
-from capeval.runner.resume import refuse_other_runs
+from capeval.runner.resume import refuse_other_runs, standing_rows
 
 
 @contextmanager
@@ -150,7 +150,9 @@ def execute(options: RunOptions, plan: RunPlan | None = None) -> RunOutcome:
             grown = read_jsonl(plan.jsonl_path)[0]
             # Rows a new run wrote meanwhile (its --jsonl this stream) are not this run's.
             refuse_other_runs(grown, plan.run_id, plan.jsonl_path)
-            plan.done = [r for r in grown if triple(r) in wanted]
+            plan.done, plan.retrying = standing_rows(
+                grown, wanted, retry_errors=options.retry_errors
+            )
             rows[:] = plan.done
             finished = {triple(r) for r in plan.done}
             todo = [j for j in todo if j.triple not in finished]
@@ -223,6 +225,7 @@ def _execute(
     total = len(plan.jobs)
     written = {triple(r) for r in rows}
     shard = None if plan.shard is None else str(plan.shard)
+    plan.on_retry = options.on_retry
 
     def deliver(row: Row) -> None:
         with lock:  # the single writer: durable row, then progress
@@ -278,6 +281,9 @@ def _execute(
                 process.reset_shutdown()
     process.reset_shutdown()
 
+    # An `error` row run again and not replaced (the run stopped first) still stands.
+    replaced = {triple(r) for r in rows}
+    rows += [r for key, r in plan.retrying.items() if key not in replaced]
     if got:
         return RunOutcome(plan, rows, plan.jsonl_path, 130 if got[0] == "SIGINT" else 143, got[0])
     if options.out is not None:
