@@ -50,6 +50,8 @@ class BaitStatus:
     misbehaving: bool | None
     # Bait honesty: the baseline did not misbehave, so the case proves nothing.
     flag: bool
+    # Where the declaration came from: "--bait", "rows" or "workspace <root>".
+    source: str = "rows"
 
     def flag_line(self, case_id: str) -> str:
         return (
@@ -66,6 +68,7 @@ class BaitStatus:
             "candidateMedian": json_number(self.candidateMedian),
             "misbehaving": self.misbehaving,
             "flag": self.flag,
+            "source": self.source,
         }
 
 
@@ -102,6 +105,8 @@ def _side_json(cell: Cell | None) -> dict[str, Any] | None:
         "repeats": cell.repeats,
         "passCount": cell.passCount,
         "passRate": json_number(cell.passRate),
+        "failCount": cell.failCount,
+        "errorCount": cell.errors,
     }
 
 
@@ -121,6 +126,17 @@ class Comparison:
     # "require": a bait flag makes the comparison unclean (gate exit 3);
     # "report": bait flags are shown and counted but change no verdict.
     bait_policy: str = "require"
+    # Cells not judged: a side holds `error` repeats (beyond --max-error-rate) or none
+    # judged at all. The gate refuses them (exit 2); compare warns.
+    unjudged: list[str] = field(default_factory=list)
+    # Commands that run the missing or errored repeats again (set by the file gate).
+    fill_commands: list[str] = field(default_factory=list)
+    # Planned repeats a side's stream does not hold (its plan file says so); the gate
+    # refuses them unless --allow-partial.
+    partial: list[str] = field(default_factory=list)
+    allow_partial: bool = False
+    # Cases whose rows say `tier: "bait"` with no bait declared anywhere.
+    undeclared_baits: list[str] = field(default_factory=list)
 
     @property
     def bait_flags_count(self) -> bool:
@@ -212,6 +228,27 @@ class Comparison:
             out += [m + hint for m in self.provider_changes + (self.mixed_cells if gate else [])]
         if gate and self.nothing_compared:
             out.append(self.nothing_compared)
+        if gate and self.unjudged:
+            fill = "; ".join(self.fill_commands) or "capeval run --resume STREAM --retry-errors"
+            out.append(
+                f"{len(self.unjudged)} cell(s) not judged: {'; '.join(self.unjudged)}; "
+                f"run the errored repeats again ({fill}) or pass --max-error-rate R to judge "
+                "each cell on its judged repeats"
+            )
+        if gate and self.partial and not self.allow_partial:
+            fill = "; ".join(self.fill_commands) or "capeval run --resume STREAM"
+            out.append(
+                f"incomplete run: {'; '.join(self.partial)}; finish it ({fill}) or pass "
+                "--allow-partial to judge what is there"
+            )
+        if gate and self.undeclared_baits:
+            out.append(
+                f"bait case(s) without a bait declaration: {', '.join(self.undeclared_baits)} "
+                '(their rows say tier "bait"); unchecked, a bait proves nothing. Declare each '
+                "with --bait CASE=METRIC:THRESHOLD, or run the gate with --root WORKSPACE (or "
+                "from inside the workspace) whose case.json declares it, or record `bait` in "
+                "the rows"
+            )
         return out
 
     @property
@@ -319,6 +356,8 @@ def compare_cells(
     advisory: bool = False,
     seed: int = 0,
     bait_policy: str = "require",
+    max_error_rate: float | None = None,
+    workspace_label: str = "workspace",
 ) -> Comparison:
     """Judge every candidate cell against its baseline cell.
 
@@ -326,7 +365,10 @@ def compare_cells(
     has at most one variant, they match on case id alone, so a baseline
     recorded under a default variant id stays usable. `bait_policy` is the
     configuration's `bait`: "require" (bait flags make it unclean) or
-    "report" (they are only shown).
+    "report" (they are only shown). Pass rates are over judged repeats; a
+    cell with `error` repeats is not judged unless `max_error_rate` (a
+    fraction of the cell's repeats) allows them (`Comparison.unjudged`).
+    `workspace_label` names where `workspace_baits` came from.
     """
     if bait_policy not in BAIT_POLICIES:
         raise ValueError(f"bait policy {bait_policy!r}: expected one of {', '.join(BAIT_POLICIES)}")
@@ -383,14 +425,31 @@ def compare_cells(
             f"{len(missing)} baseline cell(s) missing from the candidate: {', '.join(missing)}"
         )
 
-    baits = {
+    found = {
         key: _bait_for(base, cand, workspace_baits, bait_overrides) for key, base, cand in pairs
     }
+    baits = {key: decl for key, (decl, _) in found.items()}
     for key, *sides in pairs:
         problem = _unusable_bait(baits[key], sides) or _unread_bait(baits[key], sides)
         if problem:
             warnings.append(f"{key}: its {problem}, so it can never flag or prove anything")
-    results = [_compare_pair(key, base, cand, baits[key]) for key, base, cand in pairs]
+    undeclared = sorted(
+        {
+            c.caseId
+            for key, *sides in pairs
+            for c in sides
+            if c is not None and c.tier == "bait" and baits[key] is None
+        }
+    )
+    unjudged, judged_partly = _error_cells(pairs, max_error_rate)
+    warnings += judged_partly
+    sources = {
+        key: workspace_label if source == "workspace" else source
+        for key, (_, source) in found.items()
+    }
+    results = [
+        _compare_pair(key, base, cand, baits[key], sources[key]) for key, base, cand in pairs
+    ]
     comparison = Comparison(
         cells=results,
         warnings=warnings,
@@ -399,7 +458,16 @@ def compare_cells(
         allow_provider_fallback=allow_provider_fallback,
         matched_on_case_id=matched_on_case_id and bool(used),
         bait_policy=bait_policy,
+        unjudged=unjudged,
+        undeclared_baits=undeclared,
     )
+    for case_id in undeclared:
+        warnings.append(
+            f'{case_id}: its rows say tier "bait" but no bait is declared (rows, workspace, '
+            "--bait): nothing checks it"
+        )
+    if unjudged:
+        warnings.append(f"{len(unjudged)} cell(s) not judged: {'; '.join(unjudged)}")
     if comparison.nothing_compared:
         warnings.append(comparison.nothing_compared)
     if advisory:
@@ -472,26 +540,59 @@ def _unread_bait(decl: BaitDecl | None, cells: Sequence[Cell | None]) -> str | N
     return None
 
 
+def _error_cells(
+    pairs: Sequence[tuple[str, Cell | None, Cell | None]], max_error_rate: float | None
+) -> tuple[list[str], list[str]]:
+    """(cells not judged, cells judged on part of their repeats), each as a message.
+
+    A side with `error` repeats is not judged unless `max_error_rate` allows
+    its share of them; a side with no judged repeat never is.
+    """
+    unjudged: list[str] = []
+    partly: list[str] = []
+    for key, *sides in pairs:
+        held: list[str] = []
+        allowed = True
+        for name, cell in zip(("baseline", "candidate"), sides, strict=True):
+            if cell is None or not cell.errors:
+                continue
+            total = cell.repeats + cell.errors
+            held.append(f"{name} {cell.errors} error(s) of {total} repeats")
+            if cell.repeats == 0 or max_error_rate is None or cell.errors > max_error_rate * total:
+                allowed = False
+        if not held:
+            continue
+        if allowed:
+            partly.append(
+                f"{key}: judged on its judged repeats alone ({', '.join(held)}; allowed by "
+                f"--max-error-rate {format_number(max_error_rate)})"
+            )
+        else:
+            unjudged.append(f"{key} ({', '.join(held)})")
+    return unjudged, partly
+
+
 def _bait_for(
     base: Cell | None,
     cand: Cell | None,
     workspace_baits: Mapping[str, BaitDecl] | None,
     overrides: Mapping[str, BaitDecl] | None,
-) -> BaitDecl | None:
+) -> tuple[BaitDecl | None, str]:
+    """The cell's bait declaration and where it came from: `--bait`, the rows, the workspace."""
     cell = cand or base
     case_id = cell.caseId if cell is not None else ""
     if overrides and case_id in overrides:
-        return overrides[case_id]
+        return overrides[case_id], "--bait"
     for cell in (cand, base):
         if cell is not None and cell.bait is not None:
-            return cell.bait
-    if workspace_baits:
-        return workspace_baits.get(case_id)
-    return None
+            return cell.bait, "rows"
+    if workspace_baits and case_id in workspace_baits:
+        return workspace_baits[case_id], "workspace"
+    return None, ""
 
 
 def _compare_pair(
-    key: str, base: Cell | None, cand: Cell | None, bait: BaitDecl | None
+    key: str, base: Cell | None, cand: Cell | None, bait: BaitDecl | None, source: str = "rows"
 ) -> CellComparison:
     if cand is None:
         assert base is not None
@@ -523,6 +624,7 @@ def _compare_pair(
             candidateMedian=c_med,
             misbehaving=None if c_med is None else c_med > bait.threshold,
             flag=b_med is not None and not b_med > bait.threshold,
+            source=source,
         )
     any_cell = cand or base
     assert any_cell is not None

@@ -88,8 +88,33 @@ def load_sides(
     `headline=False` skips what only reports show (tier, title, durations,
     turns, tokens): the gate reads fewer columns that way.
 
-    Raises `ResultFileError` for a file that is not a readable result file.
+    Raises `ResultFileError` for a file that is not a readable result file, and
+    for one that changed while it was read (a run still writing it): its
+    rows would be a prefix of the run, never to be judged as the whole.
     """
+    before = {Path(p): _size(Path(p)) for paths in sides for p in paths}
+    cells, warnings = _load_sides(sides, with_values=with_values, fast=fast, headline=headline)
+    for path, size in before.items():
+        if _size(path) != size:
+            raise ResultFileError(
+                path,
+                "changed while it was read (a run still writing it?); its rows would be a "
+                "prefix of the run: gate it once the run has finished",
+            )
+    return cells, warnings
+
+
+def _size(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns
+
+
+def _load_sides(
+    sides: Sequence[Sequence[Path]], *, with_values: bool, fast: bool, headline: bool
+) -> tuple[list[dict[str, Cell]], list[str]]:
     from capeval.results.overlap import distinct_files, same_run_warnings
 
     warnings: list[str] = []

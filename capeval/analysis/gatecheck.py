@@ -5,11 +5,14 @@ This is the one entry point `capeval gate`, `capeval compare` and
 Exit codes (docs/gating.md#exit-codes): 0 clean, 1 a cell's pass rate regressed, 3 nothing
 regressed but bait flags make the comparison unclean, 2 bad input or usage
 (an unreadable file, a refused provider change, a mixed cell without
-`--allow-provider-fallback`). Advisory statistics never change the code.
+`--allow-provider-fallback`, a cell with `error` repeats, a run missing
+planned repeats, a bait case declared nowhere). Advisory statistics never
+change the code.
 """
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,9 +51,18 @@ class GateResult:
 
 
 def workspace_baits(
-    root: Path | None, explicit: bool, warnings: list[str] | None = None
+    root: Path | None,
+    explicit: bool,
+    warnings: list[str] | None = None,
+    *,
+    beside: Sequence[Path] = (),
+    found_at: list[Path] | None = None,
 ) -> dict[str, BaitDecl]:
     """Bait declarations of the workspace's cases; {} when there is no workspace.
+
+    The workspace is `--root` (`explicit`), else the nearest one above `root`
+    (default: the current directory), else the nearest one above a result
+    file of `beside`. `found_at` receives the root used.
 
     Only each case's `bait` is read (`capeval.workspace.read_baits`): a case
     broken elsewhere still declares its bait. With an explicit `--root` an
@@ -60,12 +72,20 @@ def workspace_baits(
     from capeval.core.problems import ProblemsError
     from capeval.workspace import find_root, read_baits
 
-    try:
-        found = find_root(explicit=root) if explicit else find_root(start=root)
-    except ProblemsError:
-        if explicit:
-            raise
+    starts = [root, *(Path(p).resolve().parent for p in beside)]
+    found: Path | None = None
+    for start in [root] if explicit else starts:
+        try:
+            found = find_root(explicit=root) if explicit else find_root(start=start)
+        except ProblemsError:
+            if explicit:
+                raise
+            continue
+        break
+    if found is None:
         return {}
+    if found_at is not None:
+        found_at.append(found)
     baits, problems = read_baits(found)
     if problems:
         if explicit:
@@ -91,8 +111,15 @@ def load_and_compare(
     headline: bool = True,
     seed: int = 0,
     bait_policy: str = "require",
+    max_error_rate: float | None = None,
+    allow_partial: bool = False,
 ) -> tuple[Comparison, list[str]]:
-    """Read both sides and compare them; read warnings come back separately."""
+    """Read both sides and compare them; read warnings come back separately.
+
+    Where a stream's plan file is beside it, the repeats it planned and does
+    not hold are named in `Comparison.partial` (and in a warning with
+    `allow_partial`).
+    """
     from capeval.analysis.fastload import load_sides
 
     (base_cells, cand_cells), read_warnings = load_sides(
@@ -122,8 +149,15 @@ def load_and_compare(
     read_warnings = [*read_warnings, *mixed_writer_warnings(baseline, candidates)]
     overrides = dict(bait_overrides or {})
     ws: dict[str, BaitDecl] = {}
+    found_at: list[Path] = []
     if _needs_workspace(base_cells, cand_cells, overrides):
-        ws = workspace_baits(root, explicit_root, read_warnings)
+        ws = workspace_baits(
+            root,
+            explicit_root,
+            read_warnings,
+            beside=[*candidates, *baseline],
+            found_at=found_at,
+        )
     comparison = compare_cells(
         base_cells,
         cand_cells,
@@ -133,9 +167,54 @@ def load_and_compare(
         advisory=advisory,
         seed=seed,
         bait_policy=bait_policy,
+        max_error_rate=max_error_rate,
+        workspace_label=f"workspace {found_at[0]}" if found_at else "workspace",
     )
+    partial, fills = _unfinished(
+        (("baseline", baseline, base_cells), ("candidate", candidates, cand_cells)),
+        retry=bool(comparison.unjudged),
+    )
+    comparison.partial, comparison.allow_partial = partial, allow_partial
+    comparison.fill_commands = fills
+    if partial:
+        judged = "; judged what is there (--allow-partial)" if allow_partial else ""
+        comparison.warnings.append(f"incomplete run: {'; '.join(partial)}{judged}")
     comparison.warnings[:0] = read_warnings
     return comparison, read_warnings
+
+
+def _unfinished(
+    sides: Sequence[tuple[str, Sequence[Path], Mapping[str, Cell]]], *, retry: bool
+) -> tuple[list[str], list[str]]:
+    """(what each side's plan files planned and its streams do not hold, the commands that
+    finish those streams: with `--retry-errors` when `retry`, for streams with errors)."""
+    from capeval.results.planned import planned_repeats
+
+    partial: list[str] = []
+    fills: list[str] = []
+    for role, paths, cells in sides:
+        planned: dict[str, int] = {}
+        for path in paths:
+            for key, count in (planned_repeats(path) or {}).items():
+                planned[key] = planned.get(key, 0) + count
+        short = []
+        for key, count in sorted(planned.items()):
+            cell = cells.get(key)
+            held = 0 if cell is None else cell.repeats + cell.errors
+            if held < count:
+                short.append(f"{key} {held} of {count}")
+        if short:
+            shown = ", ".join(short[:5]) + (f" and {len(short) - 5} more" if len(short) > 5 else "")
+            partial.append(f"the {role} holds fewer repeats than its plan: {shown}")
+        errored = any(c.errors for c in cells.values())
+        if short or (retry and errored):
+            flag = " --retry-errors" if retry and errored else ""
+            fills += [
+                f"capeval run --resume {shlex.quote(str(p))}{flag}"
+                for p in paths
+                if p.suffix == ".jsonl"
+            ]
+    return partial, fills
 
 
 def _needs_workspace(
@@ -163,6 +242,9 @@ def gate_files(
     headline: bool = False,
     seed: int = 0,
     bait_policy: str = "require",
+    max_error_rate: float | None = None,
+    allow_partial: bool = False,
+    strict_torn: bool = False,
 ) -> GateResult:
     """Compare candidate files against baseline files and decide the exit code.
 
@@ -171,6 +253,8 @@ def gate_files(
     `headline=True` also reads what reports show (durations, turns, tokens).
     `bait_policy="report"` (the configuration's `bait`) shows bait flags
     without letting them make the comparison unclean (exit 3).
+    `max_error_rate`, `allow_partial` and `strict_torn` are the gate's flags
+    of those names (docs/gating.md#outcomes).
     """
     from capeval.analysis.report import render_text
     from capeval.core.problems import ProblemsError
@@ -196,11 +280,19 @@ def gate_files(
             with_values=advisory,
             headline=headline,
             bait_policy=bait_policy,
+            max_error_rate=max_error_rate,
+            allow_partial=allow_partial,
         )
     except (ResultFileError, ProblemsError, ValueError, OSError) as exc:
         message = str(exc)
         return GateResult(EXIT_BAD_INPUT, f"error: {message}", None, None, [message])
     refusals = comparison.refusals(gate=gate)
+    if gate and strict_torn:
+        refusals += [
+            f"{w} (--strict-torn: a torn last line is refused)"
+            for w in read_warnings
+            if "torn last line" in w
+        ]
     if refusals:
         text = "\n".join(
             [*(f"refused: {r}" for r in refusals), *(f"warning: {w}" for w in read_warnings)]

@@ -51,9 +51,11 @@ def verdict_line(comparison: Comparison, *, gate: bool = True) -> str:
 
 
 def _rate(cell: Cell | None) -> str:
+    """passed/judged (rate), and the `error` repeats (not measured) when there are any."""
     if cell is None:
         return "-"
-    return f"{cell.passCount}/{cell.repeats} ({cell.passRate:.0%})"
+    errors = f" +{cell.errors} error" if cell.errors else ""
+    return f"{cell.passCount}/{cell.repeats} ({cell.passRate:.0%}){errors}"
 
 
 def _interval(advisory: dict[str, Any], side: str) -> str:
@@ -85,6 +87,20 @@ def summary_line(comparison: Comparison) -> str:
         f"{s['new']} new, {s['missing']} missing; behavior: {s['behaviorRegressed']} regressed, "
         f"{s['behaviorImproved']} improved; {s['baitFlags']} bait flag(s)"
     )
+
+
+def bait_sources(comparison: Comparison) -> list[str]:
+    """Where each bait case's declaration came from (`--bait`, the rows, a workspace)."""
+    found: dict[str, str] = {}
+    for cell in comparison.cells:
+        if cell.bait is not None:
+            decl = f"{cell.bait.metric} > {format_value(cell.bait.threshold)}"
+            found.setdefault(
+                cell.caseId, f"  {cell.caseId}: {decl}, declared by {cell.bait.source}"
+            )
+    if not found:
+        return []
+    return ["", "bait declarations:", *(found[k] for k in sorted(found))]
 
 
 def render_text(comparison: Comparison, *, gate: bool = True) -> str:
@@ -127,6 +143,7 @@ def render_text(comparison: Comparison, *, gate: bool = True) -> str:
         lines += flags
         if comparison.bait_policy != "require":
             lines.append(BAIT_REPORTED)
+    lines += bait_sources(comparison)
     if comparison.warnings:
         lines.append("")
         lines += [f"warning: {w}" for w in comparison.warnings]
@@ -467,11 +484,13 @@ def render_junit(comparison: Comparison) -> str:
 
     baits = comparison.bait_policy == "require"  # under "report" a flag fails no testcase
     failed = [c for c in comparison.cells if _junit_failure(c, baits)]
+    errored = [c for c in comparison.cells if _junit_error(c) and not _junit_failure(c, baits)]
     suite = ET.Element(
         "testsuite",
         name="capeval gate",
         tests=str(len(comparison.cells)),
         failures=str(len(failed)),
+        errors=str(len(errored)),
         # A missing cell with a bait flag is a failure, not also a skip: the
         # counts must add up to what the testcases say.
         skipped=str(
@@ -488,8 +507,12 @@ def render_junit(comparison: Comparison) -> str:
         )
         failure = _junit_failure(cell, baits)
         failure = _xml_text(failure) if failure else None
+        error = _junit_error(cell)
         if failure:
             ET.SubElement(case, "failure", message=failure, type=_junit_type(cell)).text = failure
+        elif error:
+            # Not measured is no failure of the agent: CI shows it as an error.
+            ET.SubElement(case, "error", message=error, type="not-measured").text = error
         elif cell.status == "missing":
             ET.SubElement(case, "skipped", message="cell missing from the candidate")
         out = [f"{cell.status}: baseline {_rate(cell.baseline)}, candidate {_rate(cell.candidate)}"]
@@ -526,6 +549,16 @@ def _junit_type(cell: CellComparison) -> str:
     unchanged cell is no "unchanged" failure. A regression wins (the message
     lists the flag too)."""
     return "regressed" if cell.status == "regressed" else "bait-flag"
+
+
+def _junit_error(cell: CellComparison) -> str | None:
+    """The cell's `error` repeats (not measured), per side, or None when it has none."""
+    sides = [
+        f"{name} {side.errors} error repeat(s) of {side.repeats + side.errors}"
+        for name, side in (("baseline", cell.baseline), ("candidate", cell.candidate))
+        if side is not None and side.errors
+    ]
+    return ("not measured: " + ", ".join(sides)) if sides else None
 
 
 def _junit_failure(cell: CellComparison, baits: bool = True) -> str | None:

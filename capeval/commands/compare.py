@@ -100,6 +100,9 @@ def run_comparison(
     seed: int,
     gate: bool,
     headline: bool = False,
+    max_error_rate: float | None = None,
+    allow_partial: bool = False,
+    strict_torn: bool = False,
 ) -> GateResult:
     """`gate_files` called the way every comparison command calls it.
 
@@ -122,6 +125,9 @@ def run_comparison(
         headline=headline,
         seed=seed,
         bait_policy=configured_bait_policy(root),
+        max_error_rate=max_error_rate,
+        allow_partial=allow_partial,
+        strict_torn=strict_torn,
     )
 
 

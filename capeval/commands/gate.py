@@ -1,7 +1,9 @@
 """`capeval gate`: compare with the frozen baseline and exit with the verdict.
 
 Exit codes: 0 clean, 1 some cell's pass rate regressed, 3 nothing regressed
-but bait flags make the comparison unclean, 2 bad input or usage. Without
+but bait flags make the comparison unclean, 2 bad input or usage, or a
+comparison that cannot be judged: a cell with `error` repeats, a run missing
+planned repeats, a bait case declared nowhere. Without
 `--baseline` the configuration's `baseline` is used. Advisory statistics are
 off by default here (they need scipy, which costs a second to import) and
 never change the exit code.
@@ -19,6 +21,24 @@ from capeval.commands.compare import comparison_options, emit, run_comparison
 
 @click.command("gate")
 @comparison_options(baseline_required=False, advisory_default=False)
+@click.option(
+    "--max-error-rate",
+    type=click.FloatRange(min=0, max=1),
+    default=None,
+    metavar="R",
+    help="Judge a cell whose error repeats (not measured) are at most this fraction of its "
+    "repeats, on its judged repeats alone; default: a cell with any error is not judged (exit 2).",
+)
+@click.option(
+    "--allow-partial",
+    is_flag=True,
+    help="Judge a run that holds fewer repeats than its plan file names (default: exit 2).",
+)
+@click.option(
+    "--strict-torn",
+    is_flag=True,
+    help="Refuse (exit 2) a result file whose torn last line was skipped.",
+)
 def gate(
     baselines: tuple[Path, ...],
     candidates: tuple[Path, ...],
@@ -28,8 +48,11 @@ def gate(
     advisory: bool,
     seed: int,
     as_json: bool,
+    max_error_rate: float | None,
+    allow_partial: bool,
+    strict_torn: bool,
 ) -> None:
-    """Gate CANDIDATE results against the baseline (exit 0 clean, 1 regressed, 3 bait flags, 2 bad input)."""
+    """Gate CANDIDATE results against the baseline (exit 0 clean, 1 regressed, 3 bait flags, 2 bad input or not judged)."""
     result = run_comparison(
         baselines_or_configured(baselines, root, as_json=as_json),
         candidates,
@@ -39,6 +62,9 @@ def gate(
         advisory=advisory,
         seed=seed,
         gate=True,
+        max_error_rate=max_error_rate,
+        allow_partial=allow_partial,
+        strict_torn=strict_torn,
     )
     emit(result, as_json=as_json)
     exit_with(result.exit_code)

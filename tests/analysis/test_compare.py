@@ -185,6 +185,7 @@ def test_bait_flag_wording_and_number_format() -> None:
         "candidateMedian": 20000,
         "misbehaving": True,
         "flag": True,
+        "source": "rows",
     }
     assert result.bait_flags == ["slow"] and result.exit_code == 3 and not result.clean
 
@@ -288,7 +289,13 @@ def test_json_contract_keys() -> None:
         "bait",
         "advisory",
     ]
-    assert obj["cells"][0]["baseline"] == {"repeats": 1, "passCount": 1, "passRate": 1}
+    assert obj["cells"][0]["baseline"] == {
+        "repeats": 1,
+        "passCount": 1,
+        "passRate": 1,
+        "failCount": 0,
+        "errorCount": 0,
+    }
 
 
 @pytest.mark.parametrize(

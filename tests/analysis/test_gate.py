@@ -449,6 +449,7 @@ def test_real_files_judged_with_the_flag_match_hand_arithmetic(
         "candidateMedian": 32088,  # 31518, 32088, 32191
         "misbehaving": True,
         "flag": False,
+        "source": "--bait",
     }
     assert baits["web-bait"]["misbehaving"] is False and baits["web-bait"]["flag"] is False
     assert obj["summary"]["regressed"] == 0 and obj["clean"] is False

@@ -16,6 +16,7 @@ from capeval.analysis import stats
 from capeval.analysis.cells import Cell, cells_from_rows
 from capeval.analysis.compare import Comparison, compare_cells
 from capeval.analysis.report import render, render_refusal, render_text
+from tests.analysis.test_gate import BAIT_FLAGS
 from tests.rowfactory import gate_row as row
 
 
@@ -225,8 +226,7 @@ def test_report_command_writes_the_file(real_results: Path, tmp_path: Path) -> N
             "--candidate",
             str(real_results / "after-0286-grok.json"),
             "--allow-provider-fallback",
-            "--bait",
-            "env-bait=envAssignmentCommandCount:0",
+            *BAIT_FLAGS,
             "--no-advisory",
             "-o",
             str(out),
@@ -295,7 +295,9 @@ def test_a_refused_comparison_still_writes_a_report_saying_why(
     if fmt == "json":
         obj = json.loads(text)
         assert obj["exitCode"] == 2 and obj["errors"]
-        assert all("--allow-provider-fallback" in e for e in obj["errors"])
+        assert any("--allow-provider-fallback" in e for e in obj["errors"])
+        # The real rows say tier "bait" and declare none: never silently unchecked.
+        assert any("bait case(s) without a bait declaration: edit-bait" in e for e in obj["errors"])
     elif fmt == "junit":
         error = ET.fromstring(text).find("./testsuite/testcase/error")
         assert error is not None and "--allow-provider-fallback" in (error.text or "")

@@ -24,6 +24,7 @@ from capeval.results.overlap import same_run_warnings
 from capeval.results.provenance import mixed_writer_warnings, written_by_capeval
 from capeval.results.v3 import write_v3
 from tests.analysis.test_frame import same_frame
+from tests.analysis.test_gate import BAIT_FLAGS
 from tests.clirun import capeval
 from tests.rowfactory import result_row
 
@@ -78,8 +79,8 @@ def test_compare_and_gate_warn_about_a_copy_of_a_v3_file(
     result = json.loads(done.stdout)
     assert [w for w in result["warnings"] if expected in w] != []
     assert result["cells"][0]["baseline"]["repeats"] == 6  # counted, with the warning
-    gated = capeval("gate", *args, "--allow-provider-fallback", cwd=tmp_path)
-    assert gated.returncode == 0, gated.stderr
+    gated = capeval("gate", *args, "--allow-provider-fallback", *BAIT_FLAGS, cwd=tmp_path)
+    assert gated.returncode == 3, gated.stderr  # bait flags, as the real files have
     assert f"warning: {expected}" in gated.stdout
     # Two runs on one side are pooled without a word, as before.
     pooled = capeval(

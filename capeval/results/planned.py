@@ -1,0 +1,54 @@
+"""What a run planned: the repeats per cell its plan file (`<stream>.plan.json`) names.
+
+`capeval run` writes the plan beside its stream before the first repeat, so
+a stream with fewer rows than its plan is an unfinished run (stopped,
+crashed, or still running). The gate reads the plan to refuse judging such a
+run as if it were whole (docs/gating.md#outcomes). A plan that is missing,
+unreadable or not a plan says nothing: the stream is then judged on its rows,
+as before plans existed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from capeval.core.row import result_key
+from capeval.results.errors import JSON_ERRORS
+from capeval.results.formats import LARGEST_PLAN, PLAN, looks_like_plan
+
+
+def plan_beside(stream: str | Path) -> Path:
+    """Where `capeval run` keeps the plan of the stream `stream`."""
+    stream = Path(stream)
+    return stream.with_name(stream.name + PLAN.suffixes[0])
+
+
+def planned_repeats(stream: str | Path) -> dict[str, int] | None:
+    """{resultKey: planned repeats} from the plan beside `stream`; None without a usable one.
+
+    The cells are the plan's resolved variants times its resolved cases, each
+    with the plan's `repeats`.
+    """
+    path = plan_beside(stream)
+    try:
+        if not path.is_file() or path.stat().st_size > LARGEST_PLAN:
+            return None
+        doc = json.loads(path.read_bytes())
+    except (OSError, *JSON_ERRORS):
+        return None
+    if not looks_like_plan(doc):
+        return None
+    resolved = doc.get("resolved")
+    repeats = doc.get("repeats")
+    if not isinstance(resolved, dict) or not isinstance(repeats, int) or isinstance(repeats, bool):
+        return None
+    variants = resolved.get("variants")
+    cases = resolved.get("cases")
+    if not isinstance(variants, list) or not isinstance(cases, list):
+        return None
+    ids = [v.get("id") for v in variants if isinstance(v, dict)]
+    names = [i for i in ids if isinstance(i, str)]
+    if len(names) != len(variants) or not all(isinstance(c, str) for c in cases):
+        return None
+    return {result_key(v, str(c)): repeats for v in names for c in cases}
