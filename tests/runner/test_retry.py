@@ -19,7 +19,7 @@ from capeval.runner import retry
 from capeval.runner.repeat import RepeatCancelled
 from capeval.runner.retry import RetryPolicy, run_with_retries
 from tests.casefactory import write_case
-from tests.runhelpers import capeval
+from tests.runhelpers import capeval, interrupt_when, start_capeval
 
 
 class _Job:
@@ -80,11 +80,14 @@ def test_a_stop_during_the_wait_leaves_no_row(monkeypatch: pytest.MonkeyPatch) -
 
 
 def _flaky_workspace(tmp_path: Path) -> tuple[Path, Path]:
-    """A command agent that cannot start while `down` exists (a provider outage)."""
+    """A command agent that cannot start while `down` exists (a provider outage), and
+    whose repeats after the first hang while `hang` exists."""
     down = tmp_path / "down"
     agent = tmp_path / "agent.sh"
     agent.write_text(
         f"#!/bin/sh\nif [ -e {down} ]; then echo 'connection refused' >&2; exit 3; fi\n"
+        f'if [ "$1" != --version ] && [ -e {tmp_path}/hang ] && ! mkdir {tmp_path}/first; then\n'
+        f"  touch {tmp_path}/hanging; sleep 60\nfi\n"
     )
     agent.chmod(0o755)
     root = tmp_path / "ws"
@@ -128,3 +131,30 @@ def test_retry_errors_needs_a_stream_to_resume(tmp_path: Path) -> None:
     root, _ = _flaky_workspace(tmp_path)
     done = capeval(root, "--matrix", "x:y@flaky", "--retry-errors")
     assert done.returncode == 2 and "--resume PATH" in done.stderr
+
+
+def test_a_retry_errors_resume_killed_midway_and_resumed_never_doubles(tmp_path: Path) -> None:
+    root, down = _flaky_workspace(tmp_path)
+    stream = tmp_path / "rows.jsonl"
+    down.touch()
+    args = ("--matrix", "x:y@flaky", "--repeats", "2", "--jsonl", str(stream), "--quiet")
+    capeval(root, *args, "--retries", "0")
+    assert len(stream.read_text().splitlines()) == 2
+    down.unlink()
+    (tmp_path / "hang").touch()
+    # The first error repeat runs again and passes; the second hangs: stop the run there.
+    proc = start_capeval(root, "--resume", str(stream), "--retry-errors", "--quiet")
+    interrupt_when(
+        proc,
+        lambda: (tmp_path / "hanging").exists() and len(stream.read_text().splitlines()) == 3,
+    )
+    (tmp_path / "hang").unlink()
+    again = capeval(root, "--resume", str(stream), "--retry-errors", "--quiet")
+    assert again.returncode == 0, again.stderr
+    lines = [json.loads(line) for line in stream.read_text().splitlines()]
+    assert [r["outcome"] for r in lines] == ["error", "error", "passed", "passed"]
+    assert sorted(r["repeat"] for r in lines[2:]) == [0, 1]  # each repeat once more
+    assert sorted((r["repeat"], r["outcome"]) for r in read_rows(stream)) == [
+        (0, "passed"),
+        (1, "passed"),
+    ]
