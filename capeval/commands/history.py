@@ -24,6 +24,8 @@ TABLE_COLUMNS: tuple[str, ...] = (
     "cases",
     "repeats",
     "passRate",
+    "errors",
+    "attempts",
     "turnsUsed",
     "tokenInput",
     "tokenOutput",
