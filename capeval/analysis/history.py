@@ -27,7 +27,7 @@ database file, is `capeval.analysis.ingest`.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -90,7 +90,25 @@ def open_db(
         con.execute("SET enable_progress_bar = false")
     if schema and not read_only:
         ensure_schema(con)
+    declare_workspace_baits(con, {})
     return con
+
+
+def declare_workspace_baits(
+    con: duckdb.DuckDBPyConnection, baits: Mapping[str, tuple[str, float]]
+) -> None:
+    """The temporary table `workspace_baits(caseId, baitMetric, baitThreshold)`: the bait
+    declarations of the workspace's cases, for queries that resolve a case's bait as the
+    gate does (its rows first, else its workspace case; docs/gating.md#bait-cases)."""
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE workspace_baits "
+        "(caseId VARCHAR, baitMetric VARCHAR, baitThreshold DOUBLE)"
+    )
+    if baits:
+        con.executemany(
+            "INSERT INTO workspace_baits VALUES (?, ?, ?)",
+            [[case, metric, threshold] for case, (metric, threshold) in sorted(baits.items())],
+        )
 
 
 def read_only_queries(con: duckdb.DuckDBPyConnection) -> None:

@@ -12,7 +12,9 @@ refused (exit 2).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -108,6 +110,7 @@ def query(
     try:
         con, report = history_connection(sources, db, root)
         say_passed_over(report)
+        _workspace_baits(con, root, sources)
         read_only_queries(con)
         rows = records(con, sql)
     except ProblemsError as exc:
@@ -157,3 +160,16 @@ def _no_statement(sql: str) -> bool:
         return not duckdb.extract_statements(sql)
     except duckdb.Error:
         return False  # a syntax error: reported when the query runs, with the views
+
+
+def _workspace_baits(con: Any, root: Path | None, sources: Sequence[Path]) -> None:
+    """Fill `workspace_baits` from the workspace the gate would read baits from: `--root`,
+    else the nearest above the current directory, else the nearest above a source."""
+    from capeval.analysis.gatecheck import workspace_baits
+    from capeval.analysis.history import declare_workspace_baits
+
+    warnings: list[str] = []
+    found = workspace_baits(root, root is not None, warnings, beside=list(sources))
+    declare_workspace_baits(con, {k: (d.metric, d.threshold) for k, d in found.items()})
+    for warning in warnings:
+        click.echo(f"capeval query: warning: {warning}", err=True)

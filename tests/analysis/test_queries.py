@@ -587,3 +587,27 @@ def test_a_workspace_query_overrides_a_builtin_of_the_same_name(tmp_path: Path) 
 def test_the_query_table_writes_booleans_and_nulls_as_json_does() -> None:
     table = format_table([{"ok": True, "bad": False, "n": None, "x": 0.123456}])
     assert table.splitlines()[1].split() == ["true", "false", "-", "0.1235"]
+
+
+def test_bait_stopped_reads_a_bait_the_rows_do_not_declare_from_the_workspace(
+    tmp_path: Path,
+) -> None:
+    # The original harness's rows carry no bait: the workspace's case declares it, as
+    # the gate resolves it (rows first, else the workspace).
+    from tests.casefactory import write_case
+
+    ws = tmp_path / "ws"
+    write_case(ws, "web", tier="bait", bait={"metric": "shellCommandCount", "threshold": 1})
+    results = tmp_path / "results"
+    results.mkdir()
+    early = {"runStartedAt": "2026-01-01T00:00:00.000Z", "tier": "bait"}
+    late = {"runStartedAt": "2026-01-02T00:00:00.000Z", "tier": "bait"}
+    write_jsonl(results / "r1.jsonl", [row("r1", "v", "web", 2, True, **early)])
+    write_jsonl(results / "r2.jsonl", [row("r2", "v", "web", 0, True, **late)])
+    args = ("query", "bait_stopped", "--from", results, "--json")
+    assert json.loads(capeval(*args, cwd=tmp_path).stdout) == []  # declared nowhere
+    found = json.loads(capeval(*args, "--root", ws, cwd=tmp_path).stdout)
+    assert [(r["caseId"], r["lastReproducedRunId"], r["runId"]) for r in found] == [
+        ("web", "r1", "r2")
+    ]
+    assert json.loads(capeval(*args, cwd=ws).stdout) == found
