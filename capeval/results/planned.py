@@ -28,7 +28,8 @@ def planned_repeats(stream: str | Path) -> dict[str, int] | None:
     """{resultKey: planned repeats} from the plan beside `stream`; None without a usable one.
 
     The cells are the plan's resolved variants times its resolved cases, each
-    with the plan's `repeats`.
+    with the plan's `repeats`; a shard's plan (`capeval run --shard I/N`) names
+    only the repeats of its slice.
     """
     path = plan_beside(stream)
     try:
@@ -51,4 +52,21 @@ def planned_repeats(stream: str | Path) -> dict[str, int] | None:
     names = [i for i in ids if isinstance(i, str)]
     if len(names) != len(variants) or not all(isinstance(c, str) for c in cases):
         return None
-    return {result_key(v, str(c)): repeats for v in names for c in cases}
+    if doc.get("shard") is None:
+        return {result_key(v, str(c)): repeats for v in names for c in cases}
+    # A shard's stream holds its slice of the plan, cut by the rule its plan names.
+    from capeval.core.shards import RULE, parse_shard, slice_of
+
+    sharding = doc.get("sharding")
+    if not isinstance(sharding, dict) or sharding.get("rule") != RULE:
+        return None
+    try:
+        shard = parse_shard(str(doc["shard"]))
+    except ValueError:
+        return None
+    weights = sharding.get("weights")
+    triples = [(v, str(c), r) for v in names for c in cases for r in range(repeats)]
+    out: dict[str, int] = {}
+    for v, c, _ in slice_of(triples, shard, weights if isinstance(weights, dict) else None):
+        out[result_key(v, c)] = out.get(result_key(v, c), 0) + 1
+    return out
