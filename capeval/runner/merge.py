@@ -158,8 +158,13 @@ def merge(paths: Sequence[Path]) -> Merged:
     owner = assign(planned, first.shard.count, first.plan["sharding"].get("weights") or {})
     order = {t: i for i, t in enumerate(planned)}
     rows: list[tuple[int, int, Row, Path]] = []
+    from capeval.results.supersede import superseded
+
     for s in shards:
         seen: dict[Triple, int] = {}
+        # An `error` row a `--retry-errors` resume of the shard ran again: the later
+        # row stands; both are kept, as the shard holds them, and that is no duplicate.
+        gone = superseded(s.rows)
         for n, row in enumerate(s.rows, start=1):
             if row.get("runId") != run_id:
                 raise MergeError(
@@ -173,12 +178,13 @@ def merge(paths: Sequence[Path]) -> Merged:
                     f"{s.path}: row {n} ({_shown(key)}) is {whose}, not shard {s.shard}'s; "
                     "this stream is not the shard its plan says"
                 )
-            if key in seen:
+            if key in seen and not gone[seen[key] - 1]:
                 warnings.append(
                     f"{s.path}: row {n} repeats {_shown(key)} (first at row {seen[key]}); "
                     "both are kept, as the shard holds them"
                 )
-            seen.setdefault(key, n)
+            if key not in seen or gone[seen[key] - 1]:
+                seen[key] = n
             rows.append((order[key], len(rows), row, s.path))
     rows.sort(key=lambda item: (item[0], item[1]))
     return Merged(

@@ -166,6 +166,21 @@ def test_a_repeat_a_shard_holds_twice_is_kept_with_a_warning(tmp_path: Path) -> 
     assert any("both are kept" in w for w in merged.warnings)
 
 
+def test_an_error_row_a_shard_ran_again_is_superseded_not_a_duplicate(tmp_path: Path) -> None:
+    shards = _shards(tmp_path, count=2)
+    lines = shards[0].read_text().splitlines(keepends=True)
+    errored = {**json.loads(lines[0]), "outcome": "error", "passed": False}
+    # As a `--retry-errors` resume leaves it: the error row, later the row that stands.
+    shards[0].write_text(json.dumps(errored) + "\n" + "".join(lines[1:]) + lines[0])
+    merged = merge(shards)
+    assert not any("both are kept" in w for w in merged.warnings), merged.warnings
+    out = tmp_path / "merged" / "run.jsonl"
+    write_merged(merged, out)
+    from capeval.results.load import read_rows as standing
+
+    assert sorted(map(triple, standing(out))) == sorted(merged.planned)
+
+
 def test_a_plan_that_names_no_shard_of_its_run_is_refused(tmp_path: Path) -> None:
     (shard,) = _shards(tmp_path, count=1)
     meta = shard.with_name(shard.name + ".plan.json")
