@@ -10,7 +10,7 @@ attempt's row is written, counting every attempt in `attempts`; each
 attempt's outcome and error are kept in the repeat's artifacts
 (`attempts.json`, and the earlier attempts' evidence in `attempt-<n>/`).
 
-The schedule is tenacity's (`wait_exponential_jitter`): a small, well-tested
+The schedule is tenacity's (`wait_exponential` plus `wait_random`): a small, well-tested
 library rather than one more hand-made loop of sleeps and counters. Waits are
 cut short by the run's stop event, so Ctrl-C during a backoff stops at once;
 the repeat then leaves no row and `--resume` runs it again.
@@ -29,7 +29,8 @@ from tenacity import (
     Retrying,
     retry_if_result,
     stop_after_attempt,
-    wait_exponential_jitter,
+    wait_exponential,
+    wait_random,
 )
 
 from capeval.agents.base import Adapter
@@ -107,9 +108,9 @@ def run_with_retries(
 
     retrying = Retrying(
         stop=stop_after_attempt(policy.retries + 1),
-        wait=wait_exponential_jitter(
-            initial=policy.wait_s, max=policy.max_wait_s, jitter=policy.wait_s
-        ),
+        # wait_s, 2 * wait_s, 4 * wait_s ... (capped), each plus up to wait_s of jitter.
+        wait=wait_exponential(multiplier=policy.wait_s, max=policy.max_wait_s)
+        + wait_random(0, policy.wait_s),
         retry=retry_if_result(measured_nothing),
         sleep=sleep,
         before_sleep=before_sleep,
