@@ -98,6 +98,7 @@ def _flaky_workspace(tmp_path: Path) -> tuple[Path, Path]:
     return root, down
 
 
+@pytest.mark.slow  # four runs of capeval
 def test_resume_with_retry_errors_supersedes_and_never_doubles(tmp_path: Path) -> None:
     root, down = _flaky_workspace(tmp_path)
     stream = tmp_path / "rows.jsonl"
