@@ -125,3 +125,25 @@ def test_codex_stderr_is_never_read_for_an_outage() -> None:
 )
 def test_free_text_of_cli_messages(text: str, want: InfraError | None) -> None:
     assert from_text(text) == want
+
+
+@pytest.mark.parametrize(
+    ("summary", "status", "want"),
+    [
+        ({"outcome": "error", "errorKind": "rate_limit", "providerStatus": 429}, "failed",
+         {"errorKind": "rate_limit", "providerStatus": 429}),
+        # A kind capeval does not know: the status decides, else a server error.
+        ({"outcome": "error", "errorKind": "meltdown", "providerStatus": 529}, "failed",
+         {"errorKind": "overloaded", "providerStatus": 529}),
+        ({"outcome": "error"}, "failed", {"errorKind": "server", "providerStatus": None}),
+        ({"outcome": "error"}, "timeout", {}),  # out of its time: the agent's own
+        ({"outcome": "failed"}, "failed", {}),
+        ({}, "done", {}),
+    ],
+)  # fmt: skip
+def test_a_command_products_run_summary_states_an_outage(
+    summary: dict, status: str, want: dict
+) -> None:
+    from capeval.agents.command import _stated_outcome
+
+    assert _stated_outcome(summary, status) == want

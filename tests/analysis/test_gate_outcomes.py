@@ -215,3 +215,18 @@ def test_the_workspace_above_the_result_file_declares_baits(tmp_path: Path) -> N
     elsewhere.mkdir()
     args = ("gate", "--baseline", base, "--candidate", cand, "--allow-provider-fallback")
     assert capeval(*args, cwd=elsewhere).returncode == 3
+
+
+@pytest.mark.parametrize("fmt", ["md", "html", "json"])
+def test_every_report_shows_the_error_repeats(sides: tuple[Path, Path], fmt: str) -> None:
+    from capeval.analysis.report import render
+
+    base, cand = sides
+    result = gate_files(base, cand, max_error_rate=0.5)
+    assert result.comparison is not None
+    text = render(result.comparison, fmt)
+    if fmt == "json":
+        (cell,) = json.loads(text)["cells"]
+        assert cell["candidate"]["errorCount"] == 2
+    else:
+        assert "2/2 (100%) +2 error" in text
