@@ -89,6 +89,33 @@ def comparison_options(
     return decorate
 
 
+def judging_options(func: Any) -> Any:
+    """What `gate` and `report` may be told to judge anyway, so a report can say what the gate says."""
+    options = [
+        click.option(
+            "--max-error-rate",
+            type=click.FloatRange(min=0, max=1),
+            default=None,
+            metavar="R",
+            help="Judge a cell whose error repeats (not measured) are at most this fraction of its "
+            "repeats, on its judged repeats alone; default: a cell with any error is not judged (exit 2).",
+        ),
+        click.option(
+            "--allow-partial",
+            is_flag=True,
+            help="Judge a run that holds fewer repeats than its plan file names (default: exit 2).",
+        ),
+        click.option(
+            "--strict-torn",
+            is_flag=True,
+            help="Refuse (exit 2) a result file whose torn last line was skipped.",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 def run_comparison(
     baselines: Sequence[Path],
     candidates: Sequence[Path],

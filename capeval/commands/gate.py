@@ -16,29 +16,12 @@ from pathlib import Path
 import click
 
 from capeval.commands.common import baselines_or_configured, exit_with
-from capeval.commands.compare import comparison_options, emit, run_comparison
+from capeval.commands.compare import comparison_options, emit, judging_options, run_comparison
 
 
 @click.command("gate")
 @comparison_options(baseline_required=False, advisory_default=False)
-@click.option(
-    "--max-error-rate",
-    type=click.FloatRange(min=0, max=1),
-    default=None,
-    metavar="R",
-    help="Judge a cell whose error repeats (not measured) are at most this fraction of its "
-    "repeats, on its judged repeats alone; default: a cell with any error is not judged (exit 2).",
-)
-@click.option(
-    "--allow-partial",
-    is_flag=True,
-    help="Judge a run that holds fewer repeats than its plan file names (default: exit 2).",
-)
-@click.option(
-    "--strict-torn",
-    is_flag=True,
-    help="Refuse (exit 2) a result file whose torn last line was skipped.",
-)
+@judging_options
 def gate(
     baselines: tuple[Path, ...],
     candidates: tuple[Path, ...],

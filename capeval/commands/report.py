@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from capeval.commands.common import EXIT_BAD_INPUT, cannot_write, configured_baseline, fail
-from capeval.commands.compare import comparison_options, run_comparison
+from capeval.commands.compare import comparison_options, judging_options, run_comparison
 
 # The format a report file's extension names, as `capeval plot -o` takes its image type.
 EXTENSION_FORMATS = {
@@ -34,6 +34,7 @@ def format_of(output: Path | None) -> str | None:
 
 @click.command("report")
 @comparison_options(baseline_required=False, advisory_default=True, with_json=False)
+@judging_options
 @click.option(
     "--format",
     "fmt",
@@ -60,6 +61,9 @@ def report(
     root: Path | None,
     advisory: bool,
     seed: int,
+    max_error_rate: float | None,
+    allow_partial: bool,
+    strict_torn: bool,
 ) -> None:
     """Write a gate report comparing CANDIDATE with BASELINE (exit 0 when written, 2 on bad input).
 
@@ -106,6 +110,9 @@ def report(
             seed=seed,
             gate=True,
             headline=True,
+            max_error_rate=max_error_rate,
+            allow_partial=allow_partial,
+            strict_torn=strict_torn,
         )
         refused = result.comparison is None or result.json is None
         if refused:

@@ -120,6 +120,24 @@ def test_a_run_missing_planned_repeats_is_refused_unless_allowed(tmp_path: Path)
     assert "judged what is there (--allow-partial)" in allowed.stdout
 
 
+def test_report_is_told_what_the_gate_is_told(sides: tuple[Path, Path], tmp_path: Path) -> None:
+    # A report of a partial or errored run is a refusal, as the gate's verdict
+    # would be; the same flags make both judge it, so the two never disagree.
+    base, cand = sides
+    partial = jsonl(tmp_path / "partial.jsonl", [row("a", "passed", 0)])
+    _plan(partial, 3, ["a"])
+    out = tmp_path / "r.md"
+    for given, flags in ((cand, ("--max-error-rate", "0.5")), (partial, ("--allow-partial",))):
+        args = ("report", "--baseline", base, "--candidate", given, "-o", out, "--no-advisory")
+        refused = capeval(*args, cwd=tmp_path)
+        assert refused.returncode == 2 and "refused, exit 2" in refused.stderr
+        written = capeval(*args, *flags, cwd=tmp_path)
+        assert written.returncode == 0, written.stderr
+        assert "gate verdict exit 0" in written.stderr
+        gate = capeval("gate", "--baseline", base, "--candidate", given, *flags, cwd=tmp_path)
+        assert gate.returncode == 0, gate.stderr
+
+
 def test_a_complete_run_with_its_plan_gates_as_before(tmp_path: Path) -> None:
     base = jsonl(tmp_path / "base.jsonl", [row("a", "passed", r) for r in range(2)])
     cand = jsonl(tmp_path / "cand.jsonl", [row("a", "passed", r) for r in range(2)])
