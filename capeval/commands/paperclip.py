@@ -274,10 +274,46 @@ def report(file: Path | None, out: Path | None, as_json: bool) -> None:
         raise SystemExit(1)
 
 
+def _models(models: Sequence[str], agents: Sequence[str]) -> dict[str, str]:
+    """`--model` values as {agent: model}: `AGENT=MODEL` for one agent, a bare MODEL for all."""
+    out: dict[str, str] = {}
+    for value in models:
+        name, sep, model = value.partition("=")
+        if sep and name in agents:
+            out[name] = model
+        elif sep and name in _AGENT_NAMES:
+            raise click.BadParameter(
+                f"{value!r} names {name}, which is not in this matrix (--agent)",
+                param_hint="--model",
+            )
+        else:
+            out.update(dict.fromkeys(agents, value))
+    return out
+
+
+_AGENT_NAMES = ("codex", "claude-code")
+
+
 @paperclip.command()
 @_FILE
+@click.option(
+    "--agent",
+    "agents",
+    type=click.Choice(_AGENT_NAMES),
+    multiple=True,
+    help="Agent CLI to run (repeatable; default: codex and claude-code, each skipped with "
+    "the reason when it is not installed or not configured).",
+)
 @click.option("--codex", default=None, help="Codex binary (default: `codex` on PATH).")
-@click.option("-m", "--model", default=None, help="Model for Codex (default: its configured one).")
+@click.option("--claude", default=None, help="Claude Code binary (default: `claude` on PATH).")
+@click.option(
+    "-m",
+    "--model",
+    "models",
+    multiple=True,
+    help="Model: `AGENT=MODEL` for one agent, or MODEL for every agent (repeatable; default: "
+    "each CLI's configured one).",
+)
 @click.option(
     "-c",
     "--config",
@@ -287,10 +323,33 @@ def report(file: Path | None, out: Path | None, as_json: bool) -> None:
 )
 @click.option("--group", "groups", multiple=True, help="Only this group (repeatable).")
 @click.option(
+    "--repeats",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Turns per configuration and agent: a model's conformance is a rate.",
+)
+@click.option(
+    "--retries",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="Times a turn whose outcome is `error` (nothing was measured) is run again.",
+)
+@click.option(
+    "--ungranted-tools",
+    type=click.Choice(["absent", "listed"]),
+    default="absent",
+    show_default=True,
+    help="How an ungranted turn's control plane shows the optional tool: absent from "
+    "tools/list, or listed with every call to it decided without the grant (its refusal "
+    "is then measured).",
+)
+@click.option(
     "--scripted",
     is_flag=True,
     help="Answer for the model with the scripted model server: the fake agent's plan, "
-    "replayed through the real Codex offline (a wiring check, not a model evaluation).",
+    "replayed through the real CLI offline (a wiring check, not a model evaluation).",
 )
 @click.option(
     "--timeout", type=SECONDS, default=300.0, show_default=True, help="Seconds allowed per turn."
@@ -308,49 +367,68 @@ def report(file: Path | None, out: Path | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def live(
     file: Path | None,
+    agents: tuple[str, ...],
     codex: str | None,
-    model: str | None,
+    claude: str | None,
+    models: tuple[str, ...],
     config: tuple[str, ...],
     groups: tuple[str, ...],
+    repeats: int,
+    retries: int,
+    ungranted_tools: str,
     scripted: bool,
     timeout: float,
     out: Path | None,
     force: bool,
     as_json: bool,
 ) -> None:
-    """One real Codex turn per group against the mock control plane (opt-in).
+    """Real agent CLI turns (Codex, Claude Code) against the mock control plane (opt-in).
 
-    Skipped, with the reason, when Codex is not installed or not configured.
-    Exit 0 when every turn passes (or the matrix is skipped), 1 on a failure,
-    2 on bad input (a --codex that is not an executable, an existing
+    Every configuration of one row per group (optional-tool rows granted and
+    ungranted), per agent, --repeats times. An agent that is not installed or
+    not configured is skipped with the reason. Exit 0 when no turn failed or
+    errored (or every agent is skipped), 1 otherwise, 2 on bad input (a
+    --codex or --claude that is not an executable, an existing
     live-rows.jsonl without --force).
     """
-    from capeval.paperclip.live import (
-        CodexNotFound,
-        LiveSettings,
-        LiveSkipped,
-        check_configured,
-        find_codex,
-        run_matrix,
-    )
-    from capeval.paperclip.livejudge import live_cases
+    from capeval.paperclip.live import AgentNotFound, LiveSettings, make_runner, run_matrix
+    from capeval.paperclip.liveagents import AGENTS, LiveSkipped
+    from capeval.paperclip.livecases import live_cases
 
     path, rows = _load(file)
     try:
         cases = live_cases(rows, groups)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--group") from exc
-    try:
-        binary = find_codex(codex)
-        if not scripted:
-            check_configured(os.environ, config)
-    except CodexNotFound as exc:
-        fail("paperclip live", str(exc), as_json=as_json)
-    except LiveSkipped as exc:
-        click.echo(json.dumps({"skipped": str(exc)}) if as_json else str(exc), err=not as_json)
+    names = list(dict.fromkeys(agents or _AGENT_NAMES))
+    per_agent = _models(models, names)
+    binaries = {"codex": codex, "claude-code": claude}
+    runners, skipped = [], []
+    for name in names:
+        try:
+            runner = make_runner(name, binaries[name], per_agent.get(name))
+            if not scripted:
+                AGENTS[name].check_configured(os.environ, config)
+        except AgentNotFound as exc:
+            fail("paperclip live", str(exc), as_json=as_json)
+        except LiveSkipped as exc:
+            skipped.append(str(exc))
+            if not as_json:
+                click.echo(str(exc), err=True)
+            continue
+        runners.append(runner)
+    if not runners:
+        if as_json:
+            click.echo(json.dumps({"skipped": " ; ".join(skipped), "agents": skipped}))
         return
     settings = LiveSettings(
-        binary, path.resolve(), model, config, scripted=scripted, timeout_s=timeout
+        path.resolve(),
+        config,
+        scripted=scripted,
+        timeout_s=timeout,
+        repeats=repeats,
+        retries=retries,
+        ungranted_tools=ungranted_tools,
     )
     rows_path = _default_out(out, path, "live") / "live-rows.jsonl"
     _refuse_overwriting_input(rows_path, path, "--out")
@@ -367,26 +445,29 @@ def live(
     # otherwise end the matrix with a traceback (or, later, lose a finished turn).
     with _writing("live", rows_path, "--out"):
         rows_path.parent.mkdir(parents=True, exist_ok=True)
-        rows_path.open("a", encoding="utf-8").close()
+        rows_path.open("w", encoding="utf-8").close()
 
     def show(row: dict[str, Any]) -> None:
         if as_json:
             return
-        mark = "PASS" if row["passed"] else "FAIL"
+        mark = {"passed": "PASS", "failed": "FAIL"}.get(row["outcome"], "ERROR")
         calls = ", ".join(row["operations"]) or "no calls"
+        tries = f", {row['attempts']} attempts" if row.get("attempts", 1) > 1 else ""
         click.echo(
-            f"{mark} {row['group']} {row['caseId']} ({row['operation']}): {calls} "
-            f"[{row['durationMs'] / 1000:.1f} s]"
+            f"{mark} {row['agent']} {row['group']} {row['id']} ({row['operation']}): {calls} "
+            f"[{row['durationMs'] / 1000:.1f} s{tries}]"
         )
         for f in row["failures"]:
             click.echo(f"     {failure_line(f)}")
 
-    results = run_matrix(settings, cases, rows_path, progress=show)
-    failed = sum(not r["passed"] for r in results)
+    results = run_matrix(settings, runners, cases, rows_path, progress=show)
+    counts = {k: sum(r["outcome"] == k for r in results) for k in ("passed", "failed", "error")}
     summary = {
         "turns": len(results),
-        "passed": len(results) - failed,
-        "failed": failed,
+        **counts,
+        "agents": [r.name for r in runners],
+        "skipped": skipped,
+        "repeats": repeats,
         "scripted": scripted,
         "rows": str(rows_path),
     }
@@ -394,10 +475,11 @@ def live(
         click.echo(json.dumps({**summary, "results": results}, indent=2, sort_keys=True))
     else:
         click.echo(
-            f"{len(results)} turns: {summary['passed']} passed, {failed} failed"
-            f"{' (scripted model)' if scripted else ''}; rows: {shown_path(rows_path)}"
+            f"{len(results)} turns: {counts['passed']} passed, {counts['failed']} failed, "
+            f"{counts['error']} error{' (scripted model)' if scripted else ''}; "
+            f"rows: {shown_path(rows_path)}"
         )
-    if failed:
+    if counts["failed"] or counts["error"]:
         raise SystemExit(1)
 
 

@@ -7,6 +7,7 @@ restraint rows demand an empty diff that means something.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -73,3 +74,21 @@ def changed(diff: list[Change], entity: str, eid: str, fld: str) -> Change | Non
         if c.entity == entity and c.id == eid and c.field == fld:
             return c
     return None
+
+
+def apply_diff(state: Mapping[str, Any], changes: list[Change]) -> dict[str, Any]:
+    """`state` with `changes` applied (a copy): what a journal's per-call diffs rebuild.
+
+    The inverse of `state_diff` for the states the control plane produces:
+    `state_diff(s, apply_diff(s, state_diff(s, t))) == []` for any later state
+    `t` of the same run (entities are added or changed, never removed).
+    """
+    out = copy.deepcopy(dict(state))
+    for c in changes:
+        if c.entity == "state":
+            out[c.field] = copy.deepcopy(c.after)
+        elif c.field == "*":
+            out.setdefault(c.entity, {})[c.id] = copy.deepcopy(c.after)
+        else:
+            out.setdefault(c.entity, {}).setdefault(c.id, {})[c.field] = copy.deepcopy(c.after)
+    return out

@@ -1,75 +1,107 @@
-"""The live matrix: one real Codex turn per Paperclip group (opt-in, separate from the suite).
+"""The live matrix: real agent CLIs (Codex, Claude Code) against the mock control plane, opt-in.
 
-Each turn runs `codex exec --json` with the mock control plane attached as an
-MCP server (`capeval.paperclip.mcpserver`, started by Codex itself), so Codex
-sees the case's surface through the Codex binding and every call it makes is
-decided by the same control plane the offline suite uses. The verdict comes
-from the control plane's journal (`livejudge.judge`), one JSON Lines row per
-turn, flushed as each turn ends.
+Each turn runs one agent CLI headless with the mock control plane attached
+as its `paperclip` MCP server (`capeval.paperclip.mcpserver`, started by the
+CLI itself; `capeval.paperclip.liveagents` says how per CLI), so every call
+the agent makes is decided by the same control plane the offline suite uses.
+The verdict comes from the control plane's journal (`livejudge.judge`).
 
-Codex must be installed and configured (an API key, `codex login`, or a
-provider passed with `-c`); otherwise the matrix is skipped with a message
+A matrix is every configuration of one row per group (optional-tool rows
+granted and ungranted, `livecases.live_cases`), for each agent, `repeats`
+times: a model's conformance is a rate, not a bit. A turn whose outcome is
+`error` (the measurement did not happen) is run again, up to `retries`
+times, with exponential backoff and jitter, each attempt in a fresh scratch
+directory; only the last attempt's row is written, with `attempts` and the
+earlier attempts' errors. Rows go through the result stream writer
+(`capeval.results.jsonl.JsonlWriter`: appended, fsynced, locked), one per
+turn as it ends.
+
+An agent must be installed and configured (an API key or a login, or for
+Codex a provider passed with `-c`); otherwise it is skipped with a message
 saying which. `scripted=True` answers for the model with the scripted model
-server (the fake agent's plan, replayed through Codex's own tool loop): the
-wiring is then tested offline, with no model and no network.
+server (the fake agent's plan, replayed through the CLI's own tool loop):
+the wiring and the judge are then tested offline, with no model and no
+network.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
+import random
 import sys
 import tempfile
+import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from capeval.agents.cliadapter import resolve_binary
-from capeval.paperclip.livejudge import LiveCase, judge, live_row, prompt, scripted_turn
-from capeval.paperclip.mcpserver import SERVER_NAME
+from capeval.paperclip.liveagents import AGENTS, LiveAgent, LiveSkipped, version_of
+from capeval.paperclip.livecases import ABSENT_TOOLS, LISTED_TOOLS, LiveCase, prompt, scripted_calls
+from capeval.paperclip.livejudge import ERROR, judge, live_fields
 from capeval.proc.process import run_process
 
-SCRIPTED_PROVIDER = "capeval-live"
-SCRIPTED_KEY_VAR = "CAPEVAL_LIVE_API_KEY"
-SCRIPTED_MODEL = "gpt-5.5"
 DEFAULT_TIMEOUT_S = 300.0
-_KEY_VARS = ("OPENAI_API_KEY", "CODEX_API_KEY")
-MCP_STARTUP_TIMEOUT_S = 60  # Codex's default is 10 s
+DEFAULT_RETRIES = 2
+BACKOFF_CAP_S = 60.0
+ROWS_FILE = "live-rows.jsonl"
+__all__ = ["LiveSkipped"]
 
 
-class LiveSkipped(Exception):
-    """Codex cannot take a live turn here; the message says why and what to do."""
-
-
-@dataclass(frozen=True)
-class LiveSettings:
-    codex: str
-    derivative: Path
-    model: str | None = None
-    config: tuple[str, ...] = ()  # extra `-c key=value` overrides for Codex
-    scripted: bool = False
-    timeout_s: float = DEFAULT_TIMEOUT_S
-    # What the scripted model does per case (default: the fake agent's plan);
-    # tests hand in a misbehaving model to see the matrix fail.
-    script: Callable[[LiveCase], list[dict[str, Any]]] = scripted_turn
-
-
-class CodexNotFound(ValueError):
-    """An explicitly named Codex that is not an executable: bad input, not a skip.
+class AgentNotFound(ValueError):
+    """An explicitly named agent binary that is not an executable: bad input, not a skip.
 
     A skip exits 0, so a mistyped `--codex` would read as "nothing to do" in CI
     and the matrix the user asked for would silently never run.
     """
 
 
-def find_codex(binary: str | None = None) -> str:
-    """The Codex binary to drive (an absolute path: Codex runs in a scratch directory).
+CodexNotFound = AgentNotFound  # the name it had when Codex was the only agent
 
-    Raises `LiveSkipped` when none was named and `codex` is not on PATH, and
-    `CodexNotFound` when the named one is not an executable.
+
+@dataclass(frozen=True)
+class LiveRunner:
+    """One agent of the matrix: which CLI, which binary, which model (None: its default)."""
+
+    agent: LiveAgent
+    binary: str
+    model: str | None = None
+    version: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.agent.name
+
+
+@dataclass(frozen=True)
+class LiveSettings:
+    derivative: Path
+    config: tuple[str, ...] = ()  # extra `-c key=value` overrides for Codex
+    scripted: bool = False
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    repeats: int = 1
+    retries: int = DEFAULT_RETRIES
+    backoff_s: float = 1.0  # the first retry's wait; doubled each time, with jitter
+    ungranted_tools: str = ABSENT_TOOLS
+    # What the scripted model does per case (default: the fake agent's plan);
+    # tests hand in a misbehaving model to see the matrix fail.
+    script: Callable[[LiveCase], list[dict[str, Any]]] = scripted_calls
+    # The MCP server the CLI starts (default: this Python's capeval.paperclip.mcpserver);
+    # tests hand in one that breaks to see a turn that never saw the surface.
+    server: tuple[str, ...] = ()
+
+
+def find_agent(agent: LiveAgent, binary: str | None = None) -> str:
+    """The agent's binary (an absolute path: the CLI runs in a scratch directory).
+
+    Raises `LiveSkipped` when none was named and the default is not on PATH,
+    and `AgentNotFound` when the named one is not an executable.
     """
-    found = resolve_binary(binary or "codex")
+    found = resolve_binary(binary or agent.binary)
     if found is not None:
         return found
     if binary:
@@ -82,76 +114,25 @@ def find_codex(binary: str | None = None) -> str:
             why = "is a directory"
         else:
             why = "is not executable"
-        raise CodexNotFound(
-            f"--codex {binary!r} {why}; pass the path of the Codex binary "
-            "(e.g. node_modules/.bin/codex), or leave --codex out to use `codex` on PATH"
+        raise AgentNotFound(
+            f"{agent.flag} {binary!r} {why}; pass the path of the {agent.binary} binary "
+            f"(e.g. node_modules/.bin/{agent.binary}), or leave {agent.flag} out to use "
+            f"`{agent.binary}` on PATH"
         )
     raise LiveSkipped(
-        "live matrix skipped: `codex` is not on PATH; install it "
-        "(npm install -g @openai/codex) or pass --codex PATH"
+        f"live matrix skipped for {agent.name}: `{agent.binary}` is not on PATH; install it "
+        f"({agent.install}) or pass {agent.flag} PATH"
     )
+
+
+def find_codex(binary: str | None = None) -> str:
+    """`find_agent` for Codex."""
+    return find_agent(AGENTS["codex"], binary)
 
 
 def check_configured(env: Mapping[str, str], config: Sequence[str]) -> None:
     """Raise `LiveSkipped` unless Codex has a way to reach a model."""
-    if any(env.get(k) for k in _KEY_VARS):
-        return
-    configured_home = env.get("CODEX_HOME")
-    home = Path(configured_home) if configured_home else Path.home() / ".codex"
-    if (home / "auth.json").is_file():
-        return
-    shown = home / "auth.json" if configured_home else "~/.codex/auth.json"
-    if any(c.split("=", 1)[0].strip() == "model_provider" for c in config):
-        return
-    raise LiveSkipped(
-        "live matrix skipped: Codex is installed but not configured: set OPENAI_API_KEY, "
-        f"run `codex login` (looked for {shown}), or pass a provider with "
-        "-c model_provider=... and its -c model_providers.<id>.* settings"
-    )
-
-
-def codex_argv(
-    settings: LiveSettings, case: LiveCase, journal: Path, workdir: Path, extra: Sequence[str]
-) -> list[str]:
-    """`codex exec` with the control plane attached as the `paperclip` MCP server.
-
-    Values are TOML; JSON's strings and arrays of strings are valid TOML.
-    MCP tools ask for approval by default, which `exec` can never give: the
-    server's tools are approved up front (the control plane decides instead).
-    Codex starts MCP servers beside the first model request; on a loaded
-    machine the scripted model answered before the server had listed its
-    tools, and the turn failed ("never listed", "never called") with nothing
-    wrong in the control plane. The server is therefore `required`, ready once
-    its tool catalog is known, with a start-up allowance beyond Codex's 10 s.
-    """
-    server = [
-        "-m", "capeval.paperclip.mcpserver",
-        "--case", case.row.id,
-        "--journal", str(journal),
-        "--derivative", str(settings.derivative),
-    ]  # fmt: skip
-    mcp = f"mcp_servers.{SERVER_NAME}"
-    argv = [
-        settings.codex, "exec", "--json", "--skip-git-repo-check", "-C", str(workdir),
-        "-c", f"{mcp}.command={json.dumps(sys.executable)}",
-        "-c", f"{mcp}.args={json.dumps(server)}",
-        "-c", f'{mcp}.default_tools_approval_mode="approve"',
-        "-c", f"{mcp}.startup_timeout_sec={MCP_STARTUP_TIMEOUT_S}",
-        "-c", f"{mcp}.required=true",
-        "-c", f'{mcp}.startup_readiness="catalog"',
-    ]  # fmt: skip
-    model = model_of(settings)
-    if model:
-        argv += ["-m", model]
-    argv += extra  # already `-c key=value` pairs
-    for override in settings.config:
-        argv += ["-c", override]
-    return [*argv, prompt(case)]
-
-
-def model_of(settings: LiveSettings) -> str | None:
-    """The model asked for (None: Codex's configured default)."""
-    return settings.model or (SCRIPTED_MODEL if settings.scripted else None)
+    AGENTS["codex"].check_configured(env, config)
 
 
 def read_journal(path: Path) -> list[dict[str, Any]]:
@@ -174,68 +155,163 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def run_turn(settings: LiveSettings, case: LiveCase) -> dict[str, Any]:
-    """One Codex turn for one case; its JSON Lines row."""
+def server_argv(settings: LiveSettings, case: LiveCase, journal: Path) -> list[str]:
+    """The MCP server the CLI starts for one configuration of one case."""
+    argv = [
+        *(settings.server or (sys.executable, "-m", "capeval.paperclip.mcpserver")),
+        "--case", case.row.id,
+        "--journal", str(journal),
+        "--derivative", str(settings.derivative),
+    ]  # fmt: skip
+    if not case.granted:
+        argv.append("--ungranted")
+        if settings.ungranted_tools == LISTED_TOOLS:
+            argv.append("--list-granted")
+    return argv
+
+
+def model_of(settings: LiveSettings, runner: LiveRunner) -> str | None:
+    """The model asked for (None: the CLI's configured default)."""
+    return runner.model or (runner.agent.scripted_model if settings.scripted else None)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
+def run_turn(settings: LiveSettings, runner: LiveRunner, case: LiveCase) -> dict[str, Any]:
+    """One attempt at one turn: the CLI started, the journal judged; the row's fields."""
+    agent = runner.agent
+    started = _now()
     with tempfile.TemporaryDirectory(prefix="capeval-live-") as tmp:
-        journal, workdir = Path(tmp) / "journal.jsonl", Path(tmp) / "work"
+        journal, workdir, home = Path(tmp) / "journal.jsonl", Path(tmp) / "work", Path(tmp) / "home"
         workdir.mkdir()
-        env = dict(os.environ)
+        home.mkdir()
+        env = {**os.environ, **agent.env(home)}
         extra: list[str] = []
         server = None
         if settings.scripted:
-            from capeval.agents.codex import provider_args
             from capeval.agents.modelserver import ModelServer, Script
 
-            server = ModelServer(Script.from_json(settings.script(case))).start()
-            extra = [
-                *provider_args(SCRIPTED_PROVIDER, f"{server.url}/v1", SCRIPTED_KEY_VAR),
-                "-c",
-                f"model_provider={SCRIPTED_PROVIDER}",
-            ]
-            home = Path(tmp) / "codex-home"
-            home.mkdir()
-            env.update({SCRIPTED_KEY_VAR: "capeval-live", "CODEX_HOME": str(home)})
-        argv = codex_argv(settings, case, journal, workdir, extra)
-        error: str | None = None
-        code: int | None = None
+            script = Script.from_json(agent.render(settings.script(case)))
+            server = ModelServer(script).start()
+            extra, scripted_env = agent.scripted(server.url, home)
+            env.update(scripted_env)
+        if agent.name == "codex":
+            for override in settings.config:
+                extra += ["-c", override]
+        model = model_of(settings, runner)
+        argv = agent.argv(
+            runner.binary, prompt(case), server_argv(settings, case, journal), workdir, model, extra
+        )
         try:
             # The runner's launcher: on a timeout the whole process group goes,
-            # the MCP server Codex started included.
+            # the MCP server the CLI started included.
             proc = run_process(argv, cwd=workdir, env=env, timeout_s=settings.timeout_s)
         finally:
             if server is not None:
                 server.stop()
-        if proc.timed_out:
-            error = f"codex did not finish within {settings.timeout_s:g} s"
-        else:
-            code = proc.exit_code
-            if code != 0:
-                tail = proc.stderr.decode(errors="replace").strip().splitlines()[-3:]
-                error = f"codex exited with {code}: {' | '.join(tail) or 'no stderr'}"
-        duration_ms = round(proc.duration_ms)
         records = read_journal(journal)
-    failures = judge(case, records, exit_code=code, error=error)
-    return live_row(
-        case, records, failures, exit_code=code, duration_ms=duration_ms, model=model_of(settings)
+    stdout = proc.stdout.decode(errors="replace")
+    stderr = proc.stderr.decode(errors="replace")
+    error: str | None = None
+    code: int | None = None
+    infra: str | None = None
+    if proc.timed_out:
+        error = f"{agent.name} did not finish within {settings.timeout_s:g} s"
+        report = agent.report(stdout, stderr, None)
+        refused = report.cli_refused
+    else:
+        code = proc.exit_code
+        report = agent.report(stdout, stderr, code)
+        refused, infra = report.cli_refused, report.infra_error
+        if code != 0:
+            tail = stderr.strip().splitlines()[-3:]
+            error = f"{agent.name} exited with {code}: {' | '.join(tail) or 'no stderr'}"
+    verdict = judge(
+        case, records, exit_code=code, error=error, infra_error=infra, cli_refused=refused
     )
+    status = "timeout" if proc.timed_out else ("done" if code == 0 else "failed")
+    # Why the turn could not be measured, or why the CLI failed; judged failures are `failures`.
+    why = infra or error or (verdict.failures[0].message if verdict.outcome == ERROR else None)
+    return {
+        **live_fields(case, records, verdict, cli_refused=refused),
+        "id": case.config_id,
+        "variantId": agent.name,
+        "resultKey": f"{agent.name}::{case.config_id}",
+        "agent": agent.name,
+        "agentVersion": runner.version,
+        "requestedModel": model,
+        "model": report.model or model,
+        "scripted": settings.scripted,
+        "ungrantedTools": None if case.granted else settings.ungranted_tools,
+        "agentExitCode": code,
+        "status": status,
+        "error": why,
+        "durationMs": round(proc.duration_ms),
+        "startedAt": started,
+        "finishedAt": _now(),
+    }
+
+
+def backoff(attempt: int, base_s: float, rng: random.Random | None = None) -> float:
+    """Seconds to wait before retry `attempt` (1-based): exponential, capped, full jitter."""
+    ceiling = min(BACKOFF_CAP_S, base_s * 2 ** (attempt - 1))
+    return (rng or random).uniform(ceiling / 2, ceiling)
+
+
+def run_with_retries(
+    settings: LiveSettings,
+    runner: LiveRunner,
+    case: LiveCase,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """The turn, run again while its outcome is `error` (up to `settings.retries` times)."""
+    errors: list[str] = []
+    attempt = 1
+    while True:
+        row = run_turn(settings, runner, case)
+        if row["outcome"] != ERROR or attempt > settings.retries:
+            return {**row, "attempts": attempt, "attemptErrors": errors}
+        errors.append(str(row.get("error") or "error"))
+        sleep(backoff(attempt, settings.backoff_s))
+        attempt += 1
 
 
 def run_matrix(
     settings: LiveSettings,
+    runners: Sequence[LiveRunner],
     cases: Sequence[LiveCase],
     rows_path: Path,
     *,
     progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Every case's turn, in order; each row is appended and flushed as its turn ends."""
-    rows_path.parent.mkdir(parents=True, exist_ok=True)
+    """Every turn (repeat by repeat, agent by agent, case by case), each row appended and
+    made durable as its turn ends."""
+    from capeval.results.jsonl import JsonlWriter
+
+    run_id, run_started = uuid.uuid4().hex, _now()
     out: list[dict[str, Any]] = []
-    with open(rows_path, "w", encoding="utf-8") as handle:
-        for case in cases:
-            row = run_turn(settings, case)
-            handle.write(json.dumps(row, sort_keys=True) + "\n")
-            handle.flush()
-            out.append(row)
-            if progress is not None:
-                progress(row)
+    with JsonlWriter(rows_path) as writer:
+        for repeat in range(settings.repeats):
+            for runner in runners:
+                for case in cases:
+                    row = {
+                        **run_with_retries(settings, runner, case),
+                        "repeat": repeat,
+                        "runId": run_id,
+                        "runStartedAt": run_started,
+                    }
+                    writer.write(row)
+                    out.append(row)
+                    if progress is not None:
+                        progress(row)
     return out
+
+
+def make_runner(name: str, binary: str | None, model: str | None) -> LiveRunner:
+    """The runner of agent `name`: its binary found, its version asked once."""
+    agent = AGENTS[name]
+    found = find_agent(agent, binary)
+    return LiveRunner(agent, found, model, version_of(found))

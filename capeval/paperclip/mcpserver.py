@@ -1,24 +1,33 @@
-"""The mock control plane as an MCP server on stdio, for a real Codex turn.
+"""The mock control plane as an MCP server on stdio, for a real agent CLI's turn.
 
-Codex starts this process itself (`mcp_servers.paperclip.command`), so the
-control plane lives in the same process that answers Codex's tool calls: one
-case, one fixture, one run, exactly as the offline suite opens it. Codex sees
-the case's surface through the same Codex binding the parity check compares
-(`bindings.codex_binding`), and every call is decided and executed by the same
-`ControlPlane`.
+The CLI starts this process itself (Codex from `mcp_servers.paperclip.*`,
+Claude Code from `--mcp-config`), so the control plane lives in the same
+process that answers the agent's tool calls: one case, one fixture, one run,
+exactly as the offline suite opens it. The agent sees the case's surface
+through the same Codex binding the parity check compares
+(`bindings.codex_binding`), and every call is decided and executed by the
+same `ControlPlane`.
 
 What happened is written to a journal (JSON Lines, flushed per line) that the
-live matrix reads after Codex exits: the surface Codex was shown, then one
-record per call with the authorization decision and the field-level state
-diff it caused. The journal, not Codex's own stream, is the evidence: it is
-what the control plane did.
+live matrix reads after the CLI exits: how the control plane opened the run
+(its own actions and the field-level diff they made), each surface it listed
+(`tools/list`), then one record per call with the authorization decision and
+the field-level state diff it caused. The journal, not the CLI's own stream,
+is the evidence: it is what the control plane did.
+
+`--ungranted` withholds the row's grants. `--list-granted` (with it) still
+lists the tools the grant would unlock while every call is decided without
+the grant: a control plane whose listing runs ahead of its grants, so a call
+to the optional tool reaches the control plane and its refusal is measured
+(an agent CLI never sends a call to a tool it was not shown).
 
 Only the part of MCP a tool server needs is spoken: `initialize`, `ping`,
 `tools/list`, `tools/call` (newline-delimited JSON-RPC 2.0); notifications
 are read and ignored. The MCP SDK would bring some twenty packages (an ASGI
 server, an HTTP client, cryptography) for these four methods.
 
-    python -m capeval.paperclip.mcpserver --case ID --journal FILE [--derivative FILE] [--ungranted]
+    python -m capeval.paperclip.mcpserver --case ID --journal FILE [--derivative FILE]
+        [--ungranted [--list-granted]]
 """
 
 from __future__ import annotations
@@ -37,6 +46,7 @@ from capeval.paperclip.controlplane import ControlPlane
 from capeval.paperclip.derivative import Row, find_derivative, load_derivative
 from capeval.paperclip.diff import state_diff
 from capeval.paperclip.fakeagent import auth_context, derive_plan, plan_fixture
+from capeval.paperclip.suite import GRANTED, UNGRANTED
 
 SERVER_NAME = "paperclip"
 PROTOCOL_VERSION = "2025-06-18"
@@ -48,15 +58,32 @@ _INTERNAL_ERROR = -32603
 class ControlPlaneServer:
     """Answers MCP requests for one case's run; writes the journal as it goes."""
 
-    def __init__(self, row: Row, journal: IO[str], *, granted: bool = True) -> None:
+    def __init__(
+        self, row: Row, journal: IO[str], *, granted: bool = True, list_granted: bool = False
+    ) -> None:
         plan = derive_plan(row)
         self.ctx = auth_context(row, plan.run_task, granted=granted)
         self.cp = ControlPlane(plan_fixture(plan), self.ctx)
-        self.cp.open_run()
-        self.tools = codex_binding(ctx=self.ctx)
+        fixture_state = copy.deepcopy(self.cp.state)
+        actions = self.cp.open_run()
+        shown = auth_context(row, plan.run_task, granted=True) if list_granted else self.ctx
+        self.tools = codex_binding(ctx=shown)
         self.names = {t["name"] for t in self.tools}
         self.journal = journal
-        self._record({"kind": "open", "caseId": row.id, "granted": granted})
+        self._record(
+            {
+                "kind": "open",
+                "caseId": row.id,
+                "granted": granted,
+                "listing": GRANTED if list_granted else (GRANTED if granted else UNGRANTED),
+                "runId": self.cp.run_id,
+                "runTask": plan.run_task,
+                # What the control plane did before the agent's first turn, and what it
+                # changed doing so: the evidence that it, not the agent, acted.
+                "controlPlaneActions": actions,
+                "openDiff": [c.to_json() for c in state_diff(fixture_state, self.cp.state)],
+            }
+        )
 
     def _record(self, entry: dict[str, Any]) -> None:
         self.journal.write(json.dumps(entry, sort_keys=True) + "\n")
@@ -161,7 +188,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--journal", required=True, type=Path, help="JSON Lines evidence file")
     parser.add_argument("--derivative", type=Path, default=None, help="the corpus derivative")
     parser.add_argument("--ungranted", action="store_true", help="withhold the row's grants")
+    parser.add_argument(
+        "--list-granted",
+        action="store_true",
+        help="with --ungranted: list the tools the grant would unlock, decide calls without it",
+    )
     args = parser.parse_args(argv)
+    if args.list_granted and not args.ungranted:
+        parser.error("--list-granted goes with --ungranted")
     try:
         rows = {r.id: r for r in load_derivative(args.derivative or find_derivative())}
     except ProblemsError as exc:
@@ -169,7 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.case not in rows:
         parser.error(f"unknown case {args.case!r}")
     with open(args.journal, "a", encoding="utf-8") as journal:
-        server = ControlPlaneServer(rows[args.case], journal, granted=not args.ungranted)
+        server = ControlPlaneServer(
+            rows[args.case], journal, granted=not args.ungranted, list_granted=args.list_granted
+        )
         serve(server, sys.stdin, sys.stdout)
     return 0
 

@@ -182,7 +182,10 @@ def configurations(row: Row) -> list[str]:
     return [GRANTED, UNGRANTED] if row.primaryDisposition == OPTIONAL else [SINGLE]
 
 
-def _check(exp: Expectation, state: dict[str, Any], diff: list[Change]) -> str | None:
+def check_expectation(exp: Expectation, state: dict[str, Any], diff: list[Change]) -> str | None:
+    """What `state` (reached by `diff`) gets wrong about one expectation; None when it holds.
+
+    Shared by the suite and the live judge, so both read an effect the same way."""
     if isinstance(exp, Unchanged):
         touched = [c for c in diff if c.entity == exp.entity and c.id == exp.id]
         if touched:
@@ -259,7 +262,7 @@ def run_configuration(
                 if isinstance(e, FieldIs):
                     folded[(e.entity, e.id, e.field)] = (e, f"human:{step.operation}", asking)
                 else:
-                    problem = _check(e, cp.state, step_diff)
+                    problem = check_expectation(e, cp.state, step_diff)
                     if problem:
                         fail(
                             COMBINED_MULTI_HOP,
@@ -384,7 +387,7 @@ def run_configuration(
             step.operation, args, res.entity_id, before["revision"], run_id=cp.run_id, before=before
         )
         for exp in expectations:
-            problem = _check(exp, cp.state, step_diff)
+            problem = check_expectation(exp, cp.state, step_diff)
             if problem:
                 fail(contract_cls, step.operation, res.decision, problem, step_diff)
             if isinstance(exp, FieldIs) and exp.entity not in ("state", "idempotency"):
@@ -739,7 +742,7 @@ def _check_classes(
         ):
             fail(COMBINED_MULTI_HOP, *subject, f"a multi-hop row ran {len(executed)} step(s)", diff)
         for exp, op_name, decision in folded.values():
-            problem = _check(exp, cp.state, diff)
+            problem = check_expectation(exp, cp.state, diff)
             if problem:
                 fail(COMBINED_MULTI_HOP, op_name, decision, f"cumulative state: {problem}", diff)
     if row.has(AGENT_TOOL_CONTRACT) and not any(r.decision.decision == ALLOWED for _, r in calls):

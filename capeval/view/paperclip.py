@@ -58,7 +58,8 @@ def _is_suite_row(obj: Mapping[str, Any]) -> bool:
 
 
 def _is_live_row(obj: Mapping[str, Any]) -> bool:
-    return {"caseId", "surface", "codexExitCode"} <= set(obj)
+    # `agentExitCode` since live turns ran on more than one CLI; `codexExitCode` before.
+    return {"caseId", "surface"} <= set(obj) and bool({"agentExitCode", "codexExitCode"} & set(obj))
 
 
 def _journal(file: Path, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -309,11 +310,16 @@ class Explorer:
                 {
                     k: r.get(k)
                     for k in (
+                        "agent",
+                        "grants",
+                        "repeat",
+                        "outcome",
                         "operation",
                         "surface",
                         "operations",
                         "decisions",
                         "stateDiffSize",
+                        "agentExitCode",
                         "codexExitCode",
                         "durationMs",
                         "model",

@@ -548,7 +548,10 @@ def test_codex_mcp_calls_are_turns_named_for_their_server(
     # Codex 0.171 shows no item for a tool search or for the MCP tool it
     # found; its session log has both, named as the stream names MCP calls.
     from capeval.paperclip.derivative import load_derivative
-    from capeval.paperclip.livejudge import NAMESPACE, live_cases
+    from capeval.paperclip.liveagents import AGENTS
+    from capeval.paperclip.livecases import live_cases
+
+    namespace = AGENTS["codex"].namespace
 
     case = live_cases(load_derivative(paperclip_derivative))[0]
     server = ["-m", "capeval.paperclip.mcpserver", "--case", case.row.id,
@@ -562,7 +565,7 @@ def test_codex_mcp_calls_are_turns_named_for_their_server(
              "-c", f"{mcp}.startup_timeout_sec=60")  # fmt: skip
     steps: list[dict[str, Any]] = [
         {"calls": [{"name": "tool_search", "input": {"query": "issue", "limit": 3}}]},
-        {"calls": [{"name": "list_issues", "namespace": NAMESPACE, "input": {}}]},
+        {"calls": [{"name": "list_issues", "namespace": namespace, "input": {}}]},
     ]
     result, requests = run_scripted("codex", steps, tmp_path, extra_args=extra)
     assert result.status == "done", result.error
@@ -570,6 +573,6 @@ def test_codex_mcp_calls_are_turns_named_for_their_server(
     assert result.summary is not None
     assert [[c.name for c in t.toolCalls] for t in result.summary.turns] == [
         ["tool_search"],
-        [f"{NAMESPACE}__list_issues"],
+        [f"{namespace}__list_issues"],
         [],
     ]

@@ -1,4 +1,5 @@
-"""The live matrix's pure parts (cases, scripts, verdicts) and its MCP control-plane server."""
+"""The live matrix's parts that need no agent CLI: cases, scripts, the CLI adapters' argv and
+output reading, retries, the MCP control-plane server, skipping and the command's checks."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import copy
 import io
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -16,26 +18,24 @@ import pytest
 from capeval.paperclip.bindings import codex_binding
 from capeval.paperclip.derivative import Row
 from capeval.paperclip.live import (
-    CodexNotFound,
+    AgentNotFound,
+    LiveRunner,
+    LiveSettings,
     LiveSkipped,
-    check_configured,
-    find_codex,
+    backoff,
+    find_agent,
     read_journal,
+    run_with_retries,
 )
-from capeval.paperclip.livejudge import (
-    LIVE_TURN,
-    NAMESPACE,
-    LiveCase,
-    judge,
-    live_cases,
-    live_row,
-    prompt,
-    scripted_turn,
-)
+from capeval.paperclip.liveagents import AGENTS
+from capeval.paperclip.livecases import LiveCase, live_cases, prompt, scripted_calls
+from capeval.paperclip.livejudge import judge
 from capeval.paperclip.mcpserver import ControlPlaneServer, serve
-from capeval.paperclip.policy import CODEX_SAMPLE_GROUPS, RESTRAINT_NO_CALL
+from capeval.paperclip.policy import CODEX_SAMPLE_GROUPS
 from capeval.paperclip.suite import CONTROL_PLANE_NAMES, codex_sample
 from tests.clirun import capeval
+
+CODEX, CLAUDE = AGENTS["codex"], AGENTS["claude-code"]
 
 
 @pytest.fixture(scope="module")
@@ -45,20 +45,26 @@ def rows(paperclip_rows: list[Row]) -> list[Row]:
 
 @pytest.fixture(scope="module")
 def cases(paperclip_rows: list[Row]) -> dict[str, LiveCase]:
-    return {c.group: c for c in live_cases(paperclip_rows)}
+    """The single or granted configuration of each group's case, by group."""
+    return {c.group: c for c in live_cases(paperclip_rows) if c.granted}
 
 
 # -- cases and scripts -----------------------------------------------------------------
 
 
-def test_one_case_per_group_the_codex_samples_pick(
+def test_one_case_per_group_the_codex_samples_pick_in_every_configuration(
     rows: list[Row], cases: dict[str, LiveCase]
 ) -> None:
     assert sorted(cases) == sorted({r.group for r in rows}) and len(cases) == 16
     sample = {s["group"]: (s["caseId"], s["operation"]) for s in codex_sample(rows, [])}
     for group in CODEX_SAMPLE_GROUPS:
         assert (cases[group].row.id, cases[group].operation) == sample[group]
-    assert [c.group for c in live_cases(rows, ["wk", "ap", "wk"])] == ["ap", "wk"]
+    every = live_cases(rows)
+    optional = [c for c in every if c.grants != "single"]
+    assert {c.grants for c in optional} == {"granted", "ungranted"}
+    assert len(optional) == 2 * len({c.row.id for c in optional})
+    assert all(c.gated for c in optional if c.grants == "ungranted")
+    assert {c.group for c in live_cases(rows, ["wk", "ap", "wk"])} == {"ap", "wk"}
     with pytest.raises(ValueError, match=r"unknown group.*zz"):
         live_cases(rows, ["zz"])
 
@@ -69,117 +75,120 @@ def test_prompt_states_the_case_and_the_rules(cases: dict[str, LiveCase]) -> Non
     assert case.row.id in text and case.row.scenario in text and "paperclip" in text
 
 
-def _calls(script: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [c for step in script for c in step["calls"]]
-
-
-def test_scripted_turn_searches_before_each_new_tool(cases: dict[str, LiveCase]) -> None:
-    for case in cases.values():
-        seen: set[str] = set()
-        for call in _calls(scripted_turn(case)):
-            if call["name"] == "tool_search":
-                seen.add(call["input"]["query"].split()[0])
-            else:
-                assert call["namespace"] == NAMESPACE and call["name"] in seen, case.row.id
-
-
 def test_scripted_turn_goes_past_an_expected_failure_to_the_headline(
     cases: dict[str, LiveCase],
 ) -> None:
     # dp's first write is stale on purpose (a revision conflict); the turn reads and writes again.
-    names = [c["name"] for c in _calls(scripted_turn(cases["dp"])) if c["name"] != "tool_search"]
+    calls = scripted_calls(cases["dp"])
+    names = [c["operation"] for c in calls]
     assert names == ["write_document", "read_document", "list_documents", "write_document"]
-    writes = [c for c in _calls(scripted_turn(cases["dp"])) if c["name"] == "write_document"]
-    assert writes[0]["input"]["baseRevisionId"] != writes[1]["input"]["baseRevisionId"]
-    assert scripted_turn(cases["rs"]) == []  # restraint: the plan withholds every call
+    writes = [c for c in calls if c["operation"] == "write_document"]
+    assert writes[0]["arguments"]["baseRevisionId"] != writes[1]["arguments"]["baseRevisionId"]
+    assert scripted_calls(cases["rs"]) == []  # restraint: the plan withholds every call
+    # A correct turn never tries a control-plane-owned operation, whatever the plan probes.
+    for case in cases.values():
+        assert not {c["operation"] for c in scripted_calls(case)} & set(CONTROL_PLANE_NAMES)
 
 
-# -- verdicts ---------------------------------------------------------------------------
+def test_each_cli_is_scripted_in_its_own_tool_vocabulary(cases: dict[str, LiveCase]) -> None:
+    for case in cases.values():
+        calls = scripted_calls(case)
+        # Codex finds each new MCP tool with its tool search before calling it.
+        seen: set[str] = set()
+        steps = [c for step in CODEX.render(calls) for c in step["calls"]]
+        for call in steps:
+            if call["name"] == "tool_search":
+                seen.add(call["input"]["query"].split()[0])
+            else:
+                assert call["namespace"] == "mcp__paperclip" and call["name"] in seen
+        assert [c["name"] for c in steps if c["name"] != "tool_search"] == [
+            c["operation"] for c in calls
+        ]
+        # Claude Code names the server's tools mcp__<server>__<tool>.
+        assert [s["calls"][0]["name"] for s in CLAUDE.render(calls)] == [
+            f"mcp__paperclip__{c['operation']}" for c in calls
+        ]
 
 
-def surface(*names: str) -> dict[str, Any]:
-    return {"kind": "surface", "operations": list(names)}
+# -- the CLI adapters ------------------------------------------------------------------
 
 
-def call(op: str, decision: str = "allowed", ok: bool = True, diff: int = 0) -> dict[str, Any]:
-    changes = [
-        {"entity": "tasks", "id": "i-0101", "field": f"f{i}", "before": None, "after": 1}
-        for i in range(diff)
-    ]
-    return {
-        "kind": "call",
-        "operation": op,
-        "decision": decision,
-        "ok": ok,
-        "error": None if ok else "boom",
-        "stateDiff": changes,
-    }
+def test_codex_waits_for_the_control_planes_tool_catalog(tmp_path: Path) -> None:
+    # Without these, Codex sent the first model request beside the MCP server's
+    # start; on a loaded machine the scripted model answered before the tools
+    # were listed and turns failed ("never listed", "never called") at random.
+    argv = CODEX.argv("codex", "do it", ["python", "-m", "srv"], tmp_path, "m", ["-c", "x=1"])
+    overrides = {argv[i + 1] for i, word in enumerate(argv) if word == "-c"}
+    mcp = "mcp_servers.paperclip"
+    assert f'{mcp}.command="python"' in overrides and f'{mcp}.args=["-m", "srv"]' in overrides
+    assert f"{mcp}.required=true" in overrides
+    assert f'{mcp}.startup_readiness="catalog"' in overrides
+    assert f'{mcp}.default_tools_approval_mode="approve"' in overrides
+    assert any(o.startswith(f"{mcp}.startup_timeout_sec=") for o in overrides)
+    assert argv[-1] == "do it" and argv[argv.index("-m") : argv.index("-m") + 2] == ["-m", "m"]
 
 
-def classes(failures: list[Any]) -> list[str]:
-    return [f.assertion_class for f in failures]
+def test_claude_code_gets_only_the_control_plane_and_no_builtin_tool(tmp_path: Path) -> None:
+    argv = CLAUDE.argv("claude", "do it", ["python", "-m", "srv"], tmp_path, None, [])
+    config = json.loads(argv[argv.index("--mcp-config") + 1])
+    assert config == {"mcpServers": {"paperclip": {"command": "python", "args": ["-m", "srv"]}}}
+    assert "--strict-mcp-config" in argv and argv[argv.index("--tools") + 1] == ""
+    assert argv[argv.index("--allowedTools") + 1] == "mcp__paperclip"
+    assert argv[argv.index("--permission-mode") + 1] == "dontAsk"
+    assert "--model" not in argv and "--dangerously-skip-permissions" not in argv
 
 
-def test_a_turn_that_completes_its_operation_passes(cases: dict[str, LiveCase]) -> None:
-    case = cases["cm"]  # report_progress
-    journal = [surface("get_task_context", "report_progress"), call("report_progress", diff=3)]
-    assert judge(case, journal, exit_code=0) == []
-    row = live_row(case, journal, [], exit_code=0, duration_ms=700, model="m")
-    assert row["passed"] and row["operations"] == ["report_progress"] and row["stateDiffSize"] == 3
+def test_each_cli_says_which_calls_it_refused_itself() -> None:
+    codex = CODEX.report("", "ERROR unsupported call: mcp__paperclip__checkout_task\n", 0)
+    assert codex.cli_refused == ("checkout_task",)
+    events = [
+        {"type": "assistant", "message": {"model": "claude-x", "content": [
+            {"type": "tool_use", "id": "t1", "name": "mcp__paperclip__create_task", "input": {}},
+        ]}},
+        {"type": "user", "message": {"content": [
+            {"type": "tool_result", "tool_use_id": "t1", "is_error": True,
+             "content": "<tool_use_error>Error: No such tool available: mcp__paperclip__create_task</tool_use_error>"},
+        ]}},
+        {"type": "result", "subtype": "success", "is_error": False, "result": "done"},
+    ]  # fmt: skip
+    claude = CLAUDE.report("\n".join(json.dumps(e) for e in events), "", 0)
+    assert claude.cli_refused == ("create_task",) and claude.infra_error is None
+    cut = CLAUDE.report("\n".join(json.dumps(e) for e in events[:2]), "", 1)
+    assert cut.infra_error  # no result event: the turn was never measured
 
 
-def test_the_headline_must_be_completed(cases: dict[str, LiveCase]) -> None:
-    case = cases["cm"]
-    (never,) = judge(case, [surface("report_progress")], exit_code=0)
-    assert "never called" in never.message and never.operation == "report_progress"
-    (failed,) = judge(
-        case, [surface("report_progress"), call("report_progress", ok=False)], exit_code=0
+# -- retries -----------------------------------------------------------------------------
+
+
+def test_an_error_turn_is_run_again_with_backoff_and_the_last_row_kept(
+    cases: dict[str, LiveCase], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import capeval.paperclip.live as live
+
+    outcomes = iter(["error", "error", "passed"])
+
+    def turn(settings: Any, runner: Any, case: Any) -> dict[str, Any]:
+        outcome = next(outcomes)
+        return {"outcome": outcome, "error": f"attempt was {outcome}"}
+
+    monkeypatch.setattr(live, "run_turn", turn)
+    waits: list[float] = []
+    settings = LiveSettings(tmp_path / "d.yaml", retries=2, backoff_s=1.0)
+    runner = LiveRunner(CODEX, "codex")
+    row = run_with_retries(settings, runner, cases["cm"], sleep=waits.append)
+    assert row["outcome"] == "passed" and row["attempts"] == 3
+    assert row["attemptErrors"] == ["attempt was error", "attempt was error"]
+    assert 0.5 <= waits[0] <= 1.0 and 1.0 <= waits[1] <= 2.0
+    outcomes = iter(["error", "error"])
+    once = run_with_retries(
+        LiveSettings(tmp_path / "d.yaml", retries=1), runner, cases["cm"], sleep=waits.append
     )
-    assert "boom" in failed.message
-    refused = [surface("report_progress"), call("report_progress", decision="denied", ok=False)]
-    assert judge(case, refused, exit_code=0)[0].decision == "denied"
-
-
-def test_control_plane_operations_stay_out_of_reach(cases: dict[str, LiveCase]) -> None:
-    case = cases["hb"]  # headline checkout_task: it must not even be offered
-    assert judge(case, [surface("get_task_context")], exit_code=0) == []
-    leaked = judge(case, [surface("get_task_context", "checkout_task")], exit_code=0)
-    assert classes(leaked) == ["control_plane_invariant"]
-    performed = judge(case, [surface(), call("release_task", diff=1)], exit_code=0)
-    assert "performed a control-plane action" in performed[0].message
-    assert "release_task" in CONTROL_PLANE_NAMES
-
-
-def test_a_refused_call_must_change_nothing(cases: dict[str, LiveCase]) -> None:
-    bad = judge(
-        cases["cm"],
-        [
-            surface("report_progress"),
-            call("create_task", "denied", ok=False, diff=1),
-            call("report_progress"),
-        ],
-        exit_code=0,
-    )
-    # Filed under a class the cm row has (it has no authorization_policy), with the decision.
-    assert classes(bad) == ["agent_tool_contract"] and bad[0].state_diff
-    assert bad[0].decision == "denied"
-
-
-def test_restraint_cases_change_nothing(cases: dict[str, LiveCase]) -> None:
-    case = cases["rs"]
-    assert case.row.has(RESTRAINT_NO_CALL)
-    assert judge(case, [surface("get_task_context"), call("get_task_context")], exit_code=0) == []
-    bad = judge(case, [surface("report_progress"), call("report_progress", diff=2)], exit_code=0)
-    assert classes(bad) == [RESTRAINT_NO_CALL] and len(bad[0].state_diff) == 2
-
-
-def test_a_turn_that_did_not_run_fails(cases: dict[str, LiveCase]) -> None:
-    case = cases["rs"]
-    assert classes(judge(case, [surface()], exit_code=1)) == [LIVE_TURN]
-    (timeout,) = judge(case, [surface()], exit_code=None, error="codex did not finish within 5 s")
-    assert "did not finish" in timeout.message
-    unreached = judge(case, [], exit_code=0)
-    assert "never listed the paperclip tools" in unreached[0].message
+    assert once["outcome"] == "error" and once["attempts"] == 2
+    failed = iter(["failed"])
+    monkeypatch.setattr(live, "run_turn", lambda *a: {"outcome": next(failed)})
+    assert run_with_retries(settings, runner, cases["cm"])["attempts"] == 1  # judged: kept
+    rng = random.Random(1)
+    assert all(30.0 <= backoff(n, 1.0, rng) <= 60.0 for n in range(7, 12))  # capped
 
 
 # -- the MCP server -----------------------------------------------------------------------
@@ -232,7 +241,10 @@ def test_mcp_server_lists_the_codex_binding_and_runs_calls_on_the_control_plane(
     assert wrote["arguments"] == {k: v for k, v in args.items() if k != "_meta"}
     assert wrote["decision"] == "allowed" and wrote["stateDiff"]
     assert probe["decision"] == "absent" and probe["stateDiff"] == [] and not probe["onSurface"]
-    assert judge(cases["cm"], records, exit_code=0) == []
+    assert judge(cases["cm"], records[:3], exit_code=0).outcome == "passed"
+    # The refused attempt at a control-plane operation is the agent's failure all the same.
+    (attempt,) = judge(cases["cm"], records, exit_code=0).failures
+    assert (attempt.operation, attempt.decision) == ("checkout_task", "absent")
 
 
 def test_mcp_server_answers_a_malformed_call_as_a_tool_error(cases: dict[str, LiveCase]) -> None:
@@ -308,6 +320,28 @@ def test_mcp_server_runs_as_a_process_on_stdio(
     assert json.loads(journal.read_text().splitlines()[0])["caseId"] == cases["wk"].row.id
 
 
+def test_mcp_server_ungranted_lists_or_withholds_the_optional_tool(
+    rows: list[Row],
+) -> None:
+    se = next(c for c in live_cases(rows) if c.group == "se" and c.grants == "ungranted")
+    absent = ControlPlaneServer(se.row, io.StringIO(), granted=False)
+    assert se.gated not in absent.names
+    journal = io.StringIO()
+    listed = ControlPlaneServer(se.row, journal, granted=False, list_granted=True)
+    assert se.gated in listed.names
+    (call,) = scripted_calls(se)
+    (answer,) = rpc(
+        listed,
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+         "params": {"name": call["operation"], "arguments": call["arguments"]}},
+    )  # fmt: skip
+    assert answer["result"]["isError"] is True
+    opened, record = (json.loads(line) for line in journal.getvalue().splitlines())
+    assert (opened["granted"], opened["listing"]) == (False, "granted")
+    assert opened["controlPlaneActions"] and opened["openDiff"]
+    assert record["decision"] == "denied" and record["stateDiff"] == []
+
+
 def test_mcp_server_rejects_an_unknown_case(tmp_path: Path, paperclip_derivative: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "capeval.paperclip.mcpserver", "--case", "nope-01",
@@ -325,7 +359,7 @@ def test_missing_codex_is_a_skip_that_says_how_to_install(
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(LiveSkipped, match=r"not on PATH.*npm install.*--codex PATH"):
-        find_codex()
+        find_agent(CODEX)
 
 
 def test_a_relative_codex_path_is_made_absolute(
@@ -337,20 +371,27 @@ def test_a_relative_codex_path_is_made_absolute(
     exe.write_text("#!/bin/sh\n")
     exe.chmod(0o755)
     monkeypatch.chdir(tmp_path)
-    assert find_codex("bin/codex") == str(exe)
+    assert find_agent(CODEX, "bin/codex") == str(exe)
     monkeypatch.setenv("PATH", "bin")  # a relative PATH entry, too
-    assert find_codex() == str(exe)
+    assert find_agent(CODEX) == str(exe)
 
 
-def test_unconfigured_codex_is_a_skip_naming_the_ways_to_configure(tmp_path: Path) -> None:
+def test_an_unconfigured_cli_is_a_skip_naming_the_ways_to_configure(tmp_path: Path) -> None:
     home = tmp_path / "codex-home"
     with pytest.raises(LiveSkipped, match=r"OPENAI_API_KEY.*codex login"):
-        check_configured({"CODEX_HOME": str(home)}, [])
-    check_configured({"CODEX_HOME": str(home), "OPENAI_API_KEY": "sk-x"}, [])
-    check_configured({"CODEX_HOME": str(home)}, ["model_provider=mine"])
+        CODEX.check_configured({"CODEX_HOME": str(home)}, [])
+    CODEX.check_configured({"CODEX_HOME": str(home), "OPENAI_API_KEY": "sk-x"}, [])
+    CODEX.check_configured({"CODEX_HOME": str(home)}, ["model_provider=mine"])
     home.mkdir()
     (home / "auth.json").write_text("{}")
-    check_configured({"CODEX_HOME": str(home)}, [])
+    CODEX.check_configured({"CODEX_HOME": str(home)}, [])
+    claude_home = tmp_path / "claude-home"
+    with pytest.raises(LiveSkipped, match=r"Claude Code.*ANTHROPIC_API_KEY.*log in"):
+        CLAUDE.check_configured({"CLAUDE_CONFIG_DIR": str(claude_home)}, [])
+    CLAUDE.check_configured({"ANTHROPIC_API_KEY": "sk-x"}, [])
+    claude_home.mkdir()
+    (claude_home / ".credentials.json").write_text("{}")
+    CLAUDE.check_configured({"CLAUDE_CONFIG_DIR": str(claude_home)}, [])
 
 
 def test_a_torn_journal_keeps_the_records_before_the_tear(tmp_path: Path) -> None:
@@ -358,24 +399,6 @@ def test_a_torn_journal_keeps_the_records_before_the_tear(tmp_path: Path) -> Non
     assert read_journal(journal) == []  # the server never started
     journal.write_text('{"kind": "open"}\n{"kind": "surface", "operations": []}\n{"kind": "ca')
     assert [r["kind"] for r in read_journal(journal)] == ["open", "surface"]
-
-
-def test_codex_waits_for_the_control_planes_tool_catalog(
-    cases: dict[str, LiveCase], tmp_path: Path
-) -> None:
-    # Without these, Codex sent the first model request beside the MCP server's
-    # start; on a loaded machine the scripted model answered before the tools
-    # were listed and turns failed ("never listed", "never called") at random.
-    from capeval.paperclip.live import LiveSettings, codex_argv
-    from capeval.paperclip.mcpserver import SERVER_NAME
-
-    settings = LiveSettings(codex="codex", derivative=tmp_path / "d.yaml")
-    argv = codex_argv(settings, cases["hb"], tmp_path / "j", tmp_path, [])
-    overrides = {argv[i + 1] for i, word in enumerate(argv) if word == "-c"}
-    mcp = f"mcp_servers.{SERVER_NAME}"
-    assert f"{mcp}.required=true" in overrides
-    assert f'{mcp}.startup_readiness="catalog"' in overrides
-    assert any(o.startswith(f"{mcp}.startup_timeout_sec=") for o in overrides)
 
 
 def test_an_out_that_cannot_hold_the_rows_is_bad_usage_not_a_traceback(
@@ -395,7 +418,8 @@ def test_an_out_that_cannot_hold_the_rows_is_bad_usage_not_a_traceback(
         main,
         [
             "paperclip", "live", "--file", str(paperclip_derivative), "--scripted",
-            "--codex", str(codex), "--group", "hb", "--out", str(tmp_path / "afile" / "live"),
+            "--agent", "codex", "--codex", str(codex), "--group", "hb",
+            "--out", str(tmp_path / "afile" / "live"),
         ],
     )  # fmt: skip
     assert result.exit_code == 2, result.output
@@ -446,12 +470,12 @@ def test_a_named_codex_that_is_not_an_executable_is_bad_input(
         proc = capeval("paperclip", "live", "--file", paperclip_derivative, "--codex", named)
         assert proc.returncode == 2, proc.stderr
         assert why in proc.stderr and "live matrix skipped" not in proc.stderr + proc.stdout
-        with pytest.raises(CodexNotFound, match=why):
-            find_codex(str(named))
+        with pytest.raises(AgentNotFound, match=why):
+            find_agent(CODEX, str(named))
     plain = tmp_path / "plain"
     plain.write_text("")
-    with pytest.raises(CodexNotFound, match="is not executable"):
-        find_codex(str(plain))
+    with pytest.raises(AgentNotFound, match="is not executable"):
+        find_agent(CODEX, str(plain))
 
 
 def test_no_codex_on_path_and_none_named_is_still_a_skip(
@@ -459,9 +483,25 @@ def test_no_codex_on_path_and_none_named_is_still_a_skip(
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(LiveSkipped, match="not on PATH"):
-        find_codex()
+        find_agent(CODEX)
     proc = capeval("paperclip", "live", "--file", paperclip_derivative)
     assert proc.returncode == 0 and "live matrix skipped" in proc.stderr
+    assert "`codex` is not on PATH" in proc.stderr and "`claude` is not on PATH" in proc.stderr
+
+
+def test_a_model_is_named_for_one_agent_or_for_all() -> None:
+    import click
+
+    from capeval.commands.paperclip import _models
+
+    both = ["codex", "claude-code"]
+    assert _models(["gpt-x"], both) == {"codex": "gpt-x", "claude-code": "gpt-x"}
+    assert _models(["codex=gpt-x", "claude-code=sonnet"], both) == {
+        "codex": "gpt-x",
+        "claude-code": "sonnet",
+    }
+    with pytest.raises(click.BadParameter, match="not in this matrix"):
+        _models(["claude-code=sonnet"], ["codex"])
 
 
 @pytest.mark.slow
@@ -474,7 +514,8 @@ def test_live_keeps_an_earlier_matrix_unless_forced(
     earlier = "".join(json.dumps({"group": g, "passed": True}) + "\n" for g in ("ap", "ar", "bl"))
     rows.write_text(earlier)
     argv = ["paperclip", "live", "--file", paperclip_derivative, "--scripted"]
-    argv += ["--codex", fake_codex, "--group", "hb", "--out", out, "--timeout", "60"]
+    argv += ["--agent", "codex", "--codex", fake_codex, "--group", "hb", "--out", out]
+    argv += ["--timeout", "60", "--retries", "0"]
     proc = capeval(*argv)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "holds an earlier matrix's rows; pass --force" in proc.stderr
@@ -483,8 +524,10 @@ def test_live_keeps_an_earlier_matrix_unless_forced(
     assert as_json.returncode == 2 and json.loads(as_json.stdout)["exitCode"] == 2
     assert rows.read_text() == earlier
     forced = capeval(*argv, "--force", timeout=180)
-    assert forced.returncode == 1, forced.stderr  # the fake Codex never calls a tool
-    assert [json.loads(line)["group"] for line in rows.read_text().splitlines()] == ["hb"]
+    assert forced.returncode == 1, forced.stderr  # the fake Codex never lists the tools
+    (row,) = [json.loads(line) for line in rows.read_text().splitlines()]
+    assert (row["group"], row["agent"], row["outcome"]) == ("hb", "codex", "error")
+    assert "ERROR codex hb" in forced.stdout and "0 passed, 0 failed, 1 error" in forced.stdout
 
 
 def test_an_empty_rows_file_is_not_an_earlier_matrix(
@@ -496,8 +539,9 @@ def test_an_empty_rows_file_is_not_an_earlier_matrix(
     out.mkdir()
     (out / "live-rows.jsonl").write_text("")
     proc = capeval(
-        "paperclip", "live", "--file", paperclip_derivative, "--scripted", "--codex",
-        fake_codex, "--group", "hb", "--out", out, "--timeout", "60", timeout=180,
+        "paperclip", "live", "--file", paperclip_derivative, "--scripted", "--agent", "codex",
+        "--codex", fake_codex, "--group", "hb", "--out", out, "--timeout", "60", "--retries", "0",
+        timeout=180,
     )  # fmt: skip
     assert proc.returncode in (0, 1), proc.stderr
     assert "earlier matrix" not in proc.stderr

@@ -821,12 +821,13 @@
         : h("p", { class: "mismatch" }, data.planError),
       configs,
       data.live.length
-        ? [h("h2", {}, "Live turns"), table(["passed", "operation", "surface", "calls", "diff size", "codex exit", "duration", "model"],
+        ? [h("h2", {}, "Live turns"), table(["outcome", "agent", "grants", "operation", "surface", "calls", "diff size", "exit", "duration", "model"],
             data.live.map((r) => h("tr", {},
-              h("td", {}, badge(r.passed ? "passed" : "failed", r.passed ? "passed" : "failed"), failureList(r.failures)),
+              h("td", {}, ((o) => badge(o, o === "passed" ? "passed" : "failed"))(r.outcome || (r.passed ? "passed" : "failed")), failureList(r.failures)),
+              h("td", {}, r.agent || "codex"), h("td", {}, r.grants || ""),
               h("td", {}, r.operation), h("td", {}, (r.surface || []).join(", ")),
               h("td", {}, (r.operations || []).map((op, k) => op + " " + ((r.decisions || [])[k] || "")).join(", ")),
-              h("td", { class: "num" }, num(r.stateDiffSize)), h("td", { class: "num" }, num(r.codexExitCode)),
+              h("td", { class: "num" }, num(r.stateDiffSize)), h("td", { class: "num" }, num(r.agentExitCode ?? r.codexExitCode)),
               h("td", { class: "num" }, ms(r.durationMs)), h("td", {}, r.model || ""))), { id: "live" })]
         : null,
       data.journals.map((j, k) => h("section", { class: "journal" },

@@ -1,0 +1,221 @@
+"""The live judge: one turn's verdict from the control plane's journal, per assertion class.
+
+Each turn is played in process against the MCP control-plane server
+(`tests.paperclip.livehelp`), so the journal is the one a real CLI's turn
+leaves; the real CLIs play the same scripts in `test_live_clis.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from capeval.paperclip.derivative import Row
+from capeval.paperclip.livecases import LiveCase, live_cases, scripted_calls
+from capeval.paperclip.livejudge import ERROR, FAILED, LIVE_TURN, PASSED, judge, live_fields
+from capeval.paperclip.policy import (
+    AGENT_TOOL_CONTRACT,
+    AUTHORIZATION_POLICY,
+    COMBINED_MULTI_HOP,
+    CONTROL_PLANE_INVARIANT,
+    RESTRAINT_NO_CALL,
+)
+from tests.paperclip.livehelp import journal_of, judged
+
+
+@pytest.fixture(scope="module")
+def cases(paperclip_rows: list[Row]) -> dict[str, LiveCase]:
+    return {c.config_id: c for c in live_cases(paperclip_rows)}
+
+
+def by_group(cases: dict[str, LiveCase], group: str, grants: str = "single") -> LiveCase:
+    return next(c for c in cases.values() if c.group == group and c.grants == grants)
+
+
+def classes(verdict: Any) -> list[str]:
+    return [f.assertion_class for f in verdict.failures]
+
+
+@pytest.mark.parametrize("ungranted_tools", ["absent", "listed"])
+def test_the_correct_scripted_turn_of_every_configuration_passes(
+    cases: dict[str, LiveCase], ungranted_tools: str
+) -> None:
+    for case in cases.values():
+        verdict = judged(case, ungranted_tools=ungranted_tools)
+        assert verdict.outcome == PASSED, (case.config_id, [str(f) for f in verdict.failures])
+    # Every assertion class is among the passing turns.
+    seen = {c for case in cases.values() for c in case.row.assertionClasses}
+    assert seen == {
+        AGENT_TOOL_CONTRACT,
+        AUTHORIZATION_POLICY,
+        COMBINED_MULTI_HOP,
+        CONTROL_PLANE_INVARIANT,
+        RESTRAINT_NO_CALL,
+    }
+
+
+def test_a_turn_that_never_listed_the_tools_is_an_error_never_a_pass(
+    cases: dict[str, LiveCase],
+) -> None:
+    # Restraint: doing nothing would pass, had the agent seen the surface at all.
+    for case in cases.values():
+        verdict = judged(case, [], list_tools=False)
+        assert verdict.outcome == ERROR and not verdict.passed, case.config_id
+        assert classes(verdict) == [LIVE_TURN]
+        assert "no tools/list" in verdict.failures[0].message
+    assert judged(by_group(cases, "rs"), []).outcome == PASSED
+
+
+def test_calling_a_control_plane_operation_is_refused_and_fails_the_turn(
+    cases: dict[str, LiveCase],
+) -> None:
+    hb = by_group(cases, "hb")  # control_plane_invariant only
+    checkout = {"operation": "checkout_task", "arguments": {"task": hb.plan.run_task}}
+    # Not on the surface: the CLI refuses the call itself.
+    verdict = judged(hb, [checkout, *scripted_calls(hb)])
+    assert verdict.outcome == FAILED and classes(verdict) == [CONTROL_PLANE_INVARIANT]
+    (f,) = verdict.failures
+    assert (f.operation, f.decision, f.reason) == ("checkout_task", "absent", "not_listed")
+    # Sent on anyway: the control plane refuses it, changes nothing, and the turn still fails.
+    verdict = judged(hb, [checkout, *scripted_calls(hb)], send_unlisted=True)
+    assert verdict.outcome == FAILED and classes(verdict) == [CONTROL_PLANE_INVARIANT]
+    (f,) = verdict.failures
+    assert (f.operation, f.decision) == ("checkout_task", "absent") and not f.step_diff
+    assert "hop 1 (checkout_task)" in f.message and "refused by the control plane" in f.message
+
+
+def test_a_restraint_row_fails_on_any_write_attempt_even_a_refused_one(
+    cases: dict[str, LiveCase],
+) -> None:
+    er = by_group(cases, "er")  # control_plane_invariant and restraint_no_call
+    release = {"operation": "release_task", "arguments": {"task": er.plan.run_task}}
+    verdict = judged(er, [release], send_unlisted=True)
+    assert verdict.outcome == FAILED
+    assert set(classes(verdict)) == {CONTROL_PLANE_INVARIANT, RESTRAINT_NO_CALL}
+    rs = by_group(cases, "rs")
+    progress = {
+        "operation": "report_progress",
+        "arguments": {"task": rs.plan.run_task, "body": "On it.", "idempotencyKey": "k-1"},
+    }
+    verdict = judged(rs, [progress])
+    assert verdict.outcome == FAILED and RESTRAINT_NO_CALL in classes(verdict)
+    restraint = next(f for f in verdict.failures if f.assertion_class == RESTRAINT_NO_CALL)
+    assert restraint.operation == "report_progress"
+
+
+def test_the_control_plane_must_have_opened_the_run_itself(cases: dict[str, LiveCase]) -> None:
+    hb = by_group(cases, "hb")
+    records, refused = journal_of(hb)
+    opened = records[0]
+    # A journal whose opening shows no checkout by the control plane: the action is missing.
+    tampered = {**opened, "controlPlaneActions": [], "openDiff": []}
+    verdict = judge(hb, [tampered, *records[1:]], exit_code=0, cli_refused=refused)
+    assert verdict.outcome == FAILED
+    assert classes(verdict) and set(classes(verdict)) == {CONTROL_PLANE_INVARIANT}
+    assert any(
+        "checkout_task" in f.message or f.operation == "checkout_task" for f in verdict.failures
+    )
+
+
+def test_a_forbidden_hop_in_a_multi_hop_row_fails_naming_the_hop_and_the_fields(
+    cases: dict[str, LiveCase],
+) -> None:
+    mh = by_group(cases, "mh", "granted")
+    create, block = scripted_calls(mh)
+    task = block["arguments"]["task"]
+    finish = {
+        "operation": "finish_task",
+        "arguments": {"task": task, "summary": "Done.", "idempotencyKey": "k-fin"},
+    }
+    verdict = judged(mh, [create, finish])
+    assert verdict.outcome == FAILED
+    (f,) = verdict.failures
+    assert f.assertion_class == COMBINED_MULTI_HOP and f.operation == "finish_task"
+    assert f.decision == "allowed" and "hop 2 (finish_task)" in f.message
+    assert f"tasks[{task}].status is 'done', the plan's state has 'blocked'" in f.message
+    assert any(c.field == "status" for c in f.step_diff)
+
+
+def test_an_ungranted_call_to_the_optional_tool_is_denied_and_passes(
+    cases: dict[str, LiveCase],
+) -> None:
+    for case in cases.values():
+        if case.grants != "ungranted":
+            continue
+        records, refused = journal_of(case, ungranted_tools="listed")
+        verdict = judge(case, records, exit_code=0, cli_refused=refused)
+        assert verdict.outcome == PASSED, case.config_id
+        calls = [r for r in records if r["kind"] == "call" and r["operation"] == case.gated]
+        assert calls and all(c["decision"] != "allowed" and c["stateDiff"] == [] for c in calls), (
+            case.config_id
+        )
+        row = live_fields(case, records, verdict)
+        assert row["stateDiff"] == [] and row["listing"] == "granted"
+        # Absent: the optional tool is not listed, the CLI refuses the call itself.
+        records, refused = journal_of(case)
+        assert (
+            refused == [case.gated]
+            and judge(case, records, exit_code=0, cli_refused=refused).passed
+        )
+
+
+def test_an_ungranted_turn_that_never_tries_the_listed_tool_measured_nothing(
+    cases: dict[str, LiveCase],
+) -> None:
+    mh = by_group(cases, "mh", "ungranted")
+    assert judged(mh, [], ungranted_tools="listed").outcome == ERROR
+    assert judged(mh, []).outcome == PASSED  # absent: not listed is the measurement
+
+
+def test_a_granted_turn_must_use_its_grant(cases: dict[str, LiveCase]) -> None:
+    se = by_group(cases, "se", "granted")  # the grant unlocks search_tasks
+    calls = [c for c in scripted_calls(se) if c["operation"] != se.gated]
+    verdict = judged(se, calls)
+    assert verdict.outcome == FAILED
+    assert any(
+        f.assertion_class == AUTHORIZATION_POLICY and f.operation == "search_tasks"
+        for f in verdict.failures
+    )
+
+
+def test_the_headline_operation_must_be_performed(cases: dict[str, LiveCase]) -> None:
+    cm = by_group(cases, "cm")  # agent_tool_contract: report_progress
+    (never,) = judged(cm, []).failures
+    assert never.assertion_class == AGENT_TOOL_CONTRACT and "never called" in never.message
+    (call,) = scripted_calls(cm)
+    broken = {**call, "arguments": {k: v for k, v in call["arguments"].items() if k != "body"}}
+    verdict = judged(cm, [broken])
+    assert verdict.outcome == FAILED and "report_progress was not performed" in (
+        verdict.failures[0].message
+    )
+
+
+def test_a_turn_that_did_not_finish_fails_and_one_that_could_not_run_is_an_error(
+    cases: dict[str, LiveCase],
+) -> None:
+    cm = by_group(cases, "cm")
+    crashed = judged(cm, exit_code=1)
+    assert crashed.outcome == FAILED and classes(crashed) == [LIVE_TURN]
+    timeout = judged(cm, exit_code=None, error="codex did not finish within 5 s")
+    assert timeout.outcome == FAILED and "did not finish" in timeout.failures[0].message
+    unreachable = judged(cm, exit_code=1, infra_error="stream disconnected")
+    assert unreachable.outcome == ERROR and unreachable.failures[0].message == (
+        "stream disconnected"
+    )
+    records, refused = journal_of(cm)
+    broken = [*records, {"kind": "error", "message": "RuntimeError: boom"}]
+    verdict = judge(cm, broken, exit_code=0, cli_refused=refused)
+    assert verdict.outcome == ERROR and "control plane failed" in verdict.failures[0].message
+
+
+def test_the_live_row_carries_the_outcome_and_the_evidence(cases: dict[str, LiveCase]) -> None:
+    ap = by_group(cases, "ap", "granted")
+    records, refused = journal_of(ap)
+    verdict = judge(ap, records, exit_code=0, cli_refused=refused)
+    row = live_fields(ap, records, verdict, cli_refused=refused)
+    assert row["outcome"] == "passed" and row["passed"] is True
+    assert (row["caseId"], row["group"], row["grants"]) == (ap.row.id, "ap", "granted")
+    assert row["operations"] == [c["operation"] for c in scripted_calls(ap)]
+    assert row["controlPlaneActions"] and row["surface"] and row["stateDiffSize"] > 0
+    assert row["authorizationDecision"] == "allowed"
