@@ -241,17 +241,48 @@ def run(file: Path | None, as_json: bool, jsonl: Path | None, force: bool) -> No
     "under the workspace root; outside one, under the derivative's workspace or checkout, "
     "else the current directory, with a note saying which).",
 )
+@click.option(
+    "--live",
+    "live_files",
+    type=click.Path(dir_okay=False, path_type=Path),
+    multiple=True,
+    help="live-rows.jsonl of `capeval paperclip live` to fold into the report's `live` "
+    "section (repeatable; default: live/live-rows.jsonl in the output folder, when it exists).",
+)
+@click.option("--no-live", is_flag=True, help="Leave the live rows out (no `live` section).")
 @click.option("--json", "as_json", is_flag=True, help="Print the written paths as JSON.")
-def report(file: Path | None, out: Path | None, as_json: bool) -> None:
-    """Run the suite and write the parity report (JSON and Markdown) plus its row stream."""
-    from capeval.paperclip.report import write_report
-    from capeval.paperclip.suite import run_suite
+def report(
+    file: Path | None,
+    out: Path | None,
+    live_files: tuple[Path, ...],
+    no_live: bool,
+    as_json: bool,
+) -> None:
+    """Run the suite and write the parity report (JSON and Markdown) plus its row stream.
 
+    The live rows of `capeval paperclip live` are folded in as the report's
+    `live` section: per-group pass rates per agent and grant configuration.
+    """
+    from capeval.paperclip.report import read_live_rows, write_report
+    from capeval.paperclip.suite import run_suite
+    from capeval.results.errors import ResultFileError
+
+    if no_live and live_files:
+        raise click.UsageError("--live and --no-live contradict each other; pass one")
     path, rows = _load(file)
     out_dir = _default_out(out, path)
+    live_rows: list[Path] = list(live_files)
+    if not live_rows and not no_live and (out_dir / "live" / "live-rows.jsonl").is_file():
+        live_rows = [out_dir / "live" / "live-rows.jsonl"]
+    try:
+        _, warnings = read_live_rows(live_rows)
+    except ResultFileError as exc:
+        fail("paperclip report", f"{exc}", as_json=as_json)
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
     result = run_suite(rows)
     with _writing("report", out_dir, "--out"):
-        json_path, md_path, rows_path = write_report(result, out_dir)
+        json_path, md_path, rows_path = write_report(result, out_dir, live_rows=live_rows)
     if as_json:
         click.echo(
             json.dumps(
@@ -259,6 +290,7 @@ def report(file: Path | None, out: Path | None, as_json: bool) -> None:
                     "json": str(json_path),
                     "markdown": str(md_path),
                     "rows": str(rows_path),
+                    "live": [str(p) for p in live_rows],
                     "verdict": "passed" if result.ok else "failed",
                     "passed": result.passed,
                     "failed": result.failed,
@@ -269,6 +301,8 @@ def report(file: Path | None, out: Path | None, as_json: bool) -> None:
         click.echo(
             f"wrote {shown_path(json_path)}\nwrote {shown_path(md_path)}\nwrote {shown_path(rows_path)}"
         )
+        for live_path in live_rows:
+            click.echo(f"live rows folded in: {shown_path(live_path)}")
         click.echo(_suite_line(result))
     if not result.ok:
         raise SystemExit(1)

@@ -1,16 +1,19 @@
 """The parity report and the configuration row stream, as files.
 
-Everything written here is a pure function of the derivative and the code:
-no timestamps, sorted keys, stable ordering, so two runs give identical bytes
-and a diff between two reports is a real change. Files are written to a
-temporary name and renamed into place, so an interrupted run never leaves a
-half-written report behind.
+Everything written here is a pure function of the derivative, the code and
+the live rows folded in: sorted keys, stable ordering, so two runs give
+identical bytes and a diff between two reports is a real change. The one
+exception is the `live` section's timestamps and model ids, which come from
+the live turns and which the section names in its `nondeterministic` list.
+Files are written to a temporary name and renamed into place, so an
+interrupted run never leaves a half-written report behind.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,8 +75,41 @@ def summary(result: SuiteResult) -> dict[str, Any]:
     }
 
 
-def build_report(result: SuiteResult, group_counts: dict[str, dict[str, int]]) -> dict[str, Any]:
-    """The report object; `group_counts` comes from the analysis layer over the row stream."""
+# What the `live` section holds that two live runs of the same rows need not agree on.
+LIVE_NONDETERMINISTIC: tuple[str, ...] = (
+    "agents.*.startedAt",
+    "agents.*.finishedAt",
+    "agents.*.models",
+)
+
+
+def live_section(summary: dict[str, Any]) -> dict[str, Any]:
+    """The report's `live` section from `counts.live_summary`: totals, per-agent facts,
+    per-group pass rates (per grant configuration, and per agent over both) and the
+    turns that did not pass. Pass rates are passed / (passed + failed): an `error` turn
+    (the measurement did not happen) is counted apart and left out."""
+    agents = summary["agents"]
+    totals = {k: sum(a[k] for a in agents.values()) for k in ("turns", "passed", "failed", "error")}
+    judged = totals["passed"] + totals["failed"]
+    return {
+        "nondeterministic": list(LIVE_NONDETERMINISTIC),
+        **totals,
+        "passRate": round(totals["passed"] / judged, 4) if judged else None,
+        "agents": agents,
+        "groups": summary["groups"],
+        "matrix": summary["matrix"],
+        "failures": summary["failures"],
+    }
+
+
+def build_report(
+    result: SuiteResult,
+    group_counts: dict[str, dict[str, int]],
+    live: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The report object; `group_counts` comes from the analysis layer over the row stream,
+    `live` (a `live_section`, or None when no live rows were folded in) likewise over
+    the live rows."""
     classes: Counter[str] = Counter()
     class_cases: dict[str, set[str]] = {c: set() for c in ASSERTION_CLASSES}
     for r in result.results:
@@ -101,6 +137,7 @@ def build_report(result: SuiteResult, group_counts: dict[str, dict[str, int]]) -
         "uncountedExecutions": result.uncounted_executions(),
         "results": [_result_entry(r) for r in result.results],
         "failures": [f.to_json() for f in result.failures],
+        "live": live,
     }
 
 
@@ -172,6 +209,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines += [f"- `{name}`" for name in report["fakeAgentOperations"]]
     lines += _executions_md(report)
     lines += _failures_md(report)
+    lines += _live_md(report.get("live"))
     return "\n".join(lines) + "\n"
 
 
@@ -262,14 +300,132 @@ def _failures_md(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def write_report(result: SuiteResult, out_dir: str | Path) -> tuple[Path, Path, Path]:
-    """Write the row stream, then the JSON and Markdown reports computed from it."""
-    from capeval.paperclip.counts import group_counts
+def _rate(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate:.0%}"
+
+
+def _live_md(live: dict[str, Any] | None) -> list[str]:
+    lines = ["", "## Live conformance", ""]
+    if live is None:
+        return [*lines, "No live rows folded in (`capeval paperclip live`, then `report`)."]
+    lines += [
+        f"{live['turns']} turns: {live['passed']} passed, {live['failed']} failed, "
+        f"{live['error']} error; pass rate {_rate(live['passRate'])} (passed / (passed + "
+        "failed): an error turn measured nothing and is left out). Not deterministic: "
+        + ", ".join(f"`{k}`" for k in live["nondeterministic"])
+        + ".",
+        "",
+        "| agent | version | models | scripted | turns | passed | failed | error | first turn | last turn |",
+        "|---|---|---|---|---:|---:|---:|---:|---|---|",
+    ]
+    for name, a in live["agents"].items():
+        lines.append(
+            f"| {name} | {', '.join(a['agentVersions']) or '-'} | {', '.join(a['models']) or '-'} "
+            f"| {'yes' if a['scripted'] else 'no'} | {a['turns']} | {a['passed']} | {a['failed']} "
+            f"| {a['error']} | {a['startedAt'] or '-'} | {a['finishedAt'] or '-'} |"
+        )
+    agents = list(live["agents"])
+    lines += [
+        "",
+        "Pass rate per group and agent (both grant configurations; passed/judged, errors apart):",
+        "",
+        "| group | " + " | ".join(agents) + " |",
+        "|---|" + "---|" * len(agents),
+    ]
+    for group, by_agent in live["matrix"].items():
+        cells = []
+        for name in agents:
+            c = by_agent.get(name)
+            if c is None:
+                cells.append("-")
+                continue
+            err = f", {c['error']} error" if c["error"] else ""
+            cells.append(f"{_rate(c['passRate'])} ({c['passed']}/{c['passed'] + c['failed']}{err})")
+        lines.append(f"| {group} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "| group | agent | grants | turns | passed | failed | error | pass rate |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for g in live["groups"]:
+        lines.append(
+            f"| {g['group']} | {g['agent']} | {g['grants']} | {g['turns']} | {g['passed']} "
+            f"| {g['failed']} | {g['error']} | {_rate(g['passRate'])} |"
+        )
+    lines += ["", "### Live turns that did not pass", ""]
+    if not live["failures"]:
+        lines.append("None.")
+    for turn in live["failures"]:
+        head = f"- {turn['agent']} {turn['caseId']}:{turn['grants']} repeat {turn['repeat']} ({turn['outcome']})"
+        lines.append(head)
+        for f in turn["failures"]:
+            why = f" ({f['reason']})" if f.get("reason") else ""
+            lines.append(
+                f"  - [{f['assertionClass']}] `{f['operation'] or '-'}` "
+                f"decision={f['decision'] or '-'}{why}: {f['message']}"
+            )
+    return lines
+
+
+# What every live row holds for the report to count it.
+_LIVE_KEYS = ("caseId", "group", "grants", "agent", "outcome")
+
+
+def read_live_rows(paths: Sequence[str | Path]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The live rows of `paths`, read by the result stream reader (a torn last line is a
+    warning, any other bad line an error naming file and line), and the warnings.
+
+    Raises `ResultFileError` for a row that is no live turn's (a suite row, a capability
+    row, a live row from before turns had an outcome and an agent)."""
+    from capeval.paperclip.livejudge import OUTCOMES
+    from capeval.results.errors import ResultFileError
+    from capeval.results.jsonl import read_jsonl
+
+    rows: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    hint = "pass the live-rows.jsonl that `capeval paperclip live` writes"
+    for path in paths:
+        try:
+            found, passed_over = read_jsonl(path)
+        except ResultFileError as exc:  # e.g. the suite's own rows, which are no result rows
+            raise ResultFileError(exc.path, f"{exc.message}; {hint}", line=exc.line) from exc
+        warnings += passed_over
+        for i, row in enumerate(found, 1):
+            missing = [k for k in _LIVE_KEYS if not isinstance(row.get(k), str)]
+            if missing or row["outcome"] not in OUTCOMES:
+                what = f"no {', '.join(missing)}" if missing else f"outcome {row['outcome']!r}"
+                raise ResultFileError(
+                    path,
+                    f"row {i} is not a live turn's row ({what}); {hint} (run the matrix again "
+                    "for rows from before live turns had an outcome)",
+                )
+        rows += found
+    return rows, warnings
+
+
+def write_report(
+    result: SuiteResult, out_dir: str | Path, *, live_rows: Sequence[str | Path] = ()
+) -> tuple[Path, Path, Path]:
+    """Write the row stream, then the JSON and Markdown reports computed from it and from
+    the live rows in `live_rows` (files `capeval paperclip live` wrote), if any.
+
+    The live rows are read and checked (`read_live_rows`) before DuckDB counts them, so
+    a torn last line is passed over as every result reader passes it over."""
+    import tempfile
+
+    from capeval.paperclip.counts import group_counts, live_summary
 
     out_dir = Path(out_dir)  # a notebook passes a string, as load_frame and connect allow
     rows_path = out_dir / ROWS_JSONL
     write_rows(result, rows_path)
-    report = build_report(result, group_counts(rows_path))
+    live = None
+    if live_rows:
+        rows, _ = read_live_rows(live_rows)
+        with tempfile.TemporaryDirectory(prefix="capeval-live-report-") as tmp:
+            checked = Path(tmp) / "live-rows.jsonl"
+            checked.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+            live = live_section(live_summary([checked]))
+    report = build_report(result, group_counts(rows_path), live)
     json_path, md_path = out_dir / REPORT_JSON, out_dir / REPORT_MD
     write_output(json_path, json.dumps(report, indent=2, sort_keys=True) + "\n")
     write_output(md_path, render_markdown(report))

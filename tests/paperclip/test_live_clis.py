@@ -63,11 +63,11 @@ def settings(
     )
 
 
-def test_every_configuration_passes_a_correct_scripted_turn(
+def test_every_configuration_passes_a_correct_scripted_turn_and_reaches_the_report(
     runner: LiveRunner, tmp_path: Path, paperclip_derivative: Path
 ) -> None:
     # A correct script for every assertion class, both grant configurations, through the
-    # command a user runs.
+    # command a user runs; then the report folds the rows in as its `live` section.
     result = CliRunner().invoke(
         main,
         ["paperclip", "live", "--file", str(paperclip_derivative), "--agent", runner.name,
@@ -93,6 +93,16 @@ def test_every_configuration_passes_a_correct_scripted_turn(
     restraint = [r for r in rows if RESTRAINT_NO_CALL in r["assertionClasses"]]
     assert restraint and all(r["stateDiffSize"] == 0 for r in restraint)
 
+    report = CliRunner().invoke(
+        main,
+        ["paperclip", "report", "--file", str(paperclip_derivative), "--out", str(tmp_path),
+         "--json"],
+    )  # fmt: skip
+    assert report.exit_code == 0, report.output
+    live = json.loads((tmp_path / "eval-parity-report.json").read_text())["live"]
+    assert (live["turns"], live["passed"], live["passRate"]) == (21, 21, 1.0)
+    assert len(live["matrix"]) == 16
+    assert all(by_agent[runner.name]["passRate"] == 1.0 for by_agent in live["matrix"].values())
 
 
 def test_a_turn_that_calls_a_control_plane_operation_is_refused_and_fails(
