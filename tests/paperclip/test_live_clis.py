@@ -92,6 +92,13 @@ def test_every_configuration_passes_a_correct_scripted_turn_and_reaches_the_repo
             assert row["stateDiffSize"] == 0
     restraint = [r for r in rows if RESTRAINT_NO_CALL in r["assertionClasses"]]
     assert restraint and all(r["stateDiffSize"] == 0 for r in restraint)
+    # The rows are result rows: the capability analysis reads them as one cell per
+    # agent and configuration.
+    cells = CliRunner().invoke(main, ["aggregate", "--json", str(rows_path)])
+    assert cells.exit_code == 0, cells.output
+    assert sorted((c["variantId"], c["id"], c["passRate"]) for c in json.loads(cells.output)) == (
+        sorted((runner.name, r["id"], 1.0) for r in rows)
+    )
 
     report = CliRunner().invoke(
         main,
