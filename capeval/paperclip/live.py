@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,9 +58,6 @@ class AgentNotFound(ValueError):
     A skip exits 0, so a mistyped `--codex` would read as "nothing to do" in CI
     and the matrix the user asked for would silently never run.
     """
-
-
-CodexNotFound = AgentNotFound  # the name it had when Codex was the only agent
 
 
 @dataclass(frozen=True)
@@ -123,16 +120,6 @@ def find_agent(agent: LiveAgent, binary: str | None = None) -> str:
         f"live matrix skipped for {agent.name}: `{agent.binary}` is not on PATH; install it "
         f"({agent.install}) or pass {agent.flag} PATH"
     )
-
-
-def find_codex(binary: str | None = None) -> str:
-    """`find_agent` for Codex."""
-    return find_agent(AGENTS["codex"], binary)
-
-
-def check_configured(env: Mapping[str, str], config: Sequence[str]) -> None:
-    """Raise `LiveSkipped` unless Codex has a way to reach a model."""
-    AGENTS["codex"].check_configured(env, config)
 
 
 def read_journal(path: Path) -> list[dict[str, Any]]:

@@ -191,6 +191,32 @@ def test_an_error_turn_is_run_again_with_backoff_and_the_last_row_kept(
     assert all(30.0 <= backoff(n, 1.0, rng) <= 60.0 for n in range(7, 12))  # capped
 
 
+def test_the_matrix_runs_every_repeat_of_every_agent_and_case_through_the_row_writer(
+    rows: list[Row], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import capeval.paperclip.live as live
+
+    def turn(settings: Any, runner: Any, case: LiveCase) -> dict[str, Any]:
+        return {"outcome": "passed", "agent": runner.name, "id": case.config_id}
+
+    monkeypatch.setattr(live, "run_turn", turn)
+    ap = [c for c in live_cases(rows) if c.group == "ap"]
+    runners = [LiveRunner(CODEX, "codex"), LiveRunner(CLAUDE, "claude")]
+    rows_path = tmp_path / "live-rows.jsonl"
+    seen: list[dict[str, Any]] = []
+    out = live.run_matrix(
+        LiveSettings(tmp_path / "d.yaml", repeats=2), runners, ap, rows_path, progress=seen.append
+    )
+    assert [(r["repeat"], r["agent"], r["id"]) for r in out] == [
+        (repeat, agent, case.config_id)
+        for repeat in (0, 1)
+        for agent in ("codex", "claude-code")
+        for case in ap
+    ]
+    assert len({r["runId"] for r in out}) == 1 and seen == out
+    assert [json.loads(line) for line in rows_path.read_text().splitlines()] == out
+
+
 # -- the MCP server -----------------------------------------------------------------------
 
 

@@ -273,16 +273,21 @@ def test_recorded_paperclip_rows_are_shown_and_compared(tmp_path: Path) -> None:
     lines[0] = json.dumps(tampered)
     stream.write_text("\n".join(lines) + "\n")
     live = tmp_path / "live-rows.jsonl"
+    old_row = {"caseId": rows[0].id, "group": "mh", "surface": ["a"], "codexExitCode": 0}
+    # Since Claude Code ran beside Codex, a live row names its agent and outcome.
+    new_row = {
+        "caseId": rows[0].id,
+        "group": "mh",
+        "surface": ["b"],
+        "agentExitCode": 0,
+        "agent": "claude-code",
+        "grants": "granted",
+        "outcome": "error",
+    }
     live.write_text(
-        json.dumps(
-            {
-                "caseId": rows[0].id,
-                "group": "mh",
-                "surface": ["a"],
-                "codexExitCode": 0,
-                "passed": True,
-            }
-        )
+        json.dumps({**old_row, "passed": True})
+        + "\n"
+        + json.dumps({**new_row, "passed": False})
         + "\n"
     )
     viewer = load_viewer([], paperclip=[stream, live])
@@ -299,10 +304,14 @@ def test_recorded_paperclip_rows_are_shown_and_compared(tmp_path: Path) -> None:
     others = [c["recorded"]["sameAsComputed"] for c in case["configurations"] if c is not config]
     assert all(others)
     with_live = next(c for c in index["cases"] if c["caseId"] == rows[0].id)
-    assert with_live["live"] == 1
+    assert with_live["live"] == 2
     live_case = viewer.page(f"pcase-{with_live['id']}")
     assert live_case is not None
-    assert [r["surface"] for r in live_case["live"]] == [["a"]]
+    assert [r["surface"] for r in live_case["live"]] == [["a"], ["b"]]
+    assert [(r["agent"], r["outcome"]) for r in live_case["live"]] == [
+        (None, None),
+        ("claude-code", "error"),
+    ]
 
 
 def test_no_results_still_shows_the_explorer(tmp_path: Path) -> None:
