@@ -453,7 +453,7 @@ def live(
         runners.append(runner)
     if not runners:
         if as_json:
-            click.echo(json.dumps({"skipped": " ; ".join(skipped), "agents": skipped}))
+            click.echo(json.dumps({"turns": 0, "agents": [], "skipped": skipped}))
         return
     settings = LiveSettings(
         path.resolve(),

@@ -513,6 +513,9 @@ def test_no_codex_on_path_and_none_named_is_still_a_skip(
     proc = capeval("paperclip", "live", "--file", paperclip_derivative)
     assert proc.returncode == 0 and "live matrix skipped" in proc.stderr
     assert "`codex` is not on PATH" in proc.stderr and "`claude` is not on PATH" in proc.stderr
+    as_json = capeval("paperclip", "live", "--file", paperclip_derivative, "--json")
+    assert as_json.returncode == 0 and json.loads(as_json.stdout)["turns"] == 0
+    assert len(json.loads(as_json.stdout)["skipped"]) == 2
 
 
 def test_a_model_is_named_for_one_agent_or_for_all() -> None:
