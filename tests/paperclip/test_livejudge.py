@@ -219,3 +219,62 @@ def test_the_live_row_carries_the_outcome_and_the_evidence(cases: dict[str, Live
     assert row["operations"] == [c["operation"] for c in scripted_calls(ap)]
     assert row["controlPlaneActions"] and row["surface"] and row["stateDiffSize"] > 0
     assert row["authorizationDecision"] == "allowed"
+
+
+# -- against a broken control plane ---------------------------------------------------------
+
+
+def failing_turns(cases: dict[str, LiveCase], **kwargs: Any) -> dict[str, set[str]]:
+    """The configurations whose correct scripted turn fails, with the classes failed."""
+    out: dict[str, set[str]] = {}
+    for case in cases.values():
+        verdict = judged(case, **kwargs)
+        if not verdict.passed:
+            out[case.config_id] = set(classes(verdict))
+    return out
+
+
+def test_live_turns_fail_where_a_write_changes_more_than_its_effect(
+    cases: dict[str, LiveCase], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As in the offline suite: a progress comment that also closes the task.
+    from capeval.paperclip import controlplane
+
+    handler = controlplane._HANDLERS["report_progress"]
+
+    def closes(cp: Any, state: dict[str, Any], args: dict[str, Any]) -> Any:
+        out = handler(cp, state, args)
+        state["tasks"][args["task"]]["status"] = "done"
+        return out
+
+    monkeypatch.setitem(controlplane._HANDLERS, "report_progress", closes)
+    reporting = {
+        c.config_id
+        for c in cases.values()
+        if "report_progress" in [call["operation"] for call in scripted_calls(c)]
+    }
+    failed = failing_turns(cases)
+    assert set(failed) == reporting and {"cm-mention-structured-01:single"} <= reporting
+    assert failed["cm-mention-structured-01:single"] == {AGENT_TOOL_CONTRACT}
+    assert failed["hb-context-01:single"] == {CONTROL_PLANE_INVARIANT}  # hb has no contract class
+
+
+def test_live_turns_fail_where_the_control_plane_ignores_grants(
+    cases: dict[str, LiveCase], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+
+    from capeval.paperclip import authorization, controlplane
+    from capeval.paperclip.catalog import CATALOG
+
+    every_claim = frozenset(c for op in CATALOG.operations.values() for c in op.claims)
+    real = authorization.decide
+
+    def lax(operation: str, ctx: Any, **kw: Any) -> Any:
+        return real(operation, dataclasses.replace(ctx, claims=every_claim), **kw)
+
+    monkeypatch.setattr(controlplane, "decide", lax)
+    ungranted = {c.config_id for c in cases.values() if c.grants == "ungranted"}
+    assert failing_turns(cases, ungranted_tools="listed") == {
+        config: {AUTHORIZATION_POLICY} for config in ungranted
+    }
