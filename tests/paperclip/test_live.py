@@ -510,12 +510,17 @@ def test_no_codex_on_path_and_none_named_is_still_a_skip(
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(LiveSkipped, match="not on PATH"):
         find_agent(CODEX)
-    proc = capeval("paperclip", "live", "--file", paperclip_derivative)
-    assert proc.returncode == 0 and "live matrix skipped" in proc.stderr
-    assert "`codex` is not on PATH" in proc.stderr and "`claude` is not on PATH" in proc.stderr
-    as_json = capeval("paperclip", "live", "--file", paperclip_derivative, "--json")
-    assert as_json.returncode == 0 and json.loads(as_json.stdout)["turns"] == 0
-    assert len(json.loads(as_json.stdout)["skipped"]) == 2
+    from click.testing import CliRunner
+
+    from capeval.cli import main
+
+    argv = ["paperclip", "live", "--file", str(paperclip_derivative)]
+    text = CliRunner().invoke(main, argv)
+    assert text.exit_code == 0 and "live matrix skipped" in text.output
+    assert "`codex` is not on PATH" in text.output and "`claude` is not on PATH" in text.output
+    as_json = CliRunner().invoke(main, [*argv, "--json"])
+    assert as_json.exit_code == 0 and json.loads(as_json.output)["turns"] == 0
+    assert len(json.loads(as_json.output)["skipped"]) == 2
 
 
 def test_a_model_is_named_for_one_agent_or_for_all() -> None:

@@ -194,6 +194,7 @@ def test_live_rows_are_read_by_the_result_stream_reader(mh_rows: list[Row], tmp_
         read_live_rows([odd])
 
 
+@pytest.mark.slow  # the suite runs five times
 def test_report_folds_in_the_live_rows_beside_it_or_those_named(
     paperclip_derivative: Path, tmp_path: Path
 ) -> None:
