@@ -175,6 +175,41 @@ def test_an_xss_transcript_renders_as_text(page: Any, tmp_path: Path) -> None:
         server.server_close()
 
 
+def test_a_paperclip_case_shows_its_live_turns_per_agent(page: Any, tmp_path: Path) -> None:
+    live = tmp_path / "live-rows.jsonl"
+    turn = {
+        "caseId": "mh-blocked-handoff-01", "group": "mh", "operation": "create_task",
+        "surface": ["create_task", "block_task"], "operations": ["create_task"],
+        "decisions": ["denied"], "stateDiffSize": 0, "agentExitCode": 0, "durationMs": 900,
+        "model": "claude-x", "failures": [],
+    }  # fmt: skip
+    rows = [
+        {
+            **turn,
+            "agent": "claude-code",
+            "grants": "ungranted",
+            "outcome": "passed",
+            "passed": True,
+        },
+        {**turn, "agent": "codex", "grants": "granted", "outcome": "error", "passed": False},
+    ]
+    live.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    server = ViewerServer(load_viewer([], paperclip=[live]))
+    server.start()
+    try:
+        page.goto(server.url + "#/paperclip")
+        page.wait_for_selector("a.pc-case")
+        page.locator("a.pc-case", has_text="mh-blocked-handoff-01").click()
+        page.wait_for_selector("table#live tbody tr")
+        lines = page.locator("table#live tbody tr").all_inner_texts()
+        assert len(lines) == 2
+        assert "claude-code" in lines[0] and "ungranted" in lines[0] and "passed" in lines[0]
+        assert "codex" in lines[1] and "error" in lines[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_a_dotdot_path_is_refused(page: Any, tmp_path: Path) -> None:
     (tmp_path / "secret.txt").write_text("the secret")
     results = tmp_path / "results"
