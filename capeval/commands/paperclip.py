@@ -487,9 +487,10 @@ def live(
         mark = {"passed": "PASS", "failed": "FAIL"}.get(row["outcome"], "ERROR")
         calls = ", ".join(row["operations"]) or "no calls"
         tries = f", {row['attempts']} attempts" if row.get("attempts", 1) > 1 else ""
+        nth = f" #{row['repeat'] + 1}" if repeats > 1 else ""
         click.echo(
-            f"{mark} {row['agent']} {row['group']} {row['id']} ({row['operation']}): {calls} "
-            f"[{row['durationMs'] / 1000:.1f} s{tries}]"
+            f"{mark} {row['agent']} {row['group']} {row['id']}{nth} ({row['operation']}): "
+            f"{calls} [{row['durationMs'] / 1000:.1f} s{tries}]"
         )
         for f in row["failures"]:
             click.echo(f"     {failure_line(f)}")

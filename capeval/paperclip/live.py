@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from capeval import __version__
 from capeval.agents.cliadapter import resolve_binary
 from capeval.paperclip.liveagents import AGENTS, LiveAgent, LiveSkipped, version_of
 from capeval.paperclip.livecases import ABSENT_TOOLS, LISTED_TOOLS, LiveCase, prompt, scripted_calls
@@ -289,6 +290,7 @@ def run_matrix(
                         "repeat": repeat,
                         "runId": run_id,
                         "runStartedAt": run_started,
+                        "capevalVersion": __version__,
                     }
                     writer.write(row)
                     out.append(row)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from capeval import __version__
 from capeval.paperclip.bindings import codex_binding
 from capeval.paperclip.derivative import Row
 from capeval.paperclip.live import (
@@ -214,6 +215,7 @@ def test_the_matrix_runs_every_repeat_of_every_agent_and_case_through_the_row_wr
         for case in ap
     ]
     assert len({r["runId"] for r in out}) == 1 and seen == out
+    assert all(r["capevalVersion"] == __version__ for r in out)
     assert [json.loads(line) for line in rows_path.read_text().splitlines()] == out
 
 
