@@ -10,7 +10,8 @@ same `ControlPlane`.
 
 What happened is written to a journal (JSON Lines, flushed per line) that the
 live matrix reads after the CLI exits: how the control plane opened the run
-(its own actions and the field-level diff they made), each surface it listed
+(its own actions and the field-level diff they made; with no running run, the
+writes the case withholds tried on a copy), each surface it listed
 (`tools/list`), then one record per call with the authorization decision and
 the field-level state diff it caused. The journal, not the CLI's own stream,
 is the evidence: it is what the control plane did.
@@ -46,7 +47,7 @@ from capeval.paperclip.controlplane import ControlPlane
 from capeval.paperclip.derivative import Row, find_derivative, load_derivative
 from capeval.paperclip.diff import state_diff
 from capeval.paperclip.fakeagent import auth_context, derive_plan, plan_fixture
-from capeval.paperclip.suite import GRANTED, UNGRANTED
+from capeval.paperclip.suite import GRANTED, UNGRANTED, gate_probes
 
 SERVER_NAME = "paperclip"
 PROTOCOL_VERSION = "2025-06-18"
@@ -82,6 +83,12 @@ class ControlPlaneServer:
                 # changed doing so: the evidence that it, not the agent, acted.
                 "controlPlaneActions": actions,
                 "openDiff": [c.to_json() for c in state_diff(fixture_state, self.cp.state)],
+                # With no running run: each write the case withholds, tried on a copy,
+                # so a control plane whose execution gate lets it through shows live too.
+                "gateProbes": [
+                    {**res.to_json(), "stateDiff": [c.to_json() for c in changed]}
+                    for _, res, changed in gate_probes(plan, self.cp, {})
+                ],
             }
         )
 

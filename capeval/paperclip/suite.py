@@ -451,30 +451,41 @@ def _check_looks(
             fail(cls, step.operation, decision, "a read or a replay changed state", diff)
 
 
-def _check_gate(
-    plan: Plan, cp: ControlPlane, memory: dict[str, Any], fail: Callable[..., None]
-) -> None:
-    """With no running run (a 409, a budget stop, an idle wake) the control plane must
-    refuse the writes the agent withheld, had it made them.
+def gate_probes(
+    plan: Plan, cp: ControlPlane, memory: dict[str, Any]
+) -> list[tuple[str, CallResult, list[Change]]]:
+    """With no running run (a 409, a budget stop, an idle wake), each write the agent
+    withheld, tried on a copy of the control plane: (operation, result, what it changed).
 
     The fake agent never makes them (restraint), so without this a control plane
-    that let writes through after a 409 passed every case. Each is tried on a copy
-    of the control plane: not an agent call, nothing recorded, the run untouched.
+    that let writes through after a 409 passed every case. A copy: not an agent
+    call, nothing recorded, the run untouched. Empty while the run is running.
+    The live control-plane server journals the same probes when it opens a run.
     """
     status = (cp.state["runs"].get(cp.run_id) or {}).get("status")
     if status == RUNNING:
-        return
+        return []
+    out = []
     for step in plan.steps:
         if step.kind != WITHHELD:
             continue
         shadow = copy.copy(cp)  # same catalog and context; its own state and call log
         shadow.state, shadow.calls = copy.deepcopy(cp.state), []
         res = shadow.call(step.operation, resolve_args(step.args, shadow, memory, [], look=False))
-        changed = state_diff(cp.state, shadow.state)
+        out.append((step.operation, res, state_diff(cp.state, shadow.state)))
+    return out
+
+
+def _check_gate(
+    plan: Plan, cp: ControlPlane, memory: dict[str, Any], fail: Callable[..., None]
+) -> None:
+    """The control plane must refuse the writes the agent withheld (`gate_probes`)."""
+    status = (cp.state["runs"].get(cp.run_id) or {}).get("status")
+    for operation, res, changed in gate_probes(plan, cp, memory):
         if res.ok or changed:  # refused, whatever the reason, is what the case needs
             fail(
                 CONTROL_PLANE_INVARIANT,
-                step.operation,
+                operation,
                 res.decision,
                 f"run {cp.run_id} is {status or 'not open'}, yet the control plane would "
                 f"let the agent's withheld write through ({res.error or 'ok'})",

@@ -278,3 +278,30 @@ def test_live_turns_fail_where_the_control_plane_ignores_grants(
     assert failing_turns(cases, ungranted_tools="listed") == {
         config: {AUTHORIZATION_POLICY} for config in ungranted
     }
+
+
+def test_live_turns_fail_where_the_execution_gate_is_gone(
+    cases: dict[str, LiveCase], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # After a 409, a budget stop or an idle wake the agent's writes would land. A correct
+    # agent withholds them, so the server tries them on a copy when it opens the run.
+    from capeval.paperclip import controlplane
+
+    gated = {}
+    for case in cases.values():
+        records, _ = journal_of(case)
+        if records[0]["gateProbes"]:
+            gated[case.config_id] = records[0]["gateProbes"]
+    assert "co-409-stop-01:single" in gated
+    assert all(not p["ok"] and not p["stateDiff"] for probes in gated.values() for p in probes)
+    monkeypatch.setattr(controlplane, "decide_execution", lambda *a, **k: None)
+    failed = failing_turns(cases)
+    assert failed == {config: {CONTROL_PLANE_INVARIANT} for config in gated}
+    co = judged(cases["co-409-stop-01:single"])
+    assert all("withheld write through" in f.message for f in co.failures)
+    # A journal that does not show the probes at all proves nothing either.
+    monkeypatch.undo()
+    records, _ = journal_of(cases["co-409-stop-01:single"])
+    bare = [{**records[0], "gateProbes": []}, *records[1:]]
+    (missing,) = judge(cases["co-409-stop-01:single"], bare, exit_code=0).failures
+    assert "does not show the control plane refusing" in missing.message
