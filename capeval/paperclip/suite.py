@@ -287,7 +287,7 @@ def run_configuration(
         step_diff = state_diff(before, cp.state)
         decision = res.decision.decision
         expect_refused = step.kind == PROBE or (grants == UNGRANTED and step.gated)
-        cls = _class_for(row, step, grants)
+        cls = class_for(row, step, grants)
         # What a call did (or showed) is the tool contract's, where the row has it.
         contract_cls = AGENT_TOOL_CONTRACT if row.has(AGENT_TOOL_CONTRACT) else cls
         if expect_refused:
@@ -437,7 +437,7 @@ def _check_looks(
 
     for step, res in looks:
         decision = res.decision
-        cls = _class_for(row, step, grants)
+        cls = class_for(row, step, grants)
         op = catalog.get(step.operation)
         if decision.decision == ALLOWED and op is not None:
             errors = list(Draft202012Validator(op.output_schema()).iter_errors(res.output))
@@ -499,7 +499,7 @@ def _restraint_write(row: Row, step: Step, catalog: Catalog) -> bool:
     return row.has(RESTRAINT_NO_CALL) and step.kind == CALL and op is not None and op.mutates
 
 
-def _class_for(row: Row, step: Step, grants: str) -> str:
+def class_for(row: Row, step: Step, grants: str) -> str:
     if step.gated and row.has(AUTHORIZATION_POLICY):
         return AUTHORIZATION_POLICY
     if step.operation in CONTROL_PLANE_NAMES and row.has(CONTROL_PLANE_INVARIANT):

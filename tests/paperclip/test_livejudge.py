@@ -305,3 +305,47 @@ def test_live_turns_fail_where_the_execution_gate_is_gone(
     bare = [{**records[0], "gateProbes": []}, *records[1:]]
     (missing,) = judge(cases["co-409-stop-01:single"], bare, exit_code=0).failures
     assert "does not show the control plane refusing" in missing.message
+
+
+def test_a_forbidden_call_must_be_refused_for_the_reason_the_case_gives(
+    cases: dict[str, LiveCase], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # wk-ask-mode-01 forbids status changes in ask mode; a client that sends them on anyway
+    # (they are not listed) meets the control plane's refusal, which must be the mode's.
+    import dataclasses
+
+    from capeval.paperclip import controlplane
+
+    wk = cases["wk-ask-mode-01:single"]
+    assert judged(wk, send_unlisted=True).passed
+    real = controlplane.decide
+
+    def misreasoned(operation: str, ctx: Any, **kw: Any) -> Any:
+        decision = real(operation, ctx, **kw)
+        if operation == "finish_task":
+            return dataclasses.replace(decision, reason="required_claim_missing")
+        return decision
+
+    monkeypatch.setattr(controlplane, "decide", misreasoned)
+    (wrong,) = judged(wk, send_unlisted=True).failures
+    assert (wrong.assertion_class, wrong.operation, wrong.decision) == (
+        COMBINED_MULTI_HOP,
+        "finish_task",
+        "denied",
+    )
+    assert "refused as required_claim_missing, but the case says " in wrong.message
+    assert "operation_not_available_in_task_mode" in wrong.message
+
+    def lets_it_through(operation: str, ctx: Any, **kw: Any) -> Any:
+        decision = real(operation, ctx, **kw)
+        if operation == "finish_task":
+            return dataclasses.replace(decision, decision="allowed", reason="forced")
+        return decision
+
+    monkeypatch.setattr(controlplane, "decide", lets_it_through)
+    verdict = judged(wk, send_unlisted=True)
+    assert verdict.outcome == FAILED
+    allowed = [f for f in verdict.failures if "forbids this call, yet it was allowed" in f.message]
+    assert [(f.assertion_class, f.operation) for f in allowed] == [
+        (COMBINED_MULTI_HOP, "finish_task")
+    ]
