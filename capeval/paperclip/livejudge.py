@@ -25,14 +25,15 @@ not list never reaches it), by the rule of each assertion class the row has:
   agent words itself, such as a comment body, only has to be there), each
   difference naming the hop that made it.
 
-Every turn also keeps the shared invariants: every call the case forbids
-that reached the control plane was refused, for the reason the case gives
-(filed as the offline suite files it); every write the control plane
-let through had its typed effect and nothing beyond it (filed under the
+Every turn also keeps the shared invariants: every read answered a typed, true
+answer (the journal keeps each answer) and changed nothing; every call the
+case forbids that reached the control plane was refused, for the reason the
+case gives (filed as the offline suite files it); every write the control
+plane let through had its typed effect and nothing beyond it (filed under the
 row's `agent_tool_contract`, else the class invariants are filed under), no
-control-plane operation is listed, the agent never attempts one (the control plane owns it: an attempt
-fails the turn even when it is refused, by the control plane or by the CLI),
-and a refused call changes nothing.
+control-plane operation is listed, the agent never attempts one (the control
+plane owns it: an attempt fails the turn even when it is refused, by the
+control plane or by the CLI), and a refused call changes nothing.
 
 A turn's `outcome` is `passed`, `failed` or `error`. `error` means the
 measurement did not happen: the journal shows no `tools/list` (the agent never
@@ -50,7 +51,7 @@ from typing import Any
 
 from capeval.paperclip.authorization import ABSENT, ALLOWED, EXPOSED, RUNNING, decide
 from capeval.paperclip.catalog import CATALOG
-from capeval.paperclip.contracts import side_effects, write_expectations
+from capeval.paperclip.contracts import read_problems, side_effects, write_expectations
 from capeval.paperclip.controlplane import CONTROL_PLANE_ACTOR, ControlPlane
 from capeval.paperclip.diff import Change, apply_diff, state_diff
 from capeval.paperclip.fakeagent import (
@@ -445,6 +446,36 @@ class _Judge:
                     step=hop.diff,
                 )
 
+    def reads(self, cls: str) -> None:
+        """Every read the control plane answered gave a typed, true answer and changed
+        nothing, as the offline suite checks the reads its fake agent makes."""
+        from jsonschema import Draft202012Validator
+
+        for hop in self.journal.hops:
+            op = CATALOG.get(hop.operation)
+            if op is None or op.mutates or hop.decision != ALLOWED:
+                continue
+            if hop.diff:
+                self.fail(
+                    cls, hop.operation, hop.decision, f"{hop.name}: a read changed state",
+                    step=hop.diff,
+                )  # fmt: skip
+            if not hop.ok:
+                continue
+            output = hop.record.get("output")
+            errors = list(Draft202012Validator(op.output_schema()).iter_errors(output))
+            if errors:
+                self.fail(
+                    cls,
+                    hop.operation,
+                    hop.decision,
+                    f"{hop.name}: untyped output: {errors[0].message}",
+                )
+                continue
+            data = output.get("data") if isinstance(output, Mapping) else None
+            for problem in read_problems(hop.operation, hop.args, data, hop.before):
+                self.fail(cls, hop.operation, hop.decision, f"{hop.name}: {problem}")
+
     def gated_operations(self) -> set[str]:
         """The operations only the row's grant unlocks for its actor."""
         actor = role_claims(self.row.actor)
@@ -723,7 +754,9 @@ def judge(
         j.ungranted()
     # Whatever the row is about, every write the control plane let through must have had
     # its typed effect and nothing beyond it (filed as the offline suite files it).
-    j.effects(AGENT_TOOL_CONTRACT if row.has(AGENT_TOOL_CONTRACT) else invariant_class(row))
+    contract = AGENT_TOOL_CONTRACT if row.has(AGENT_TOOL_CONTRACT) else invariant_class(row)
+    j.effects(contract)
+    j.reads(contract)
     failures = turn + j.failures
     return Verdict(FAILED if failures else PASSED, failures)
 

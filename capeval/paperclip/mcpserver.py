@@ -146,6 +146,8 @@ class ControlPlaneServer:
                 "arguments": args,
                 "onSurface": name in self.names,
                 **res.to_json(),
+                # What the agent was answered, so a read that answers wrongly shows.
+                "output": res.output if res.ok else None,
                 "stateDiff": [c.to_json() for c in diff],
             }
         )

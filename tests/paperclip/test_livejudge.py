@@ -349,3 +349,31 @@ def test_a_forbidden_call_must_be_refused_for_the_reason_the_case_gives(
     assert [(f.assertion_class, f.operation) for f in allowed] == [
         (COMBINED_MULTI_HOP, "finish_task")
     ]
+
+
+@pytest.mark.parametrize(
+    ("operation", "lie"),
+    [
+        ("read_document", lambda d: {**d, "content": "something else"}),
+        ("list_documents", lambda d: {}),
+    ],
+)
+def test_live_turns_fail_where_a_read_answers_wrongly(
+    cases: dict[str, LiveCase], monkeypatch: pytest.MonkeyPatch, operation: str, lie: Any
+) -> None:
+    # dp-base-revision-01 reads the document again after its stale write: the answer the
+    # journal keeps must be what the state holds.
+    from capeval.paperclip import controlplane
+
+    handler = controlplane._HANDLERS[operation]
+
+    def lying(cp: Any, state: dict[str, Any], args: dict[str, Any]) -> Any:
+        _, data = handler(cp, state, args)
+        return None, lie(data)
+
+    monkeypatch.setitem(controlplane._HANDLERS, operation, lying)
+    verdict = judged(cases["dp-base-revision-01:single"])
+    assert verdict.outcome == FAILED
+    wrong = [f for f in verdict.failures if f.operation == operation]
+    assert wrong and all(f.assertion_class == AGENT_TOOL_CONTRACT for f in wrong)
+    assert all(f"({operation})" in f.message for f in wrong)
