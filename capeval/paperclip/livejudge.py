@@ -29,7 +29,8 @@ Every turn also keeps the shared invariants: every read answered a typed, true
 answer (the journal keeps each answer) and changed nothing; every call the
 case forbids that reached the control plane was refused, for the reason the
 case gives (filed as the offline suite files it); every write the control
-plane let through had its typed effect and nothing beyond it (filed under the
+plane let through had its typed effect and nothing beyond it, a retry with a
+used idempotency key replaying the first result (filed under the
 row's `agent_tool_contract`, else the class invariants are filed under), no
 control-plane operation is listed, the agent never attempts one (the control
 plane owns it: an attempt fails the turn even when it is refused, by the
@@ -410,14 +411,35 @@ class _Judge:
             self.fail(cls, op, NONE, f"{op} was never called", reason=NOT_ATTEMPTED)
 
     def effects(self, cls: str) -> None:
-        """Every write the turn made has its typed effect, and nothing beyond it."""
+        """Every write the turn made has its typed effect, and nothing beyond it; a retry
+        with an idempotency key already used for that operation replays the first
+        result and changes nothing."""
         run_id = str((self.journal.opened or {}).get("runId") or "run-0001")
+        first: dict[tuple[str, str], Hop] = {}  # (operation, idempotency key) -> its write
         for hop in self.journal.hops:
             op = CATALOG.get(hop.operation)
             if op is None or not op.mutates or hop.decision != ALLOWED or not hop.ok:
                 continue
+            key = hop.args.get("idempotencyKey")
+            earlier = first.get((hop.operation, key)) if isinstance(key, str) else None
+            if earlier is not None and (
+                not hop.record.get("replayed")
+                or hop.diff
+                or hop.record.get("output") != earlier.record.get("output")
+            ):
+                self.fail(
+                    cls,
+                    hop.operation,
+                    hop.decision,
+                    f"{hop.name}: a retry with idempotency key {key!r} did not replay "
+                    f"{earlier.name}'s result",
+                    step=hop.diff,
+                )
+                continue
             if hop.record.get("replayed"):
                 continue
+            if isinstance(key, str):
+                first[(hop.operation, key)] = hop
             args = {**dict.fromkeys(op.input_schema()["properties"]), **hop.args}
             after = apply_diff(hop.before, hop.diff)
             entity = hop.record.get("entityId")

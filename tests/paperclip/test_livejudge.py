@@ -377,3 +377,27 @@ def test_live_turns_fail_where_a_read_answers_wrongly(
     wrong = [f for f in verdict.failures if f.operation == operation]
     assert wrong and all(f.assertion_class == AGENT_TOOL_CONTRACT for f in wrong)
     assert all(f"({operation})" in f.message for f in wrong)
+
+
+def test_live_turns_fail_where_a_retry_is_not_replayed(
+    cases: dict[str, LiveCase], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ix-checkbox-01 asks twice with the same idempotency key: the second must replay the
+    # first, not open a second interaction (the plan's own state would have two as well).
+    from capeval.paperclip import controlplane
+
+    ix = cases["ix-checkbox-01:single"]
+    first, retry = scripted_calls(ix)
+    assert first["arguments"]["idempotencyKey"] == retry["arguments"]["idempotencyKey"]
+    assert judged(ix).passed
+    write = controlplane.ControlPlane._write
+
+    def forgetful(self: Any, op: Any, decision: Any, handler: Any, args: dict[str, Any]) -> Any:
+        self.state["idempotency"].pop(args["idempotencyKey"], None)
+        return write(self, op, decision, handler, args)
+
+    monkeypatch.setattr(controlplane.ControlPlane, "_write", forgetful)
+    (failure,) = judged(ix).failures
+    assert failure.assertion_class == AGENT_TOOL_CONTRACT
+    assert "hop 2 (request_human_input): a retry with idempotency key" in failure.message
+    assert "did not replay hop 1 (request_human_input)'s result" in failure.message
