@@ -401,3 +401,136 @@ def test_live_turns_fail_where_a_retry_is_not_replayed(
     assert failure.assertion_class == AGENT_TOOL_CONTRACT
     assert "hop 2 (request_human_input): a retry with idempotency key" in failure.message
     assert "did not replay hop 1 (request_human_input)'s result" in failure.message
+
+
+def _breaks() -> dict[str, Any]:
+    """Control planes broken in one rule each, as `test_broken_control_planes` breaks them."""
+    import dataclasses
+
+    from capeval.paperclip import authorization, controlplane
+    from capeval.paperclip.catalog import CATALOG
+    from tests.paperclip.test_broken_control_planes import _after, _answering
+
+    write = controlplane.ControlPlane._write
+
+    def forgetful(mp: pytest.MonkeyPatch) -> None:
+        def f(self: Any, op: Any, d: Any, h: Any, args: dict[str, Any]) -> Any:
+            self.state["idempotency"].pop(args["idempotencyKey"], None)
+            return write(self, op, d, h, args)
+
+        mp.setattr(controlplane.ControlPlane, "_write", f)
+
+    def confused(mp: pytest.MonkeyPatch) -> None:
+        def f(self: Any, op: Any, d: Any, h: Any, args: dict[str, Any]) -> Any:
+            res = write(self, op, d, h, args)
+            if res.replayed:
+                res.entity_id, res.output = "int-0999", {**res.output, "entityId": "int-0999"}
+            return res
+
+        mp.setattr(controlplane.ControlPlane, "_write", f)
+
+    def anonymous(mp: pytest.MonkeyPatch) -> None:
+        add = controlplane._add_comment
+
+        def f(cp: Any, s: dict[str, Any], task: str, body: str) -> str:
+            cid = add(cp, s, task, body)
+            s["comments"][cid]["runId"] = None
+            return cid
+
+        mp.setattr(controlplane, "_add_comment", f)
+
+    def unattributed(mp: pytest.MonkeyPatch) -> None:
+        audit = controlplane.ControlPlane._audit
+
+        def f(self: Any, s: dict[str, Any], actor: str, *a: Any, **k: Any) -> None:
+            audit(self, s, actor, *a, **k)
+            s["auditRecords"][max(s["auditRecords"])]["runId"] = None
+
+        mp.setattr(controlplane.ControlPlane, "_audit", f)
+
+    every_claim = frozenset(c for op in CATALOG.operations.values() for c in op.claims)
+
+    def lax(mp: pytest.MonkeyPatch) -> None:
+        real = authorization.decide
+        mp.setattr(
+            controlplane,
+            "decide",
+            lambda o, ctx, **kw: real(o, dataclasses.replace(ctx, claims=every_claim), **kw),
+        )
+
+    def clear(s: dict[str, Any], a: dict[str, Any], task: str) -> None:
+        if a.get("blockerIds") is None:
+            s["tasks"][task]["blockerIds"] = []
+
+    def forget(s: dict[str, Any], a: dict[str, Any], rev: str) -> None:
+        s["documents"][f"{a['task']}/{a['key']}"]["revisionIds"] = [rev]
+        s["documentRevisions"][rev]["number"] = 1
+
+    def spoil(op: str, how: Any) -> Any:
+        return lambda mp: _after(mp, op, how)
+
+    def lie(op: str, how: Any) -> Any:
+        return lambda mp: _answering(mp, op, how)
+
+    return {
+        "no idempotent replay": forgetful,
+        "a replay with another result": confused,
+        "no execution gate": lambda mp: mp.setattr(
+            controlplane, "decide_execution", lambda *a, **k: None
+        ),
+        "comments without the run id": anonymous,
+        "audit records without the run id": unattributed,
+        "grants ignored": lax,
+        "a comment that closes its task": spoil(
+            "report_progress", lambda s, a, c: s["tasks"][a["task"]].update(status="done")
+        ),
+        "a comment that closes another task": spoil(
+            "report_progress", lambda s, a, c: s["tasks"]["i-0106"].update(status="done")
+        ),
+        "an interaction without its items": spoil(
+            "request_human_input", lambda s, a, i: s["interactions"][i].update(items=[])
+        ),
+        "a block without ids that clears the blockers": spoil("block_task", clear),
+        "a document write that drops revisions": spoil("write_document", forget),
+        "a deliverable without kind and url": spoil(
+            "register_deliverable",
+            lambda s, a, art: s["artifacts"][art].update(kind="file", uri=""),
+        ),
+        "an operation lookup that misreports": lie(
+            "inspect_operation_result", lambda d: {**d, "entityId": "x-0000"}
+        ),
+        "a task context without blocker owners": lie(
+            "get_task_context", lambda d: {**d, "blockers": []}
+        ),
+        "a history that hides everything": lie(
+            "get_task_history", lambda d: {"comments": [], "interactions": []}
+        ),
+        "a document list that lists nothing": lie("list_documents", lambda d: {}),
+        "a document read that lies": lie(
+            "read_document", lambda d: {**d, "content": "something else"}
+        ),
+        "a search that finds nothing": lie("search_tasks", lambda d: {"taskIds": []}),
+    }
+
+
+@pytest.mark.parametrize("broken", sorted(_breaks()))
+def test_the_live_judge_fails_the_sampled_cases_the_offline_suite_fails(
+    cases: dict[str, LiveCase],
+    paperclip_rows: list[Row],
+    monkeypatch: pytest.MonkeyPatch,
+    broken: str,
+) -> None:
+    # "Can fail for every reason the offline suite can": with the control plane broken in
+    # one rule, the correct live turns fail on exactly the sampled cases the suite fails.
+    from capeval.paperclip.suite import run_suite
+
+    sampled = {c.row.id for c in cases.values()}
+    _breaks()[broken](monkeypatch)
+    offline = {
+        r.row.id
+        for r in run_suite([r for r in paperclip_rows if r.id in sampled]).results
+        if r.failures
+    }
+    live = {c.row.id for c in cases.values() if not judged(c, ungranted_tools="listed").passed}
+    assert offline, broken  # the break is one the sample can see
+    assert live == offline
