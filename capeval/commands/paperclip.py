@@ -263,6 +263,7 @@ def report(
     The live rows of `capeval paperclip live` are folded in as the report's
     `live` section: per-group pass rates per agent and grant configuration.
     """
+    from capeval.paperclip.live import LIVE_DIR, ROWS_FILE
     from capeval.paperclip.report import read_live_rows, write_report
     from capeval.paperclip.suite import run_suite
     from capeval.results.errors import ResultFileError
@@ -272,8 +273,9 @@ def report(
     path, rows = _load(file)
     out_dir = _default_out(out, path)
     live_rows: list[Path] = list(live_files)
-    if not live_rows and not no_live and (out_dir / "live" / "live-rows.jsonl").is_file():
-        live_rows = [out_dir / "live" / "live-rows.jsonl"]
+    beside = out_dir / LIVE_DIR / ROWS_FILE  # where `live` writes by default
+    if not live_rows and not no_live and beside.is_file():
+        live_rows = [beside]
     try:
         _, warnings = read_live_rows(live_rows)
     except ResultFileError as exc:
@@ -425,7 +427,14 @@ def live(
     --codex or --claude that is not an executable, an existing
     live-rows.jsonl without --force).
     """
-    from capeval.paperclip.live import AgentNotFound, LiveSettings, make_runner, run_matrix
+    from capeval.paperclip.live import (
+        LIVE_DIR,
+        ROWS_FILE,
+        AgentNotFound,
+        LiveSettings,
+        make_runner,
+        run_matrix,
+    )
     from capeval.paperclip.liveagents import AGENTS, LiveSkipped
     from capeval.paperclip.livecases import live_cases
 
@@ -464,7 +473,7 @@ def live(
         retries=retries,
         ungranted_tools=ungranted_tools,
     )
-    rows_path = _default_out(out, path, "live") / "live-rows.jsonl"
+    rows_path = _default_out(out, path, LIVE_DIR) / ROWS_FILE
     _refuse_overwriting_input(rows_path, path, "--out")
     # Turns cost money and time: rows an earlier matrix left are kept unless asked.
     # An empty file (a matrix that never finished a turn) holds nothing to lose.

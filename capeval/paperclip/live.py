@@ -49,6 +49,7 @@ from capeval.proc.process import run_process
 DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_RETRIES = 2
 BACKOFF_CAP_S = 60.0
+LIVE_DIR = "live"  # under the evidence folder, where `report` finds the rows by default
 ROWS_FILE = "live-rows.jsonl"
 __all__ = ["LiveSkipped"]
 
