@@ -41,9 +41,10 @@ from typing import Any
 
 from capeval import __version__
 from capeval.agents.cliadapter import resolve_binary
+from capeval.core.outcome import ERROR
 from capeval.paperclip.liveagents import AGENTS, LiveAgent, LiveSkipped, version_of
 from capeval.paperclip.livecases import ABSENT_TOOLS, LISTED_TOOLS, LiveCase, prompt, scripted_calls
-from capeval.paperclip.livejudge import ERROR, judge, live_fields
+from capeval.paperclip.livejudge import judge, live_fields
 from capeval.proc.process import run_process
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -221,6 +222,9 @@ def run_turn(settings: LiveSettings, runner: LiveRunner, case: LiveCase) -> dict
         case, records, exit_code=code, error=error, infra_error=infra, cli_refused=refused
     )
     status = "timeout" if proc.timed_out else ("done" if code == 0 else "failed")
+    # The journal's reason first: a CLI whose MCP server never listed its tools may then
+    # report its own stream as broken off, which is the consequence, not the cause.
+    kind = verdict.error_kind or report.error_kind
     # Why the turn could not be measured, or why the CLI failed; judged failures are `failures`.
     why = infra or error or (verdict.failures[0].message if verdict.outcome == ERROR else None)
     return {
@@ -236,6 +240,8 @@ def run_turn(settings: LiveSettings, runner: LiveRunner, case: LiveCase) -> dict
         "ungrantedTools": None if case.granted else settings.ungranted_tools,
         "agentExitCode": code,
         "status": status,
+        "errorKind": kind if verdict.outcome == ERROR else None,
+        "providerStatus": report.provider_status if verdict.outcome == ERROR else None,
         "error": why,
         "durationMs": round(proc.duration_ms),
         "startedAt": started,

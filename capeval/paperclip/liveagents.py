@@ -42,6 +42,8 @@ class TurnReport:
     model: str | None = None
     infra_error: str | None = None  # the turn could not be measured (model unreachable, crash)
     cli_refused: tuple[str, ...] = ()  # paperclip operations called but never sent on
+    error_kind: str | None = None  # with infra_error: a capeval.core.outcome.ERROR_KINDS kind
+    provider_status: int | None = None  # the provider's HTTP status, when the CLI said it
 
 
 class LiveAgent:
@@ -183,10 +185,10 @@ class CodexAgent(LiveAgent):
             op = _paperclip_operation(match.group(1), self.namespace)
             if op is not None:
                 refused.append(op)
-        # Codex names no model in its stream; a failed or unfinished turn (turn.failed,
-        # reconnects that never recovered, a stream cut off) never reached a verdict.
-        infra = parsed.error if parsed.status == "failed" else None
-        return TurnReport(parsed.model, infra, tuple(refused))
+        # Codex names no model in its stream. Whether a failed turn measured nothing is
+        # read as capability runs read it (`parse_codex_stream`: turn.failed's words, a
+        # stream cut off); a refusal such as a 400 is the turn's own failure.
+        return _report(parsed, tuple(refused))
 
 
 class ClaudeCodeAgent(LiveAgent):
@@ -197,8 +199,6 @@ class ClaudeCodeAgent(LiveAgent):
     scripted_model = "claude-sonnet-4-5"
     _key_vars = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
     _clouds = ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
-    # Results that are the turn's own verdict (a budget), not a failure to run it.
-    _judged = ("success", "error_max_turns", "error_max_budget_usd")
 
     def check_configured(self, env: Mapping[str, str], config: Sequence[str]) -> None:
         if any(env.get(k) for k in (*self._key_vars, *self._clouds)):
@@ -295,22 +295,18 @@ class ClaudeCodeAgent(LiveAgent):
                         block.get("content")
                     ):
                         refused.append(op)
-        parsed = parse_claude_stream(stdout.splitlines())
-        results = [e for e in events if e.get("type") == "result"]
-        infra = None
-        if not results:
-            infra = parsed.error or "claude-code: the stream ended without a `result` event"
-        else:
-            bad = next(
-                (r for r in results if r.get("is_error") or r.get("subtype") not in self._judged),
-                None,
-            )
-            if bad is not None and bad.get("subtype") in ("success", "error_during_execution"):
-                status = bad.get("api_error_status")
-                infra = parsed.error or "claude-code: error"
-                if status is not None:
-                    infra += f" (API status {status})"
-        return TurnReport(parsed.model, infra, tuple(refused))
+        # The `result` event says whether the API failed (`parse_claude_stream`, as for
+        # capability runs); a stream without one broke off.
+        return _report(parse_claude_stream(stdout.splitlines()), tuple(refused))
+
+
+def _report(parsed: Any, refused: tuple[str, ...]) -> TurnReport:
+    """A parsed stream's verdict on the turn: an outage (`parsed.infra`) measured nothing."""
+    infra = parsed.infra
+    if infra is None:
+        return TurnReport(parsed.model, None, refused)
+    error = parsed.error or f"the turn measured nothing ({infra.kind})"
+    return TurnReport(parsed.model, error, refused, infra.kind, infra.status)
 
 
 AGENTS: dict[str, LiveAgent] = {a.name: a for a in (CodexAgent(), ClaudeCodeAgent())}

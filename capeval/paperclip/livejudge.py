@@ -50,6 +50,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from capeval.core.outcome import ERROR, FAILED, PASSED, Outcome
 from capeval.paperclip.authorization import ABSENT, ALLOWED, EXPOSED, RUNNING, decide
 from capeval.paperclip.catalog import CATALOG
 from capeval.paperclip.contracts import read_problems, side_effects, write_expectations
@@ -84,8 +85,6 @@ from capeval.paperclip.suite import (
 )
 
 LIVE_TURN = "live_turn"  # the class of a failure of the turn itself (it did not run, or not fully)
-PASSED, FAILED, ERROR = "passed", "failed", "error"
-OUTCOMES: tuple[str, ...] = (PASSED, FAILED, ERROR)
 # The reason of an attempt the CLI refused itself: the tool was not on the surface.
 NOT_LISTED = "not_listed"
 
@@ -196,8 +195,11 @@ def read(case: LiveCase, records: Sequence[Mapping[str, Any]]) -> Journal:
 
 @dataclass
 class Verdict:
-    outcome: str
+    outcome: Outcome
     failures: list[Failure] = field(default_factory=list)
+    # An `error` turn's reason in capeval.core.outcome.ERROR_KINDS terms, where the journal
+    # gives one: the control plane (capeval's own server) failed, or was never listed.
+    error_kind: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -735,17 +737,20 @@ def judge(
     def note(message: str) -> None:
         turn.append(Failure(row.id, LIVE_TURN, "", "", message, journal.diff))
 
+    kind = None
     if infra_error is not None:
         note(infra_error)
     if journal.surface is None:
         note("the journal shows no tools/list: the agent never saw the paperclip surface")
+        kind = "start"  # the CLI could not start the control plane's server, or itself
     for message in journal.errors:
         note(f"the control plane failed: {message}")
+        kind = "capeval"
     never = _listed_but_never_called(case, journal, cli_refused)
     if never is not None:
         note(never)
     if turn:
-        return Verdict(ERROR, turn)
+        return Verdict(ERROR, turn, kind)
     if error is not None or exit_code != 0:
         note(error or f"the agent CLI exited with {exit_code}")
     j = _Judge(case, journal, cli_refused)

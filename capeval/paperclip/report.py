@@ -377,7 +377,7 @@ def read_live_rows(paths: Sequence[str | Path]) -> tuple[list[dict[str, Any]], l
 
     Raises `ResultFileError` for a row that is no live turn's (a suite row, a capability
     row, a live row from before turns had an outcome and an agent)."""
-    from capeval.paperclip.livejudge import OUTCOMES
+    from capeval.core.outcome import OUTCOMES
     from capeval.results.errors import ResultFileError
     from capeval.results.jsonl import read_jsonl
 

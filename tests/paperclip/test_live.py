@@ -155,7 +155,23 @@ def test_each_cli_says_which_calls_it_refused_itself() -> None:
     claude = CLAUDE.report("\n".join(json.dumps(e) for e in events), "", 0)
     assert claude.cli_refused == ("create_task",) and claude.infra_error is None
     cut = CLAUDE.report("\n".join(json.dumps(e) for e in events[:2]), "", 1)
-    assert cut.infra_error  # no result event: the turn was never measured
+    assert cut.infra_error and cut.error_kind == "stream"  # no result event: never measured
+
+
+def test_an_outage_is_told_from_a_failure_as_capability_runs_tell_it() -> None:
+    def codex_failing(message: str) -> Any:
+        events = [
+            {"type": "thread.started", "thread_id": "t"},
+            {"type": "turn.started"},
+            {"type": "turn.failed", "error": {"message": message}},
+        ]
+        return CODEX.report("\n".join(json.dumps(e) for e in events), "", 1)
+
+    limited = codex_failing("exceeded retry limit, last status: 429 Too Many Requests")
+    assert (limited.error_kind, limited.provider_status) == ("rate_limit", 429)
+    assert limited.infra_error and "429" in limited.infra_error
+    refused = codex_failing("model refused: 400 bad request")  # the turn's own failure
+    assert refused.infra_error is None and refused.error_kind is None
 
 
 # -- retries -----------------------------------------------------------------------------

@@ -144,6 +144,7 @@ def test_a_turn_that_never_lists_the_tools_is_an_error(
     )
     (row,) = rows
     assert row["outcome"] == "error" and not row["passed"] and row["surface"] == []
+    assert row["errorKind"] == "start"
     assert any("no tools/list" in f["message"] for f in row["failures"])
     assert json.loads((tmp_path / "live-rows.jsonl").read_text()) == row
 

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
+from capeval.core.outcome import ERROR, FAILED, PASSED
 from capeval.paperclip.derivative import Row
 from capeval.paperclip.livecases import LiveCase, live_cases, scripted_calls
-from capeval.paperclip.livejudge import ERROR, FAILED, LIVE_TURN, PASSED, judge, live_fields
+from capeval.paperclip.livejudge import LIVE_TURN, judge, live_fields
 from capeval.paperclip.policy import (
     AGENT_TOOL_CONTRACT,
     AUTHORIZATION_POLICY,
@@ -62,6 +63,7 @@ def test_a_turn_that_never_listed_the_tools_is_an_error_never_a_pass(
     for case in cases.values():
         verdict = judged(case, [], list_tools=False)
         assert verdict.outcome == ERROR and not verdict.passed, case.config_id
+        assert verdict.error_kind == "start"
         assert classes(verdict) == [LIVE_TURN]
         assert "no tools/list" in verdict.failures[0].message
     assert judged(by_group(cases, "rs"), []).outcome == PASSED
@@ -207,6 +209,7 @@ def test_a_turn_that_did_not_finish_fails_and_one_that_could_not_run_is_an_error
     broken = [*records, {"kind": "error", "message": "RuntimeError: boom"}]
     verdict = judge(cm, broken, exit_code=0, cli_refused=refused)
     assert verdict.outcome == ERROR and "control plane failed" in verdict.failures[0].message
+    assert verdict.error_kind == "capeval"
 
 
 def test_the_live_row_carries_the_outcome_and_the_evidence(cases: dict[str, LiveCase]) -> None:
