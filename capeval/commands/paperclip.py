@@ -370,7 +370,16 @@ _AGENT_NAMES = ("codex", "claude-code")
     type=click.IntRange(min=0),
     default=2,
     show_default=True,
-    help="Times a turn whose outcome is `error` (nothing was measured) is run again.",
+    help="Times a turn whose outcome is `error` (nothing was measured: an outage, a "
+    "surface never listed) is run again, as `capeval run --retries`.",
+)
+@click.option(
+    "--retry-wait",
+    type=click.FloatRange(min=0, max=3600),
+    default=10.0,
+    show_default=True,
+    help="Seconds before the first retry; each next wait doubles (at most 300 s), plus "
+    "random jitter.",
 )
 @click.option(
     "--ungranted-tools",
@@ -411,6 +420,7 @@ def live(
     groups: tuple[str, ...],
     repeats: int,
     retries: int,
+    retry_wait: float,
     ungranted_tools: str,
     scripted: bool,
     timeout: float,
@@ -437,6 +447,7 @@ def live(
     )
     from capeval.paperclip.liveagents import AGENTS, LiveSkipped
     from capeval.paperclip.livecases import live_cases
+    from capeval.runner.retry import RetryPolicy
 
     path, rows = _load(file)
     try:
@@ -470,7 +481,7 @@ def live(
         scripted=scripted,
         timeout_s=timeout,
         repeats=repeats,
-        retries=retries,
+        retry=RetryPolicy(retries, retry_wait),
         ungranted_tools=ungranted_tools,
     )
     rows_path = _default_out(out, path, LIVE_DIR) / ROWS_FILE

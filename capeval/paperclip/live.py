@@ -9,8 +9,9 @@ The verdict comes from the control plane's journal (`livejudge.judge`).
 A matrix is every configuration of one row per group (optional-tool rows
 granted and ungranted, `livecases.live_cases`), for each agent, `repeats`
 times: a model's conformance is a rate, not a bit. A turn whose outcome is
-`error` (the measurement did not happen) is run again, up to `retries`
-times, with exponential backoff and jitter, each attempt in a fresh scratch
+`error` (the measurement did not happen) is run again on capability
+repeats' schedule (`capeval.runner.retry`: up to `retries` more times, waits
+doubling from `--retry-wait`, with jitter), each attempt in a fresh scratch
 directory; only the last attempt's row is written, with `attempts` and the
 earlier attempts' errors. Rows go through the result stream writer
 (`capeval.results.jsonl.JsonlWriter`: appended, fsynced, locked), one per
@@ -29,13 +30,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import random
 import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +46,9 @@ from capeval.paperclip.liveagents import AGENTS, LiveAgent, LiveSkipped, version
 from capeval.paperclip.livecases import ABSENT_TOOLS, LISTED_TOOLS, LiveCase, prompt, scripted_calls
 from capeval.paperclip.livejudge import judge, live_fields
 from capeval.proc.process import run_process
+from capeval.runner.retry import RetryPolicy, retrying
 
 DEFAULT_TIMEOUT_S = 300.0
-DEFAULT_RETRIES = 2
-BACKOFF_CAP_S = 60.0
 LIVE_DIR = "live"  # under the evidence folder, where `report` finds the rows by default
 ROWS_FILE = "live-rows.jsonl"
 __all__ = ["LiveSkipped"]
@@ -84,8 +83,7 @@ class LiveSettings:
     scripted: bool = False
     timeout_s: float = DEFAULT_TIMEOUT_S
     repeats: int = 1
-    retries: int = DEFAULT_RETRIES
-    backoff_s: float = 1.0  # the first retry's wait; doubled each time, with jitter
+    retry: RetryPolicy = field(default_factory=RetryPolicy)  # as `capeval run --retries`
     ungranted_tools: str = ABSENT_TOOLS
     # What the scripted model does per case (default: the fake agent's plan);
     # tests hand in a misbehaving model to see the matrix fail.
@@ -249,12 +247,6 @@ def run_turn(settings: LiveSettings, runner: LiveRunner, case: LiveCase) -> dict
     }
 
 
-def backoff(attempt: int, base_s: float, rng: random.Random | None = None) -> float:
-    """Seconds to wait before retry `attempt` (1-based): exponential, capped, full jitter."""
-    ceiling = min(BACKOFF_CAP_S, base_s * 2 ** (attempt - 1))
-    return (rng or random).uniform(ceiling / 2, ceiling)
-
-
 def run_with_retries(
     settings: LiveSettings,
     runner: LiveRunner,
@@ -262,16 +254,17 @@ def run_with_retries(
     *,
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any]:
-    """The turn, run again while its outcome is `error` (up to `settings.retries` times)."""
-    errors: list[str] = []
-    attempt = 1
-    while True:
-        row = run_turn(settings, runner, case)
-        if row["outcome"] != ERROR or attempt > settings.retries:
-            return {**row, "attempts": attempt, "attemptErrors": errors}
-        errors.append(str(row.get("error") or "error"))
-        sleep(backoff(attempt, settings.backoff_s))
-        attempt += 1
+    """The turn, run again while its outcome is `error`, on capability repeats' schedule
+    (`capeval.runner.retry.retrying`: `settings.retry`'s retries and doubling waits)."""
+    attempts: list[dict[str, Any]] = []
+
+    def attempt() -> dict[str, Any]:
+        attempts.append(run_turn(settings, runner, case))
+        return attempts[-1]
+
+    row: dict[str, Any] = retrying(settings.retry, sleep=sleep)(attempt)
+    errors = [str(a.get("error") or a["outcome"]) for a in attempts[:-1]]
+    return {**row, "attempts": len(attempts), "attemptErrors": errors}
 
 
 def run_matrix(

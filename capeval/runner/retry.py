@@ -69,7 +69,7 @@ class RetryPolicy:
             raise ValueError("--retries and --retry-wait must not be negative")
 
 
-def measured_nothing(row: Row) -> bool:
+def measured_nothing(row: Mapping[str, Any]) -> bool:
     return row_outcome(row) == ERROR
 
 
@@ -106,7 +106,22 @@ def run_with_retries(
         if on_retry is not None and state.outcome is not None and state.next_action is not None:
             on_retry(state.outcome.result(), state.next_action.sleep)
 
-    retrying = Retrying(
+    row: Row = retrying(policy, sleep=sleep, before_sleep=before_sleep)(attempt)
+    return row
+
+
+def retrying(
+    policy: RetryPolicy,
+    *,
+    sleep: Callable[[float], None],
+    before_sleep: Callable[[RetryCallState], None] | None = None,
+) -> Retrying:
+    """The retry schedule of `policy`: a call returning a row is made again while the row
+    measured nothing (`measured_nothing`); out of attempts, the last row stands.
+
+    Shared by capability repeats and the Paperclip live matrix's turns.
+    """
+    return Retrying(
         stop=stop_after_attempt(policy.retries + 1),
         # wait_s, 2 * wait_s, 4 * wait_s ... (capped), each plus up to wait_s of jitter.
         wait=wait_exponential(multiplier=policy.wait_s, max=policy.max_wait_s)
@@ -118,8 +133,6 @@ def run_with_retries(
         retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
         reraise=True,
     )
-    row: Row = retrying(attempt)
-    return row
 
 
 def _note_attempts(

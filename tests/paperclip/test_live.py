@@ -7,7 +7,6 @@ import copy
 import io
 import json
 import os
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +22,6 @@ from capeval.paperclip.live import (
     LiveRunner,
     LiveSettings,
     LiveSkipped,
-    backoff,
     find_agent,
     read_journal,
     run_with_retries,
@@ -177,10 +175,11 @@ def test_an_outage_is_told_from_a_failure_as_capability_runs_tell_it() -> None:
 # -- retries -----------------------------------------------------------------------------
 
 
-def test_an_error_turn_is_run_again_with_backoff_and_the_last_row_kept(
+def test_an_error_turn_is_run_again_on_the_capability_schedule_and_the_last_row_kept(
     cases: dict[str, LiveCase], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     import capeval.paperclip.live as live
+    from capeval.runner.retry import RetryPolicy
 
     outcomes = iter(["error", "error", "passed"])
 
@@ -190,22 +189,21 @@ def test_an_error_turn_is_run_again_with_backoff_and_the_last_row_kept(
 
     monkeypatch.setattr(live, "run_turn", turn)
     waits: list[float] = []
-    settings = LiveSettings(tmp_path / "d.yaml", retries=2, backoff_s=1.0)
+    settings = LiveSettings(tmp_path / "d.yaml", retry=RetryPolicy(2, 1.0))
     runner = LiveRunner(CODEX, "codex")
     row = run_with_retries(settings, runner, cases["cm"], sleep=waits.append)
     assert row["outcome"] == "passed" and row["attempts"] == 3
     assert row["attemptErrors"] == ["attempt was error", "attempt was error"]
-    assert 0.5 <= waits[0] <= 1.0 and 1.0 <= waits[1] <= 2.0
+    # `capeval run --retry-wait 1`: 1 s, then 2 s, each plus up to 1 s of jitter.
+    assert 1.0 <= waits[0] <= 2.0 and 2.0 <= waits[1] <= 3.0
     outcomes = iter(["error", "error"])
     once = run_with_retries(
-        LiveSettings(tmp_path / "d.yaml", retries=1), runner, cases["cm"], sleep=waits.append
+        LiveSettings(tmp_path / "d.yaml", retry=RetryPolicy(1, 0.0)), runner, cases["cm"]
     )
     assert once["outcome"] == "error" and once["attempts"] == 2
     failed = iter(["failed"])
     monkeypatch.setattr(live, "run_turn", lambda *a: {"outcome": next(failed)})
     assert run_with_retries(settings, runner, cases["cm"])["attempts"] == 1  # judged: kept
-    rng = random.Random(1)
-    assert all(30.0 <= backoff(n, 1.0, rng) <= 60.0 for n in range(7, 12))  # capped
 
 
 def test_the_matrix_runs_every_repeat_of_every_agent_and_case_through_the_row_writer(

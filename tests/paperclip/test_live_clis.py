@@ -29,6 +29,7 @@ from capeval.paperclip.liveagents import AGENTS
 from capeval.paperclip.livecases import LiveCase, live_cases, scripted_calls
 from capeval.paperclip.policy import CONTROL_PLANE_INVARIANT, RESTRAINT_NO_CALL
 from capeval.paperclip.suite import CONTROL_PLANE_NAMES
+from capeval.runner.retry import RetryPolicy
 from tests.agent_clis import find_cli, missing_reason
 
 pytestmark = [pytest.mark.slow, pytest.mark.realcli]
@@ -59,7 +60,7 @@ def settings(
     **kwargs: Any,
 ) -> LiveSettings:
     return LiveSettings(
-        derivative, scripted=True, timeout_s=120, retries=0, script=script, **kwargs
+        derivative, scripted=True, timeout_s=120, retry=RetryPolicy(0), script=script, **kwargs
     )
 
 

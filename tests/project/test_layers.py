@@ -28,7 +28,7 @@ LAYERS: dict[str, set[str]] = {
     "agents": {"core", "proc", "isolation", "results"},
     "runner": {"core", "proc", "isolation", "agents", "results", "config", "workspace"},
     "analysis": {"core", "results", "config", "workspace"},
-    "paperclip": {"core", "proc", "agents", "results", "workspace"},
+    "paperclip": {"core", "proc", "agents", "runner", "results", "workspace"},
     "commands": {
         "core",
         "interrupt",
