@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from capeval.paperclip.authorization import AuthContext, surface
-from capeval.paperclip.catalog import CATALOG, FAKE_AGENT_SEED_GRANTS, Catalog
+from capeval.core.paperclip.authorization import AuthContext, surface
+from capeval.core.paperclip.catalog import CATALOG, FAKE_AGENT_SEED_GRANTS, Catalog
 
 SURFACE_CONTEXT = AuthContext(role="engineer", claims=frozenset(FAKE_AGENT_SEED_GRANTS))
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from capeval.paperclip.authorization import (
+from capeval.core.paperclip.authorization import (
     ALLOWED,
     RUN_NOT_ACTIVE,
     AuthContext,
@@ -28,7 +28,13 @@ from capeval.paperclip.authorization import (
     decide,
     decide_execution,
 )
-from capeval.paperclip.catalog import CATALOG, CONTINUATIONS, INTERACTION_KINDS, Catalog, Operation
+from capeval.core.paperclip.catalog import (
+    CATALOG,
+    CONTINUATIONS,
+    INTERACTION_KINDS,
+    Catalog,
+    Operation,
+)
 from capeval.paperclip.fixtures import AGENT, COMPANY, Fixture
 
 CONTROL_PLANE_ACTOR = "control-plane"
@@ -186,7 +192,7 @@ class ControlPlane:
 
     # -- agent calls ---------------------------------------------------------------------
     def surface(self) -> list[str]:
-        from capeval.paperclip.authorization import surface
+        from capeval.core.paperclip.authorization import surface
 
         return surface(self.ctx, catalog=self.catalog)
 

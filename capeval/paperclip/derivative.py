@@ -16,10 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from capeval.core.nesting import NESTED_TOO_DEEPLY, too_deep
-from capeval.core.problems import Problem, ProblemsError
-from capeval.paperclip.corpus import CORPUS_FACTS
-from capeval.paperclip.fixtures import FIXTURE_NAMES, ROLE_CLAIMS
-from capeval.paperclip.policy import (
+from capeval.core.paperclip.policy import (
     ASSERTION_CLASSES,
     CORPUS_CASE_IDS,
     DISPOSITIONS,
@@ -30,7 +27,10 @@ from capeval.paperclip.policy import (
     TOTAL_ROWS,
     GroupPolicy,
 )
-from capeval.paperclip.semantics import entry_problem
+from capeval.core.paperclip.semantics import entry_problem
+from capeval.core.problems import Problem, ProblemsError
+from capeval.paperclip.corpus import CORPUS_FACTS
+from capeval.paperclip.fixtures import FIXTURE_NAMES, ROLE_CLAIMS
 from capeval.results.inputs import InputRefused, read_input
 
 DERIVATIVE_PATH = Path("evals/paperclip/eval-traceability.yaml")
@@ -284,7 +284,7 @@ _NAMED_VALUES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         tuple(sorted(ROLE_CLAIMS)),
         "ROLE_CLAIMS in capeval/paperclip/fixtures.py",
     ),
-    ("taskMode", "task mode", TASK_MODES, "TASK_MODES in capeval/paperclip/policy.py"),
+    ("taskMode", "task mode", TASK_MODES, "TASK_MODES in capeval/core/paperclip/policy.py"),
     ("fixture", "fixture", FIXTURE_NAMES, "capeval/paperclip/fixtures.py"),
 )
 

@@ -2,7 +2,7 @@
 
 Pure planning plus a small executor. `derive_plan` walks a row's
 `expectedSemantics` in order, maps every entry to a semantic operation
-(`capeval.paperclip.semantics`) and fills its arguments; a few per-row tables
+(`capeval.core.paperclip.semantics`) and fills its arguments; a few per-row tables
 say what the evidence alone cannot (which status a PATCH means, a retry that
 reuses an idempotency key, a human accepting an interaction between turns).
 Every step carries what must happen to it: `allowed` or `refused`, decided
@@ -18,8 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from capeval.core.problems import Problem
-from capeval.paperclip.authorization import (
+from capeval.core.paperclip.authorization import (
     ACTOR_ROLE_NOT_AUTHORIZED,
     CONTROL_PLANE_OWNED_OPERATION,
     OPERATION_NOT_AVAILABLE_IN_TASK_MODE,
@@ -29,17 +28,18 @@ from capeval.paperclip.authorization import (
     AuthContext,
     decide,
 )
-from capeval.paperclip.catalog import CATALOG
-from capeval.paperclip.corpus import CORPUS_FACTS
-from capeval.paperclip.derivative import Row
-from capeval.paperclip.fixtures import AGENT, ROLE_CLAIMS, Fixture, build_fixture
-from capeval.paperclip.policy import (
+from capeval.core.paperclip.catalog import CATALOG
+from capeval.core.paperclip.policy import (
     AUTHORIZATION_POLICY,
     COMBINED_MULTI_HOP,
     RESTRAINT_NO_CALL,
     claims_for_grants,
 )
-from capeval.paperclip.semantics import OTHER_TASK, classify, parse
+from capeval.core.paperclip.semantics import OTHER_TASK, classify, parse
+from capeval.core.problems import Problem
+from capeval.paperclip.corpus import CORPUS_FACTS
+from capeval.paperclip.derivative import Row
+from capeval.paperclip.fixtures import AGENT, ROLE_CLAIMS, Fixture, build_fixture
 
 CALL = "call"  # attempted; must be allowed (or fail with `error`)
 PROBE = "probe"  # attempted; must be refused (absent or denied) and change nothing

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capeval.paperclip.catalog import CATALOG
+from capeval.core.paperclip.catalog import CATALOG
 from capeval.paperclip.mcpserver import SERVER_NAME
 
 CODEX = "codex"

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from capeval.core.paperclip.policy import RESTRAINT_NO_CALL
 from capeval.paperclip.controlplane import ControlPlane
 from capeval.paperclip.derivative import Row
 from capeval.paperclip.fakeagent import (
@@ -30,7 +31,6 @@ from capeval.paperclip.fakeagent import (
     derive_plan,
     plan_fixture,
 )
-from capeval.paperclip.policy import RESTRAINT_NO_CALL
 from capeval.paperclip.suite import (
     CONTROL_PLANE_NAMES,
     UNGRANTED,

@@ -51,8 +51,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from capeval.core.outcome import ERROR, FAILED, PASSED, Outcome
-from capeval.paperclip.authorization import ABSENT, ALLOWED, EXPOSED, RUNNING, decide
-from capeval.paperclip.catalog import CATALOG
+from capeval.core.paperclip.authorization import ABSENT, ALLOWED, EXPOSED, RUNNING, decide
+from capeval.core.paperclip.catalog import CATALOG
+from capeval.core.paperclip.policy import (
+    AGENT_TOOL_CONTRACT,
+    AUTHORIZATION_POLICY,
+    COMBINED_MULTI_HOP,
+    CONTROL_PLANE_INVARIANT,
+    RESTRAINT_NO_CALL,
+    claims_for_grants,
+)
 from capeval.paperclip.contracts import read_problems, side_effects, write_expectations
 from capeval.paperclip.controlplane import CONTROL_PLANE_ACTOR, ControlPlane
 from capeval.paperclip.diff import Change, apply_diff, state_diff
@@ -65,14 +73,6 @@ from capeval.paperclip.fakeagent import (
     role_claims,
 )
 from capeval.paperclip.livecases import LISTED_TOOLS, LiveCase
-from capeval.paperclip.policy import (
-    AGENT_TOOL_CONTRACT,
-    AUTHORIZATION_POLICY,
-    COMBINED_MULTI_HOP,
-    CONTROL_PLANE_INVARIANT,
-    RESTRAINT_NO_CALL,
-    claims_for_grants,
-)
 from capeval.paperclip.suite import (
     CONTROL_PLANE_NAMES,
     NONE,

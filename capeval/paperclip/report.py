@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from capeval.paperclip.policy import ASSERTION_CLASSES, GROUPS
+from capeval.core.paperclip.policy import ASSERTION_CLASSES, GROUPS
 from capeval.paperclip.suite import (
     BINDING_PARITY,
     CODEX_SAMPLE,

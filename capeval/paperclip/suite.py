@@ -17,9 +17,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from capeval.paperclip.authorization import ABSENT, ALLOWED, EXPOSED, RUNNING, Decision, decide
+from capeval.core.paperclip.authorization import ABSENT, ALLOWED, EXPOSED, RUNNING, Decision, decide
+from capeval.core.paperclip.catalog import CATALOG, Catalog
+from capeval.core.paperclip.policy import (
+    AGENT_TOOL_CONTRACT,
+    AUTHORIZATION_POLICY,
+    CODEX_SAMPLE_GROUPS,
+    COMBINED_MULTI_HOP,
+    CONTROL_PLANE_INVARIANT,
+    OPTIONAL,
+    RESTRAINT_NO_CALL,
+    claims_for_grants,
+)
 from capeval.paperclip.bindings import codex_binding, fake_agent_binding, operation_names_json
-from capeval.paperclip.catalog import CATALOG, Catalog
 from capeval.paperclip.contracts import (
     Expectation,
     FieldIs,
@@ -46,16 +56,6 @@ from capeval.paperclip.fakeagent import (
     plan_fixture,
 )
 from capeval.paperclip.fixtures import AGENT
-from capeval.paperclip.policy import (
-    AGENT_TOOL_CONTRACT,
-    AUTHORIZATION_POLICY,
-    CODEX_SAMPLE_GROUPS,
-    COMBINED_MULTI_HOP,
-    CONTROL_PLANE_INVARIANT,
-    OPTIONAL,
-    RESTRAINT_NO_CALL,
-    claims_for_grants,
-)
 
 # The ten control-plane-owned operations, spelled out from the spec rather than
 # read from the catalog, so a catalog that hands one to agents is caught.

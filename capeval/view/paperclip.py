@@ -149,7 +149,7 @@ class Explorer:
             self.recorded_files.append(str(file))
 
     def index(self) -> dict[str, Any]:
-        from capeval.paperclip.policy import ASSERTION_CLASSES, GROUPS
+        from capeval.core.paperclip.policy import ASSERTION_CLASSES, GROUPS
 
         cases = []
         for i, row in enumerate(self.rows):
@@ -268,8 +268,8 @@ class Explorer:
         }
 
     def case(self, i: int) -> dict[str, Any]:
+        from capeval.core.paperclip.policy import GROUPS
         from capeval.paperclip.fakeagent import PlanError, derive_plan
-        from capeval.paperclip.policy import GROUPS
 
         row = self.rows[i]
         group = GROUPS.get(row.group)

@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 
-from capeval.paperclip import authorization, controlplane
-from capeval.paperclip.authorization import AuthContext
-from capeval.paperclip.catalog import CATALOG, Catalog
+from capeval.core.paperclip import authorization
+from capeval.core.paperclip.authorization import AuthContext
+from capeval.core.paperclip.catalog import CATALOG, Catalog
+from capeval.core.paperclip.policy import TASK_MODES
+from capeval.paperclip import controlplane
 from capeval.paperclip.derivative import Row
 from capeval.paperclip.fakeagent import PROBE, REFUSALS, auth_context, check_plans, derive_plan
-from capeval.paperclip.policy import TASK_MODES
 from capeval.paperclip.suite import SuiteResult, run_configuration, run_suite
 
 ALL_CLAIMS = frozenset(c for op in CATALOG.operations.values() for c in op.claims)
@@ -496,7 +497,8 @@ def test_every_failure_of_a_control_plane_that_ignores_grants_names_call_and_cla
 ) -> None:
     # Ungranted, su rows must refuse create_task; a control plane that allows it anyway
     # fails them, and each failure must say which call did it and how it was decided.
-    from capeval.paperclip import authorization, controlplane
+    from capeval.core.paperclip import authorization
+    from capeval.paperclip import controlplane
     from capeval.paperclip.suite import UNGRANTED
 
     real = authorization.decide

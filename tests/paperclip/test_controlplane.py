@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from capeval.paperclip import authorization as auth
-from capeval.paperclip.authorization import AuthContext
-from capeval.paperclip.catalog import CATALOG
+from capeval.core.paperclip import authorization as auth
+from capeval.core.paperclip.authorization import AuthContext
+from capeval.core.paperclip.catalog import CATALOG
 from capeval.paperclip.controlplane import CONTROL_PLANE_ACTOR, INVALID_ARGUMENTS, ControlPlane
 from capeval.paperclip.diff import Change, state_diff
 from capeval.paperclip.fixtures import FIXTURE_NAMES, UnknownFixtureError, build_fixture

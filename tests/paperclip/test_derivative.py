@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from capeval.core.paperclip.policy import CORPUS_CASE_IDS, GROUP_COUNTS, GROUPS
 from capeval.core.problems import ProblemsError
 from capeval.paperclip.corpus import CORPUS_FACTS
 from capeval.paperclip.derivative import (
@@ -23,7 +24,6 @@ from capeval.paperclip.derivative import (
     parse_rows,
 )
 from capeval.paperclip.fakeagent import check_plans, derive_plan
-from capeval.paperclip.policy import CORPUS_CASE_IDS, GROUP_COUNTS, GROUPS
 from tests.clirun import capeval
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from capeval import __version__
+from capeval.core.paperclip.policy import CODEX_SAMPLE_GROUPS
 from capeval.paperclip.bindings import codex_binding
 from capeval.paperclip.derivative import Row
 from capeval.paperclip.live import (
@@ -30,7 +31,6 @@ from capeval.paperclip.liveagents import AGENTS
 from capeval.paperclip.livecases import LiveCase, live_cases, prompt, scripted_calls
 from capeval.paperclip.livejudge import judge
 from capeval.paperclip.mcpserver import ControlPlaneServer, serve
-from capeval.paperclip.policy import CODEX_SAMPLE_GROUPS
 from capeval.paperclip.suite import CONTROL_PLANE_NAMES, codex_sample
 from tests.clirun import capeval
 

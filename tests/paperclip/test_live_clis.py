@@ -23,11 +23,11 @@ import pytest
 from click.testing import CliRunner
 
 from capeval.cli import main
+from capeval.core.paperclip.policy import CONTROL_PLANE_INVARIANT, RESTRAINT_NO_CALL
 from capeval.paperclip.derivative import Row
 from capeval.paperclip.live import LiveRunner, LiveSettings, run_matrix, run_turn
 from capeval.paperclip.liveagents import AGENTS
 from capeval.paperclip.livecases import LiveCase, live_cases, scripted_calls
-from capeval.paperclip.policy import CONTROL_PLANE_INVARIANT, RESTRAINT_NO_CALL
 from capeval.paperclip.suite import CONTROL_PLANE_NAMES
 from capeval.runner.retry import RetryPolicy
 from tests.agent_clis import find_cli, missing_reason

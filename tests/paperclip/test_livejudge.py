@@ -12,16 +12,16 @@ from typing import Any
 import pytest
 
 from capeval.core.outcome import ERROR, FAILED, PASSED
-from capeval.paperclip.derivative import Row
-from capeval.paperclip.livecases import LiveCase, live_cases, scripted_calls
-from capeval.paperclip.livejudge import LIVE_TURN, judge, live_fields
-from capeval.paperclip.policy import (
+from capeval.core.paperclip.policy import (
     AGENT_TOOL_CONTRACT,
     AUTHORIZATION_POLICY,
     COMBINED_MULTI_HOP,
     CONTROL_PLANE_INVARIANT,
     RESTRAINT_NO_CALL,
 )
+from capeval.paperclip.derivative import Row
+from capeval.paperclip.livecases import LiveCase, live_cases, scripted_calls
+from capeval.paperclip.livejudge import LIVE_TURN, judge, live_fields
 from tests.paperclip.livehelp import journal_of, judged
 
 
@@ -267,8 +267,9 @@ def test_live_turns_fail_where_the_control_plane_ignores_grants(
 ) -> None:
     import dataclasses
 
-    from capeval.paperclip import authorization, controlplane
-    from capeval.paperclip.catalog import CATALOG
+    from capeval.core.paperclip import authorization
+    from capeval.core.paperclip.catalog import CATALOG
+    from capeval.paperclip import controlplane
 
     every_claim = frozenset(c for op in CATALOG.operations.values() for c in op.claims)
     real = authorization.decide
@@ -410,8 +411,9 @@ def _breaks() -> dict[str, Any]:
     """Control planes broken in one rule each, as `test_broken_control_planes` breaks them."""
     import dataclasses
 
-    from capeval.paperclip import authorization, controlplane
-    from capeval.paperclip.catalog import CATALOG
+    from capeval.core.paperclip import authorization
+    from capeval.core.paperclip.catalog import CATALOG
+    from capeval.paperclip import controlplane
     from tests.paperclip.test_broken_control_planes import _after, _answering
 
     write = controlplane.ControlPlane._write

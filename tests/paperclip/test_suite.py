@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
+from capeval.core.paperclip.catalog import CATALOG
+from capeval.core.paperclip.policy import ALWAYS, GROUP_COUNTS
 from capeval.paperclip import controlplane
-from capeval.paperclip.catalog import CATALOG
 from capeval.paperclip.counts import group_counts
 from capeval.paperclip.derivative import Row
 from capeval.paperclip.fakeagent import CALL, PROBE, WITHHELD, Step, derive_plan
-from capeval.paperclip.policy import ALWAYS, GROUP_COUNTS
 from capeval.paperclip.report import REPORT_JSON, REPORT_MD, ROWS_JSONL, write_report
 from capeval.paperclip.suite import (
     CONTROL_PLANE_NAMES,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from capeval.paperclip.catalog import CATALOG, Catalog
-from capeval.paperclip.policy import ALWAYS, CONTROL_PLANE, OPTIONAL
+from capeval.core.paperclip.catalog import CATALOG, Catalog
+from capeval.core.paperclip.policy import ALWAYS, CONTROL_PLANE, OPTIONAL
 
 EXPOSED = "exposed"
 ALLOWED = "allowed"

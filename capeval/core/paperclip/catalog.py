@@ -4,7 +4,7 @@ Pure data plus small pure helpers. Every operation the suite, the bindings and
 the mock control plane talk about is named here once, with its disposition,
 the claims that unlock it, the roles and task modes it is limited to, and the
 JSON schemas the bindings publish. The REST evidence in the derivative is
-mapped onto these names in `capeval.paperclip.semantics`.
+mapped onto these names in `capeval.core.paperclip.semantics`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from capeval.paperclip.policy import ALWAYS, CONTROL_PLANE, OPTIONAL, TASK_MODES
+from capeval.core.paperclip.policy import ALWAYS, CONTROL_PLANE, OPTIONAL, TASK_MODES
 
 READ = "read"
 WRITE = "write"

@@ -7,16 +7,16 @@ import json
 
 import pytest
 
-from capeval.paperclip import authorization as auth
-from capeval.paperclip.authorization import AuthContext
-from capeval.paperclip.bindings import codex_binding, fake_agent_binding, parity
-from capeval.paperclip.catalog import (
+from capeval.core.paperclip import authorization as auth
+from capeval.core.paperclip.authorization import AuthContext
+from capeval.core.paperclip.catalog import (
     CATALOG,
     CONTINUATIONS,
     FAKE_AGENT_SEED_GRANTS,
     INTERACTION_KINDS,
 )
-from capeval.paperclip.policy import ALWAYS, CONTROL_PLANE, OPTIONAL, claims_for_grants
+from capeval.core.paperclip.policy import ALWAYS, CONTROL_PLANE, OPTIONAL, claims_for_grants
+from capeval.paperclip.bindings import codex_binding, fake_agent_binding, parity
 from capeval.paperclip.report import DEFAULT_OUT, REPORT_JSON, REPORT_MD
 from capeval.paperclip.suite import CONTROL_PLANE_NAMES
 
