@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from capeval.analysis import engine
-from capeval.analysis.cells import BaitDecl, Cell, cells_from_rows, parse_bait, variant_of
 from capeval.analysis.cellsql import measures
 from capeval.analysis.duckfiles import (
     FastPathUnavailable,
@@ -45,6 +44,7 @@ from capeval.analysis.duckfiles import (
     probe,
     slice_all,
 )
+from capeval.core.cell import BaitDecl, Cell, cells_from_rows, parse_bait, variant_of
 from capeval.core.metrics import LEGACY_TASK_TOOLS, METRIC_NAMES, TOOL_CALLS_BY_NAME
 from capeval.core.outcome import ERROR
 from capeval.results.columns import (

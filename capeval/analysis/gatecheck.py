@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from capeval.analysis.cells import BaitDecl, Cell
-from capeval.analysis.compare import Comparison, compare_cells, normalize_baits
+from capeval.analysis.compare import add_advisory, compare_cells
+from capeval.core.cell import BaitDecl, Cell
+from capeval.core.verdict import Comparison, normalize_baits
 from capeval.results.errors import ResultFileError
 
 EXIT_CLEAN = 0
@@ -299,7 +300,7 @@ def gate_files(
         )
         return GateResult(EXIT_BAD_INPUT, text, None, comparison, refusals, read_warnings)
     if advisory:
-        comparison.add_advisory(seed=seed)
+        add_advisory(comparison, seed=seed)
     return GateResult(
         comparison.exit_code, render_text(comparison, gate=gate), comparison.to_json(), comparison
     )

@@ -17,8 +17,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from capeval.analysis.cells import Cell, format_value
-from capeval.analysis.compare import STATUS_ORDER, BaitStatus, CellComparison, Comparison
+from capeval.core.cell import Cell, format_value
+from capeval.core.verdict import STATUS_ORDER, BaitStatus, CellComparison, Comparison
 
 VERDICT_WORDS = {0: "CLEAN", 1: "REGRESSED", 3: "UNCLEAN (bait flags)"}
 # Under the configuration's `bait = "report"`, said wherever bait flags are listed.

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from capeval.analysis.cells import Cell
+    from capeval.core.cell import Cell
 
 
 class ComparedCell(Protocol):

@@ -70,11 +70,11 @@ def freeze(
     jsonl: Path | None = None,
 ) -> FreezeResult:
     """Record a new baseline with `agent` on the default matrix and move it into place."""
-    from capeval.analysis.compare import BaitStatus
     from capeval.analysis.fastload import load_side
     from capeval.analysis.gatecheck import workspace_baits
     from capeval.commands.common import cannot_write, config_home, shown_path
     from capeval.config import load_config
+    from capeval.core.verdict import BaitStatus
     from capeval.results.output import OutputRefused, move_output, resolve_target
     from capeval.runner.options import RunOptions
     from capeval.runner.run import execute

@@ -38,8 +38,8 @@ from capeval.view.transcript import no_evidence, repeat_evidence
 if TYPE_CHECKING:
     import polars as pl
 
-    from capeval.analysis.cells import BaitDecl, Cell
-    from capeval.analysis.compare import Comparison
+    from capeval.core.cell import BaitDecl, Cell
+    from capeval.core.verdict import Comparison
     from capeval.view.paperclip import Explorer
 
 OUTCOMES = ("passed", "failed", "error")
@@ -344,7 +344,9 @@ class Viewer:
         if comparison is None:
             return
         if not comparison.advisory:
-            comparison.add_advisory(seed=self.seed)
+            from capeval.analysis.compare import add_advisory
+
+            add_advisory(comparison, seed=self.seed)
         groups: dict[str, dict[str, list[int]]] = {}
         from capeval.core.aggregate import row_result_key
 

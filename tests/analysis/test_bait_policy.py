@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from capeval.analysis.cells import cells_from_rows
 from capeval.analysis.compare import compare_cells
 from capeval.analysis.report import render
 from capeval.cli import main
+from capeval.core.cell import cells_from_rows
 from tests.rowfactory import gate_row as row
 
 BAIT = {"metric": "networkCommandCount", "threshold": 0}

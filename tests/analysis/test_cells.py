@@ -9,15 +9,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from capeval.analysis.cells import Cell, cells_from_rows
 from capeval.analysis.compare import compare_cells
+from capeval.core.cell import Cell, cells_from_rows
 from tests.rowfactory import gate_row as row
 
 # -- numbers as tables and JSON print them -----------------------------------------
 
 
 def test_table_numbers_drop_float_noise_but_keep_every_real_digit() -> None:
-    from capeval.analysis.cells import format_value
+    from capeval.core.cell import format_value
 
     assert format_value((27.9 + 28.3) / 2) == "28.1"
     assert format_value(123456.789) == "123456.789"
@@ -26,7 +26,7 @@ def test_table_numbers_drop_float_noise_but_keep_every_real_digit() -> None:
 
 
 def test_an_integral_threshold_is_written_as_an_integer() -> None:
-    from capeval.analysis.cells import BaitDecl
+    from capeval.core.cell import BaitDecl
 
     written = json.dumps(BaitDecl("networkCommandCount", 2.0).to_json())
     assert written == '{"metric": "networkCommandCount", "threshold": 2}'

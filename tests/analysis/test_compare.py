@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from capeval.analysis.cells import BaitDecl, cells_from_rows, format_number
-from capeval.analysis.compare import compare_cells, normalize_baits, parse_bait_override
+from capeval.analysis.compare import compare_cells
 from capeval.analysis.fastload import load_sides
+from capeval.core.cell import BaitDecl, cells_from_rows, format_number
 from capeval.core.metrics import METRIC_NAMES
+from capeval.core.verdict import normalize_baits, parse_bait_override
 from tests.rowfactory import gate_row as row
 
 

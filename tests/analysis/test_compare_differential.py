@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from capeval.analysis import fastload
-from capeval.analysis.cells import Cell
 from capeval.analysis.compare import compare_cells
 from capeval.analysis.fastload import load_sides
+from capeval.core.cell import Cell
 from capeval.core.metrics import METRIC_NAMES
 
 CASES = ("alpha", "beta", "web-bait")

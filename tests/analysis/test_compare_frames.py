@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 
 from capeval.analysis import stats
-from capeval.analysis.cells import cells_from_rows
 from capeval.analysis.compare import behavior_frame, compare_cells, comparison_frame
+from capeval.core.cell import cells_from_rows
 from tests.rowfactory import gate_row as row
 
 ADVISORY_CELL_COLUMNS = [

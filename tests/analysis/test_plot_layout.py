@@ -12,8 +12,8 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
 from capeval.analysis import plots, report
-from capeval.analysis.cells import cells_from_rows
 from capeval.analysis.compare import compare_cells
+from capeval.core.cell import cells_from_rows
 from tests.rowfactory import gate_row
 
 TITLE = "Behavior metrics per cell — 20261130T170114Z-508b36"

@@ -23,10 +23,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from capeval.analysis import fastload
-from capeval.analysis.cells import Cell
 from capeval.analysis.fastload import FastPathUnavailable, load_sides
 from capeval.analysis.frame import load_frame
 from capeval.analysis.history import ingest, open_db
+from capeval.core.cell import Cell
 from capeval.core.metrics import METRIC_NAMES
 from capeval.results.columns import ColumnTypeError
 from capeval.results.errors import ResultFileError

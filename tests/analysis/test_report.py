@@ -13,9 +13,10 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from capeval.analysis import stats
-from capeval.analysis.cells import Cell, cells_from_rows
-from capeval.analysis.compare import Comparison, compare_cells
+from capeval.analysis.compare import add_advisory, compare_cells
 from capeval.analysis.report import render, render_refusal, render_text
+from capeval.core.cell import Cell, cells_from_rows
+from capeval.core.verdict import Comparison
 from tests.analysis.test_gate import BAIT_FLAGS
 from tests.rowfactory import gate_row as row
 
@@ -184,7 +185,7 @@ def test_html_is_self_contained_with_an_embedded_plot(comparison) -> None:  # ty
 @pytest.mark.slow
 def test_html_carries_the_advisory_statistics() -> None:
     comparison = make_comparison()
-    comparison.add_advisory()
+    add_advisory(comparison)
     page = render(comparison, "html")
     assert "<h2>Advisory statistics</h2>" in page
     assert "baseline pass rate (case bootstrap)" in page and "never change the gate" in page

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from capeval.analysis import stats
-from capeval.analysis.cells import Cell, cells_from_rows
 from capeval.analysis.compare import compare_cells
 from capeval.core import aggregate
+from capeval.core.cell import Cell, cells_from_rows
 from tests.rowfactory import gate_row as row
 
 
