@@ -11,7 +11,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -249,3 +249,30 @@ def configured_bait_policy(root: Path | None, config_path: Path | None = None) -
     except ProblemsError:
         return "require"
     return read_bait_policy(found, config_path)
+
+
+def retry_options(retries_help: str) -> Callable[[Any], Any]:
+    """`--retries` and `--retry-wait`, alike for `capeval run` and `paperclip live`.
+
+    Both retry on one schedule (`capeval.runner.retry`), so their flags must
+    not drift apart; only what a retried unit is differs, in `retries_help`.
+    """
+
+    def decorate(func: Any) -> Any:
+        func = click.option(
+            "--retry-wait",
+            type=click.FloatRange(min=0, max=3600),
+            default=10.0,
+            show_default=True,
+            help="Seconds before the first retry; each next wait doubles (at most 300 s), plus "
+            "random jitter.",
+        )(func)
+        return click.option(
+            "--retries",
+            type=click.IntRange(min=0),
+            default=2,
+            show_default=True,
+            help=retries_help,
+        )(func)
+
+    return decorate

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from capeval.cli import InterruptibleGroup
-from capeval.commands.common import SECONDS, cannot_write, fail, shown_path
+from capeval.commands.common import SECONDS, cannot_write, fail, retry_options, shown_path
 
 if TYPE_CHECKING:
     from capeval.paperclip.derivative import Row
@@ -365,21 +365,9 @@ _AGENT_NAMES = ("codex", "claude-code")
     show_default=True,
     help="Turns per configuration and agent: a model's conformance is a rate.",
 )
-@click.option(
-    "--retries",
-    type=click.IntRange(min=0),
-    default=2,
-    show_default=True,
-    help="Times a turn whose outcome is `error` (nothing was measured: an outage, a "
-    "surface never listed) is run again, as `capeval run --retries`.",
-)
-@click.option(
-    "--retry-wait",
-    type=click.FloatRange(min=0, max=3600),
-    default=10.0,
-    show_default=True,
-    help="Seconds before the first retry; each next wait doubles (at most 300 s), plus "
-    "random jitter.",
+@retry_options(
+    "Times a turn whose outcome is `error` (nothing was measured: an outage, a "
+    "surface never listed) is run again, as `capeval run --retries`."
 )
 @click.option(
     "--ungranted-tools",

@@ -22,6 +22,7 @@ from capeval.commands.common import (
     config_option,
     configured_bait_policy,
     fail,
+    retry_options,
     root_option,
     shown_path,
 )
@@ -257,21 +258,9 @@ def _result_file_warnings_as_lines() -> Iterator[None]:
     help="With --resume: also run again the repeats whose last row is an error (not "
     "measured); their new rows supersede those.",
 )
-@click.option(
-    "--retries",
-    type=click.IntRange(min=0),
-    default=2,
-    show_default=True,
-    help="Run a repeat that measured nothing (outcome error: a rate limit, an outage, a "
-    "broken connection) again up to this many more times.",
-)
-@click.option(
-    "--retry-wait",
-    type=click.FloatRange(min=0, max=3600),
-    default=10.0,
-    show_default=True,
-    help="Seconds before the first retry; each next wait doubles (at most 300 s), plus "
-    "random jitter.",
+@retry_options(
+    "Run a repeat that measured nothing (outcome error: a rate limit, an outage, a "
+    "broken connection) again up to this many more times."
 )
 @click.option(
     "--out",
