@@ -189,15 +189,12 @@ def _unfinished(
 ) -> tuple[list[str], list[str]]:
     """(what each side's plan files planned and its streams do not hold, the commands that
     finish those streams: with `--retry-errors` when `retry`, for streams with errors)."""
-    from capeval.results.planned import planned_repeats
+    from capeval.results.planned import planned_runs
 
     partial: list[str] = []
     fills: list[str] = []
     for role, paths, cells in sides:
-        planned: dict[str, int] = {}
-        for path in paths:
-            for key, count in (planned_repeats(path) or {}).items():
-                planned[key] = planned.get(key, 0) + count
+        planned, absent = planned_runs(paths)
         short = []
         for key, count in sorted(planned.items()):
             cell = cells.get(key)
@@ -207,6 +204,14 @@ def _unfinished(
         if short:
             shown = ", ".join(short[:5]) + (f" and {len(short) - 5} more" if len(short) > 5 else "")
             partial.append(f"the {role} holds fewer repeats than its plan: {shown}")
+        if absent:
+            # A shard file stands for its run: the shards not given are its missing repeats.
+            named = ", ".join(f"{shard} of run {run}" for run, shard in absent[:5])
+            more = f" and {len(absent) - 5} more" if len(absent) > 5 else ""
+            partial.append(
+                f"the {role} is part of a sharded run whose other shards are not given: "
+                f"shard {named}{more}; give every shard's stream (or capeval merge them)"
+            )
         errored = any(c.errors for c in cells.values())
         if short or (retry and errored):
             flag = " --retry-errors" if retry and errored else ""
@@ -215,7 +220,11 @@ def _unfinished(
                 for p in paths
                 if p.suffix == ".jsonl"
             ]
-    return partial, fills
+        fills += [
+            f"capeval run --shard {shard} --run-id {shlex.quote(run)} with the run's flags"
+            for run, shard in absent
+        ]
+    return partial, list(dict.fromkeys(fills))
 
 
 def _needs_workspace(

@@ -11,6 +11,7 @@ as before plans existed.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from capeval.core.row import result_key
@@ -24,13 +25,8 @@ def plan_beside(stream: str | Path) -> Path:
     return stream.with_name(stream.name + PLAN.suffixes[0])
 
 
-def planned_repeats(stream: str | Path) -> dict[str, int] | None:
-    """{resultKey: planned repeats} from the plan beside `stream`; None without a usable one.
-
-    The cells are the plan's resolved variants times its resolved cases, each
-    with the plan's `repeats`; a shard's plan (`capeval run --shard I/N`) names
-    only the repeats of its slice.
-    """
+def _read_plan(stream: str | Path) -> tuple[dict[str, object], list[str], list[str], int] | None:
+    """(the plan doc, its variant ids, its case ids, its repeats); None without a usable plan."""
     path = plan_beside(stream)
     try:
         if not path.is_file() or path.stat().st_size > LARGEST_PLAN:
@@ -52,8 +48,22 @@ def planned_repeats(stream: str | Path) -> dict[str, int] | None:
     names = [i for i in ids if isinstance(i, str)]
     if len(names) != len(variants) or not all(isinstance(c, str) for c in cases):
         return None
+    return doc, names, [str(c) for c in cases], repeats
+
+
+def planned_repeats(stream: str | Path) -> dict[str, int] | None:
+    """{resultKey: planned repeats} from the plan beside `stream`; None without a usable one.
+
+    The cells are the plan's resolved variants times its resolved cases, each
+    with the plan's `repeats`; a shard's plan (`capeval run --shard I/N`) names
+    only the repeats of its slice.
+    """
+    read = _read_plan(stream)
+    if read is None:
+        return None
+    doc, names, cases, repeats = read
     if doc.get("shard") is None:
-        return {result_key(v, str(c)): repeats for v in names for c in cases}
+        return {result_key(v, c): repeats for v in names for c in cases}
     # A shard's stream holds its slice of the plan, cut by the rule its plan names.
     from capeval.core.shards import RULE, parse_shard, slice_of
 
@@ -65,8 +75,57 @@ def planned_repeats(stream: str | Path) -> dict[str, int] | None:
     except ValueError:
         return None
     weights = sharding.get("weights")
-    triples = [(v, str(c), r) for v in names for c in cases for r in range(repeats)]
+    triples = [(v, c, r) for v in names for c in cases for r in range(repeats)]
     out: dict[str, int] = {}
     for v, c, _ in slice_of(triples, shard, weights if isinstance(weights, dict) else None):
         out[result_key(v, c)] = out.get(result_key(v, c), 0) + 1
     return out
+
+
+def planned_runs(
+    streams: Iterable[str | Path],
+) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """({resultKey: planned repeats} over the runs `streams` belong to, the shards not given).
+
+    A stream given twice plans once. A shard's stream stands for its whole
+    run: the gate reads shard files as parts of one run, so a run of N
+    shards of which fewer are given plans every repeat of the run, and the
+    shards not given are named, as (run id, `I/N`); else one
+    shard would gate clean on a third of the run.
+    """
+    from capeval.core.shards import parse_shard
+
+    planned: dict[str, int] = {}
+    seen: set[Path] = set()
+    # (run id, plan digest, N) -> (the whole run's cells, the shard indexes given)
+    runs: dict[tuple[str, str, int], tuple[dict[str, int], set[int]]] = {}
+
+    def add(cells: Mapping[str, int]) -> None:
+        for key, count in cells.items():
+            planned[key] = planned.get(key, 0) + count
+
+    for stream in streams:
+        where = Path(stream).resolve()
+        if where in seen:
+            continue
+        seen.add(where)
+        read = _read_plan(stream)
+        if read is None:
+            continue
+        doc, names, cases, repeats = read
+        sharding = doc.get("sharding")
+        try:
+            shard = None if doc.get("shard") is None else parse_shard(str(doc["shard"]))
+        except ValueError:
+            shard = None
+        if shard is None or not isinstance(sharding, dict):
+            add(planned_repeats(stream) or {})
+            continue
+        whole = {result_key(v, c): repeats for v in names for c in cases}
+        group = (str(doc.get("runId")), str(sharding.get("planDigest")), shard.count)
+        runs.setdefault(group, (whole, set()))[1].add(shard.index)
+    missing: list[tuple[str, str]] = []
+    for (run_id, _, count), (whole, given) in runs.items():
+        add(whole)
+        missing += [(run_id, f"{i}/{count}") for i in range(1, count + 1) if i not in given]
+    return planned, missing

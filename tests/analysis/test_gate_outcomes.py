@@ -248,3 +248,38 @@ def test_every_report_shows_the_error_repeats(sides: tuple[Path, Path], fmt: str
         assert cell["candidate"]["errorCount"] == 2
     else:
         assert "2/2 (100%) +2 error" in text
+
+
+def test_one_shard_of_a_run_alone_is_refused_naming_the_shards_not_given(
+    tmp_path: Path,
+) -> None:
+    from capeval.core.shards import RULE, Shard, slice_of
+
+    base = jsonl(tmp_path / "base.jsonl", [row("a", "passed", r) for r in range(4)])
+    triples = [("v1", "a", r) for r in range(4)]
+    streams = []
+    for index in (1, 2):
+        held = sorted(slice_of(triples, Shard(index, 2), None))
+        stream = jsonl(tmp_path / f"s{index}.jsonl", [row("a", "passed", r) for _, _, r in held])
+        sharding = {"index": index, "count": 2, "rule": RULE, "weights": {}, "planDigest": "d"}
+        plan = {"runId": "run-1", "repeats": 4, "shard": f"{index}/2", "sharding": sharding,
+                "resolved": {"variants": [{"id": "v1"}], "cases": ["a"]}}  # fmt: skip
+        stream.with_name(stream.name + ".plan.json").write_text(json.dumps(plan))
+        streams.append(stream)
+    alone = capeval("gate", "--baseline", base, "--candidate", streams[0], cwd=tmp_path)
+    assert alone.returncode == 2, alone.stdout + alone.stderr
+    assert "v1::a 2 of 4" in alone.stderr
+    assert "shard 2/2 of run run-1" in alone.stderr
+    every = ("--candidate", streams[0], "--candidate", streams[1])
+    done = capeval("gate", "--baseline", base, *every, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_stream_given_twice_is_not_called_incomplete(tmp_path: Path) -> None:
+    base = jsonl(tmp_path / "base.jsonl", [row("a", "passed", r) for r in range(2)])
+    cand = jsonl(tmp_path / "cand.jsonl", [row("a", "passed", r) for r in range(2)])
+    _plan(cand, 2, ["a"])
+    twice = ("--candidate", cand, "--candidate", cand)
+    done = capeval("gate", "--baseline", base, *twice, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "given twice" in done.stdout + done.stderr

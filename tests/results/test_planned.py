@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from capeval.core.shards import RULE
-from capeval.results.planned import planned_repeats
+from capeval.results.planned import planned_repeats, planned_runs
 
 
 def _plan(stream: Path, **extra: Any) -> Path:
@@ -49,3 +49,26 @@ def test_a_shard_plans_its_slice_and_the_slices_make_the_plan(tmp_path: Path) ->
 def test_a_shard_cut_by_an_unknown_rule_says_nothing(tmp_path: Path) -> None:
     stream = _plan(tmp_path / "s.jsonl", shard="1/2", sharding={"rule": "other", "weights": {}})
     assert planned_repeats(stream) is None
+
+
+def _shard(tmp_path: Path, index: int, count: int, run_id: str = "r") -> Path:
+    sharding = {"index": index, "count": count, "rule": RULE, "weights": {}, "planDigest": "d"}
+    return _plan(tmp_path / f"{run_id}-s{index}.jsonl", runId=run_id,
+                 shard=f"{index}/{count}", sharding=sharding)  # fmt: skip
+
+
+def test_a_shard_given_alone_plans_its_whole_run_and_names_the_shards_not_given(
+    tmp_path: Path,
+) -> None:
+    # One shard of three gated alone would be judged on a third of the run.
+    whole = {"v1::a": 3, "v1::b": 3, "v2::a": 3, "v2::b": 3}
+    assert planned_runs([_shard(tmp_path, 2, 3)]) == (whole, [("r", "1/3"), ("r", "3/3")])
+    every = [_shard(tmp_path, i, 3) for i in (1, 2, 3)]
+    assert planned_runs(every) == (whole, [])
+
+
+def test_a_stream_given_twice_plans_once(tmp_path: Path) -> None:
+    stream = _plan(tmp_path / "run.jsonl")
+    once = planned_runs([stream])
+    assert planned_runs([stream, tmp_path / "." / "run.jsonl"]) == once
+    assert once == ({"v1::a": 3, "v1::b": 3, "v2::a": 3, "v2::b": 3}, [])
