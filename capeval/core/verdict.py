@@ -227,7 +227,7 @@ class Comparison:
             out.append(
                 f"{len(self.unjudged)} cell(s) not judged: {'; '.join(self.unjudged)}; "
                 f"run the errored repeats again ({fill}) or pass --max-error-rate R to judge "
-                "each cell on its judged repeats"
+                "each cell on its judged repeats (a side with none judged never is)"
             )
         if gate and self.partial and not self.allow_partial:
             fill = "; ".join(self.fill_commands) or "capeval run --resume STREAM"
@@ -547,7 +547,8 @@ def _error_cells(
             if cell is None or not cell.errors:
                 continue
             total = cell.repeats + cell.errors
-            held.append(f"{name} {cell.errors} error(s) of {total} repeats")
+            none = ", none judged" if cell.repeats == 0 else ""
+            held.append(f"{name} {cell.errors} error(s) of {total} repeats{none}")
             if cell.repeats == 0 or max_error_rate is None or cell.errors > max_error_rate * total:
                 allowed = False
         if not held:

@@ -283,3 +283,14 @@ def test_a_stream_given_twice_is_not_called_incomplete(tmp_path: Path) -> None:
     done = capeval("gate", "--baseline", base, *twice, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "given twice" in done.stdout + done.stderr
+
+
+def test_a_cell_with_no_judged_repeat_says_so_under_max_error_rate(tmp_path: Path) -> None:
+    # --max-error-rate 1 cannot judge a side that measured nothing; the
+    # refusal says why rather than only asking for the flag already given.
+    base = jsonl(tmp_path / "base.jsonl", [row("a", "passed", r) for r in range(2)])
+    cand = jsonl(tmp_path / "cand.jsonl", [row("a", "error", r) for r in range(2)])
+    result = gate_files(base, cand, max_error_rate=1.0)
+    assert result.exit_code == 2
+    assert "v1::a (candidate 2 error(s) of 2 repeats, none judged)" in result.text
+    assert "(a side with none judged never is)" in result.text
