@@ -195,10 +195,14 @@ def _unfinished(
     fills: list[str] = []
     for role, paths, cells in sides:
         planned, absent = planned_runs(paths)
+        # A repeat a stream holds twice (a duplicate) is counted twice in its cell; it
+        # must not stand in for a planned repeat the stream does not hold.
+        distinct = _distinct_repeats(paths) if planned else {}
         short = []
         for key, count in sorted(planned.items()):
             cell = cells.get(key)
             held = 0 if cell is None else cell.repeats + cell.errors
+            held = min(held, distinct.get(key, held))
             if held < count:
                 short.append(f"{key} {held} of {count}")
         if short:
@@ -225,6 +229,50 @@ def _unfinished(
             for run, shard in absent
         ]
     return partial, list(dict.fromkeys(fills))
+
+
+def _distinct_repeats(paths: Sequence[Path]) -> dict[str, int]:
+    """{resultKey: distinct (run, repeat) pairs} the JSON Lines streams of `paths` hold.
+
+    Read by DuckDB (three fields a row); where DuckDB cannot read a stream (a torn
+    last line), by the reference reader. {} when neither can: the cells' counts stand.
+    """
+    streams = [p for p in dict.fromkeys(Path(p).resolve() for p in paths) if p.suffix == ".jsonl"]
+    if not streams:
+        return {}
+    from capeval.analysis import engine
+    from capeval.analysis.duckfiles import FastPathUnavailable, literal_path
+    from capeval.results.columns import sql_str
+
+    duckdb = engine.engine()
+    try:
+        files = ", ".join(sql_str(literal_path(p)) for p in streams)
+        query = (
+            'SELECT resultKey, count(DISTINCT [runId::VARCHAR, "repeat"::VARCHAR]) '
+            f"FROM read_json([{files}], columns={{'runId': 'JSON', 'resultKey': 'VARCHAR', "
+            "'repeat': 'JSON'}, format='newline_delimited', records=true, auto_detect=false, "
+            "maximum_object_size=16777216) WHERE resultKey IS NOT NULL GROUP BY 1"
+        )
+        con = engine.connect()
+        try:
+            return {str(k): int(n) for k, n in con.execute(query).fetchall()}
+        finally:
+            con.close()
+    except (FastPathUnavailable, duckdb.Error):
+        pass  # read by the reference reader below
+    from capeval.results.jsonl import read_jsonl
+
+    seen: dict[str, set[tuple[str, str]]] = {}
+    try:
+        for path in streams:
+            for row in read_jsonl(path)[0]:
+                key = row.get("resultKey")
+                if isinstance(key, str):
+                    pair = (str(row.get("runId")), str(row.get("repeat")))
+                    seen.setdefault(key, set()).add(pair)
+    except (ResultFileError, OSError):
+        return {}
+    return {key: len(pairs) for key, pairs in seen.items()}
 
 
 def _needs_workspace(

@@ -294,3 +294,19 @@ def test_a_cell_with_no_judged_repeat_says_so_under_max_error_rate(tmp_path: Pat
     assert result.exit_code == 2
     assert "v1::a (candidate 2 error(s) of 2 repeats, none judged)" in result.text
     assert "(a side with none judged never is)" in result.text
+
+
+@pytest.mark.parametrize("torn", [False, True])
+def test_a_repeat_held_twice_does_not_stand_in_for_a_planned_one(
+    tmp_path: Path, torn: bool
+) -> None:
+    # Planned: repeats 0 and 1. Held: repeat 0 twice. Two rows, one repeat missing.
+    base = jsonl(tmp_path / "base.jsonl", [row("a", "passed", r) for r in range(2)])
+    cand = jsonl(tmp_path / "cand.jsonl", [row("a", "passed", 0), row("a", "passed", 0)])
+    if torn:  # DuckDB cannot read it; the reference reader counts instead
+        with cand.open("a") as f:
+            f.write('{"resultKey": "v1::a", "rep')
+    _plan(cand, 2, ["a"])
+    result = gate_files(base, cand)
+    assert result.exit_code == 2, result.text
+    assert "the candidate holds fewer repeats than its plan: v1::a 1 of 2" in result.text
