@@ -19,10 +19,10 @@ same `Cell`s or the same refusal on random odd rows. What remains: DuckDB's
 parser takes, with no option to refuse them, a trailing comma inside a row
 and values Python will not hold (integers past 4300 digits, nesting past
 its recursion limit), which the reference reader refuses; no writer
-produces them, and looking for them costs a pass over every byte. Duplicate
-repeats in one file are counted by both paths but only the reference reader
-warns about them; repeats two files of one side share are counted exactly
-by both.
+produces them, and looking for them costs a pass over every byte. A repeat
+one file holds twice (after supersession) sends its files to the reference
+reader, which names it; repeats two files of one side share are counted
+exactly by both.
 """
 
 from __future__ import annotations
@@ -191,6 +191,7 @@ def _rows_sql(source: str, *, headline: bool, legacy: bool) -> str:
     texts = [
         "side",
         "superseded",
+        "filename",
         f"{_text(('resultKey',))} AS key",
         f"{_text(('id',))} AS idText",
         f"{_text(('passed',))} AS passedText",
@@ -242,6 +243,9 @@ def _rows_sql(source: str, *, headline: bool, legacy: bool) -> str:
     typed = [
         "side",
         "superseded",
+        "filename",
+        "runIdText",
+        "repeatText",
         "key",
         "idText",
         "passedText",
@@ -347,6 +351,10 @@ def _query(
     aggregates = [
         *measures(["repeats", "passCount", "errors", *METRIC_NAMES], counted=counted),
         f"count(*) FILTER (WHERE {counted}) AS rows",
+        # A repeat a file holds twice once supersession is done: only the reference names it.
+        f"count(*) FILTER (WHERE {counted} AND repeatText IS NOT NULL) AS numbered",
+        "count(DISTINCT [filename, runIdText, repeatText]) "
+        f"FILTER (WHERE {counted} AND repeatText IS NOT NULL) AS distinctRepeats",
         # Every row, superseded or not: the reference reader judges each line.
         "count_if(odd) AS odd",
         f"count_if(predates AND {counted}) AS predates",
@@ -421,6 +429,8 @@ def _exact(r: dict[str, Any]) -> str | None:
     """Why the reference reader must read this cell (None: the record is exact)."""
     if r["odd"]:
         return "a row the reference reader must judge"
+    if r["distinctRepeats"] != r["numbered"]:
+        return "a repeat recorded twice in one file, which the reference reader names"
     key = json.loads(r["key"]) if r["key"] is not None else None
     if not isinstance(key, str) or not key:
         return "a row without a resultKey of its own"

@@ -310,3 +310,16 @@ def test_a_repeat_held_twice_does_not_stand_in_for_a_planned_one(
     result = gate_files(base, cand)
     assert result.exit_code == 2, result.text
     assert "the candidate holds fewer repeats than its plan: v1::a 1 of 2" in result.text
+
+
+def test_the_gate_names_a_repeat_a_file_holds_twice(tmp_path: Path) -> None:
+    # Counted twice, as every reader counts it, and named (docs/result-formats.md#supersession):
+    # the gate's DuckDB path used to count it without a word.
+    base = jsonl(tmp_path / "base.jsonl", [row("a", "passed", r) for r in range(2)])
+    cand = jsonl(tmp_path / "cand.jsonl", [row("a", "passed", r) for r in (0, 1, 0)])
+    retried = jsonl(tmp_path / "retried.jsonl",
+                    [row("a", "error", 0), row("a", "passed", 0), row("a", "passed", 1)])  # fmt: skip
+    result = gate_files(base, cand)
+    assert result.exit_code == 0, result.text
+    assert "row 3 repeats v1::a repeat 0 (first at row 1); both are counted" in result.text
+    assert "both are counted" not in gate_files(base, retried).text  # a supersession
