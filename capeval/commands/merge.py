@@ -96,6 +96,17 @@ def merge(
                 f"{len(merged.owed_by(s.shard.index))} repeats missing: {shown}{more}"
             )
     complete = not missing
+    from capeval.core.outcome import ERROR, row_outcome
+    from capeval.results.supersede import supersede
+
+    errored = [r for r in supersede(merged.rows) if row_outcome(r) == ERROR]
+    if errored:
+        # Held, so not missing; but measured nothing, and the gate will not judge their cells.
+        _say(
+            f"{counted(len(errored), 'repeat')} measured nothing (outcome error); the gate "
+            f"will not judge their cells: run them again with capeval run --resume "
+            f"{shown_path(output)} --retry-errors"
+        )
     if not quiet or not complete:
         summary = (
             f"merged {len(given)} of {merged.count} shards of run {merged.run_id}: "

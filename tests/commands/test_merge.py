@@ -78,3 +78,18 @@ def test_refusals_exit_2(tmp_path: Path) -> None:
     exists = capeval("merge", *shards, "-o", out, cwd=tmp_path)
     assert exists.returncode == 2 and f"-o {out} exists" in exists.stderr
     assert not out.with_name("run.jsonl.plan.json").exists()
+
+
+def test_a_merge_holding_error_repeats_says_the_gate_will_not_judge_them(tmp_path: Path) -> None:
+    shards = _shards(tmp_path, 2)
+    lines = shards[1].read_text().splitlines(keepends=True)
+    row = json.loads(lines[0])
+    row.update(passed=False, outcome="error", errorKind="rate_limit", providerStatus=429)
+    shards[1].write_text(json.dumps(row) + "\n" + "".join(lines[1:]))
+    done = capeval("merge", *shards, "-o", tmp_path / "run.jsonl", cwd=tmp_path)
+    # Every triple is held, so the merge is complete; but one measured nothing.
+    assert done.returncode == 0, done.stderr
+    assert (
+        "capeval merge: 1 repeat measured nothing (outcome error); the gate will not judge "
+        "their cells: run them again with capeval run --resume run.jsonl --retry-errors"
+    ) in done.stderr
