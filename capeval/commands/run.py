@@ -362,6 +362,13 @@ def run(
     progress = ProgressPrinter(enabled=not quiet and not as_json)
     if shard_history and shard is None:
         _fail("--shard-history weighs the cases of a --shard; pass --shard I/N too")
+    if shard is not None and baseline is not None:
+        # A shard is a slice of the run: gated alone it would be judged on that slice.
+        _fail(
+            "--baseline gates a whole run, and a --shard is a slice of one: merge the "
+            "shards (capeval merge SHARD... -o RUN.jsonl) and gate the run (capeval gate "
+            "--candidate RUN.jsonl), or gate every shard's stream at once"
+        )
     if ray_address is not None and executor != "ray":
         _fail("--ray-address is for --executor ray; pass --executor ray too")
     durations = None

@@ -93,3 +93,15 @@ def test_a_merge_holding_error_repeats_says_the_gate_will_not_judge_them(tmp_pat
         "capeval merge: 1 repeat measured nothing (outcome error); the gate will not judge "
         "their cells: run them again with capeval run --resume run.jsonl --retry-errors"
     ) in done.stderr
+
+
+def test_a_shard_run_with_baseline_is_refused_before_any_repeat(tmp_path: Path) -> None:
+    # Gated alone a shard would be judged on its slice of the run; the gate's
+    # own refusal then named --allow-partial, which `capeval run` does not take.
+    write_case(tmp_path, "alpha")
+    base = tmp_path / "base.jsonl"
+    base.write_text("")
+    done = capeval("run", "--shard", "1/2", "--baseline", base, cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "--baseline gates a whole run, and a --shard is a slice of one" in done.stderr
+    assert not (tmp_path / "evals" / "capability" / "results").exists()
