@@ -26,6 +26,7 @@ from capeval.commands.common import (
     root_option,
     shown_path,
 )
+from capeval.commands.compare import judging_options
 from capeval.core.case import MAX_TURNS
 from capeval.core.problems import ProblemsError
 
@@ -293,6 +294,7 @@ def _result_file_warnings_as_lines() -> Iterator[None]:
     help="With --baseline: advisory statistics beside the verdicts (scipy; they never "
     "change the exit code).",
 )
+@judging_options
 @click.option("--quiet", "-q", is_flag=True, help="No per-repeat progress lines.")
 @click.option(
     "--json",
@@ -333,6 +335,9 @@ def run(
     no_artifacts: bool,
     baseline: Path | None,
     advisory: bool,
+    max_error_rate: float | None,
+    allow_partial: bool,
+    strict_torn: bool,
     quiet: bool,
     as_json: bool,
 ) -> None:
@@ -362,6 +367,11 @@ def run(
     progress = ProgressPrinter(enabled=not quiet and not as_json)
     if shard_history and shard is None:
         _fail("--shard-history weighs the cases of a --shard; pass --shard I/N too")
+    if baseline is None and (max_error_rate is not None or allow_partial or strict_torn):
+        _fail(
+            "--max-error-rate, --allow-partial and --strict-torn tell the gate of --baseline "
+            "what to judge; pass --baseline too"
+        )
     if shard is not None and baseline is not None:
         # A shard is a slice of the run: gated alone it would be judged on that slice.
         _fail(
@@ -504,6 +514,9 @@ def run(
             allow_provider_fallback=bool(allow_provider_fallback),
             advisory=advisory,
             bait_policy=configured_bait_policy(plan.root, config_path),
+            max_error_rate=max_error_rate,
+            allow_partial=allow_partial,
+            strict_torn=strict_torn,
         )
 
     cells = cell_summaries(outcome.rows)
