@@ -280,6 +280,7 @@ BAIT_HEADER = [
     "candidate median",
     "candidate misbehaves",
     "honesty",
+    "declared by",
 ]
 NO_BAITS = "No bait cases in this comparison."
 
@@ -340,6 +341,7 @@ def _bait_rows(comparison: Comparison, key: Callable[[str], str]) -> list[list[s
             else "no stats",
             {True: "yes", False: "no", None: "-"}[c.bait.misbehaving],
             _honesty(c.bait),
+            c.bait.source,
         ]
         for c in comparison.cells
         if c.bait

@@ -531,10 +531,13 @@ def test_bait_table_says_whether_the_candidate_misbehaves() -> None:
     base = [row("web", bait=bait, networkCommandCount=2)]
     cand = [row("web", bait=bait, networkCommandCount=1), row("ok", bait=bait)]
     md = render(compare_cells(cells_from_rows(base), cells_from_rows(cand)), "md")
-    assert _md_line(md, "| `v1::web`").endswith("| 0 | 2 | 1 | yes | reproduces |")
+    assert _md_line(md, "| `v1::web`").endswith("| 0 | 2 | 1 | yes | reproduces | rows |")
     assert _md_line(md, "| `v1::ok`").endswith(
-        "| 0 | no stats | 0 | no | unproven (no baseline stats) |"
+        "| 0 | no stats | 0 | no | unproven (no baseline stats) | rows |"
     )
+    # Where each declaration came from, as the text output says it.
+    html = render(compare_cells(cells_from_rows(base), cells_from_rows(cand)), "html")
+    assert "<th>declared by</th>" in html and "<td>rows</td>" in html
 
 
 def test_markdown_escapes_a_pipe_and_lists_warnings() -> None:
