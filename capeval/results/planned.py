@@ -93,12 +93,13 @@ def planned_runs(
     shards not given are named, as (run id, `I/N`); else one
     shard would gate clean on a third of the run.
     """
-    from capeval.core.shards import parse_shard
+    from capeval.core.shards import assign, parse_shard
 
     planned: dict[str, int] = {}
     seen: set[Path] = set()
-    # (run id, plan digest, N) -> (the whole run's cells, the shard indexes given)
-    runs: dict[tuple[str, str, int], tuple[dict[str, int], set[int]]] = {}
+    # (run id, plan digest, N) -> (the whole run's cells, the shards owning a triple,
+    # the shards given)
+    runs: dict[tuple[str, str, int], tuple[dict[str, int], set[int], set[int]]] = {}
 
     def add(cells: Mapping[str, int]) -> None:
         for key, count in cells.items():
@@ -121,11 +122,17 @@ def planned_runs(
         if shard is None or not isinstance(sharding, dict):
             add(planned_repeats(stream) or {})
             continue
+        triples = [(v, c, r) for v in names for c in cases for r in range(repeats)]
+        weights = sharding.get("weights")
+        # Which shard runs each triple: a shard that owns none need not be given.
+        owners = set(
+            assign(triples, shard.count, weights if isinstance(weights, dict) else None).values()
+        )
         whole = {result_key(v, c): repeats for v in names for c in cases}
         group = (str(doc.get("runId")), str(sharding.get("planDigest")), shard.count)
-        runs.setdefault(group, (whole, set()))[1].add(shard.index)
+        runs.setdefault(group, (whole, owners, set()))[2].add(shard.index)
     missing: list[tuple[str, str]] = []
-    for (run_id, _, count), (whole, given) in runs.items():
+    for (run_id, _, count), (whole, owners, given) in runs.items():
         add(whole)
-        missing += [(run_id, f"{i}/{count}") for i in range(1, count + 1) if i not in given]
+        missing += [(run_id, f"{i}/{count}") for i in sorted(owners - given)]
     return planned, missing

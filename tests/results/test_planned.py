@@ -72,3 +72,10 @@ def test_a_stream_given_twice_plans_once(tmp_path: Path) -> None:
     once = planned_runs([stream])
     assert planned_runs([stream, tmp_path / "." / "run.jsonl"]) == once
     assert once == ({"v1::a": 3, "v1::b": 3, "v2::a": 3, "v2::b": 3}, [])
+
+
+def test_a_shard_that_owns_no_triple_need_not_be_given(tmp_path: Path) -> None:
+    # 12 triples over 13 shards: shard 13 had nothing to run (capeval merge skips it too).
+    given = [_shard(tmp_path, i, 13) for i in range(1, 13)]
+    assert planned_runs(given)[1] == []
+    assert planned_runs(given[1:])[1] == [("r", "1/13")]
