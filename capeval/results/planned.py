@@ -93,7 +93,7 @@ def planned_runs(
     shards not given are named, as (run id, `I/N`); else one
     shard would gate clean on a third of the run.
     """
-    from capeval.core.shards import assign, parse_shard
+    from capeval.core.shards import RULE, assign, parse_shard
 
     planned: dict[str, int] = {}
     seen: set[Path] = set()
@@ -119,18 +119,18 @@ def planned_runs(
             shard = None if doc.get("shard") is None else parse_shard(str(doc["shard"]))
         except ValueError:
             shard = None
-        if shard is None or not isinstance(sharding, dict):
+        if shard is None or not isinstance(sharding, dict) or sharding.get("rule") != RULE:
             add(planned_repeats(stream) or {})
             continue
-        triples = [(v, c, r) for v in names for c in cases for r in range(repeats)]
-        weights = sharding.get("weights")
-        # Which shard runs each triple: a shard that owns none need not be given.
-        owners = set(
-            assign(triples, shard.count, weights if isinstance(weights, dict) else None).values()
-        )
-        whole = {result_key(v, c): repeats for v in names for c in cases}
         group = (str(doc.get("runId")), str(sharding.get("planDigest")), shard.count)
-        runs.setdefault(group, (whole, owners, set()))[2].add(shard.index)
+        if group not in runs:
+            triples = [(v, c, r) for v in names for c in cases for r in range(repeats)]
+            weights = sharding.get("weights")
+            # Which shard runs each triple: a shard that owns none need not be given.
+            cut = assign(triples, shard.count, weights if isinstance(weights, dict) else None)
+            whole = {result_key(v, c): repeats for v in names for c in cases}
+            runs[group] = (whole, set(cut.values()), set())
+        runs[group][2].add(shard.index)
     missing: list[tuple[str, str]] = []
     for (run_id, _, count), (whole, owners, given) in runs.items():
         add(whole)
