@@ -60,6 +60,7 @@ def load_frame(
     *,
     on_warning: Callable[[str], None] | None = None,
     fast: bool = True,
+    counted_once: bool = False,
 ) -> pl.DataFrame:
     """Load result files (JSON Lines and v3 alike) into one frame, `source` = file path.
 
@@ -76,7 +77,8 @@ def load_frame(
 
     Repeats that two files both hold (a run's stream and its v3 export, or a
     copy of a v3 file: the same run start, cell and repeat) are kept twice,
-    as `read_many` keeps them, with its warning.
+    as `read_many` keeps them, with its warning. `counted_once` words that warning for
+    a caller that keeps each such repeat once (as the history views do).
     """
     from capeval.analysis.framefast import read_fast
 
@@ -113,7 +115,7 @@ def load_frame(
         frame = _build(
             [_flatten(r, str(p)) for p in paths for r in read_rows(p, on_warning=_ignore)]
         )
-    for message in _shared_repeats(paths, frame, started):
+    for message in _shared_repeats(paths, frame, started, counted_once=counted_once):
         (on_warning or _default_warn)(message)
     return _with_run_identity(frame, {str(p): run_stem(p) for p in paths}, started)
 
@@ -183,7 +185,11 @@ def _default_warn(message: str) -> None:
 
 
 def _shared_repeats(
-    paths: Sequence[str | Path], frame: pl.DataFrame, header_started: Mapping[str, str | None]
+    paths: Sequence[str | Path],
+    frame: pl.DataFrame,
+    header_started: Mapping[str, str | None],
+    *,
+    counted_once: bool = False,
 ) -> list[str]:
     """Repeats that two files both hold (a run's v3 export beside its stream), worded
     as `capeval.results.load.read_many` words them.
@@ -229,6 +235,6 @@ def _shared_repeats(
         .collect()
     )
     return [
-        shared_repeats_warning(paths[file], count, paths[first])
+        shared_repeats_warning(paths[file], count, paths[first], counted_once=counted_once)
         for file, first, count in keys.iter_rows()
     ]

@@ -44,12 +44,18 @@ def _run_key(path: str | Path) -> tuple[str, str] | None:
     return ("started", started) if isinstance(started, str) and started else None
 
 
-def shared_repeats_warning(path: str | Path, count: int, other: str | Path) -> str:
-    """What every reader says of repeats a file holds that an earlier file holds too."""
-    return (
-        f"{path} holds {count} repeat(s) that {other} holds too (same run, cell and "
-        "repeat); both are counted: pass one file per run (its .jsonl or its v3 export)"
-    )
+def shared_repeats_warning(
+    path: str | Path, count: int, other: str | Path, *, counted_once: bool = False
+) -> str:
+    """What every reader says of repeats a file holds that an earlier file holds too.
+
+    `counted_once`: said by a reader that keeps each such repeat once, as the history
+    views do (the viewer's run matrices), which has nothing to ask of the user.
+    """
+    said = f"{path} holds {count} repeat(s) that {other} holds too (same run, cell and repeat)"
+    if counted_once:
+        return f"{said}; each is counted once, as `capeval history` counts it"
+    return f"{said}; both are counted: pass one file per run (its .jsonl or its v3 export)"
 
 
 def same_run_warnings(paths: Sequence[str | Path], *, run_ids: bool = True) -> list[str]:

@@ -224,7 +224,13 @@ class Viewer:
 
         from capeval.analysis.frame import load_frame
 
-        frame = load_frame(paths, on_warning=self._warn) if paths else pl.DataFrame()
+        # A run's matrices keep each repeat once, as the history views do; a comparison
+        # pools every file, as the gate does (`_run_matrices`, `_comparison_matrix`), so
+        # with a baseline both copies do count there.
+        once = name == CANDIDATE and not self.baseline_paths
+        frame = (
+            load_frame(paths, on_warning=self._warn, counted_once=once) if paths else pl.DataFrame()
+        )
         if frame.height:
             frame = frame.with_row_index("_row")
         rows = frame.to_dicts() if frame.height else []

@@ -388,3 +388,28 @@ def test_a_comparison_is_judged_by_the_workspaces_bait_policy(tmp_path: Path) ->
     assert strict["matrices"][0]["baitFlags"] == lenient["matrices"][0]["baitFlags"] != []
     assert strict["matrices"][0]["exitCode"] == 3
     assert lenient["matrices"][0]["exitCode"] == 0
+
+
+def test_a_run_stream_beside_its_v3_export_is_said_to_count_once(tmp_path: Path) -> None:
+    # What `capeval view` says after the tutorial: `baseline freeze` leaves a run's
+    # stream and its v3 export in the results folder. Its matrix keeps each repeat
+    # once, so "both are counted: pass one file per run" would be untrue (no file was
+    # passed), as it would be to a user who passed a folder.
+    import shutil
+
+    results = tmp_path / "results"
+    results.mkdir()
+    stream, export = SAMPLES / "run2-dev-flaky.jsonl", SAMPLES / "run2-dev-flaky.json"
+    shutil.copy(stream, results / stream.name)
+    shutil.copy(export, results / "baseline.json")
+    viewer = load_viewer([results])
+    index = viewer.page("index")
+    assert index is not None
+    said = [w for w in index["warnings"] if "holds too" in w]
+    assert len(said) == 1 and said[0].endswith(
+        "each is counted once, as `capeval history` counts it"
+    ), said
+    assert "both are counted" not in " ".join(index["warnings"])
+    assert [m["repeats"] for m in index["matrices"]] == [
+        sum(1 for line in stream.read_text().splitlines() if line.strip())
+    ]
