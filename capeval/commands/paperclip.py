@@ -267,6 +267,7 @@ def report(
     from capeval.paperclip.report import read_live_rows, write_report
     from capeval.paperclip.suite import run_suite
     from capeval.results.errors import ResultFileError
+    from capeval.results.overlap import distinct_files
 
     if no_live and live_files:
         raise click.UsageError("--live and --no-live contradict each other; pass one")
@@ -280,6 +281,8 @@ def report(
         _, warnings = read_live_rows(live_rows)
     except ResultFileError as exc:
         fail("paperclip report", f"{exc}", as_json=as_json)
+    # A file named twice is read once (`read_live_rows` says so), and shown once.
+    live_rows = [Path(p) for p in distinct_files(live_rows, on_warning=lambda _message: None)]
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
     result = run_suite(rows)

@@ -375,16 +375,25 @@ def read_live_rows(paths: Sequence[str | Path]) -> tuple[list[dict[str, Any]], l
     """The live rows of `paths`, read by the result stream reader (a torn last line is a
     warning, any other bad line an error naming file and line), and the warnings.
 
+    A file named twice (or by two names) is read once, with a warning, as every result
+    reader reads it; turns a file shares with an earlier one (a copy of a matrix's rows:
+    the same run, agent, configuration and repeat) are counted in both, with the
+    readers' warning.
+
     Raises `ResultFileError` for a row that is no live turn's (a suite row, a capability
     row, a live row from before turns had an outcome and an agent)."""
+    from collections import Counter
+
     from capeval.core.outcome import OUTCOMES
     from capeval.results.errors import ResultFileError
     from capeval.results.jsonl import read_jsonl
+    from capeval.results.overlap import distinct_files, shared_repeats_warning
 
     rows: list[dict[str, Any]] = []
     warnings: list[str] = []
     hint = "pass the live-rows.jsonl that `capeval paperclip live` writes"
-    for path in paths:
+    seen: dict[tuple[Any, ...], str] = {}  # a turn -> the first file that held it
+    for path in distinct_files(paths, on_warning=warnings.append):
         try:
             found, passed_over = read_jsonl(path)
         except ResultFileError as exc:  # e.g. the suite's own rows, which are no result rows
@@ -399,6 +408,16 @@ def read_live_rows(paths: Sequence[str | Path]) -> tuple[list[dict[str, Any]], l
                     f"row {i} is not a live turn's row ({what}); {hint} (run the matrix again "
                     "for rows from before live turns had an outcome)",
                 )
+        turns = {
+            (row["runId"], row["agent"], row["caseId"], row["grants"], row.get("repeat"))
+            for row in found
+            if isinstance(row.get("runId"), str)
+        }
+        shared = Counter(seen[t] for t in turns if seen.get(t, str(path)) != str(path))
+        for other, count in shared.items():
+            warnings.append(shared_repeats_warning(path, count, other))
+        for turn in turns:
+            seen.setdefault(turn, str(path))
         rows += found
     return rows, warnings
 

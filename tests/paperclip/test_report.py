@@ -220,3 +220,24 @@ def test_report_folds_in_the_live_rows_beside_it_or_those_named(
     assert refused.exit_code == 2 and "not a live turn's row" in refused.output
     both = runner.invoke(main, [*argv, "--live", str(other), "--no-live"])
     assert both.exit_code == 2 and "contradict" in both.output
+
+
+def test_a_live_file_named_twice_is_counted_once_and_a_copy_is_warned_about(
+    mh_rows: list[Row], tmp_path: Path
+) -> None:
+    # `--live F --live F` counted every turn twice, silently: 12 turns of 6.
+    one = write_rows(tmp_path / "one.jsonl", [{**r, "runId": "r1"} for r in MATRIX])
+    rows, warnings = read_live_rows([one, one])
+    assert len(rows) == 6
+    assert warnings == [
+        f"{one} is given twice; read once (read twice, its repeats would count twice)"
+    ]
+    json_path, _, _ = write_report(run_suite(mh_rows), tmp_path / "out", live_rows=[one, one])
+    assert json.loads(json_path.read_text())["live"]["turns"] == 6
+    copy = write_rows(tmp_path / "copy.jsonl", [{**r, "runId": "r1"} for r in MATRIX])
+    rows, warnings = read_live_rows([one, copy])
+    assert len(rows) == 12  # counted in both, as every result reader counts a copy
+    assert warnings == [
+        f"{copy} holds 6 repeat(s) that {one} holds too (same run, cell and repeat); both are "
+        "counted: pass one file per run (its .jsonl or its v3 export)"
+    ]
