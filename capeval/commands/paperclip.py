@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -323,6 +324,14 @@ def _models(models: Sequence[str], agents: Sequence[str]) -> dict[str, str]:
         elif sep and name in _AGENT_NAMES:
             raise click.BadParameter(
                 f"{value!r} names {name}, which is not in this matrix (--agent)",
+                param_hint="--model",
+            )
+        elif sep and re.fullmatch(r"[A-Za-z][\w-]*", name):
+            # `claude=opus` is a misspelt agent, not a model id for every agent.
+            raise click.BadParameter(
+                f"{value!r} names an agent {name!r} capeval does not know; write "
+                f"{' or '.join(f'{a}=MODEL' for a in _AGENT_NAMES)} for one agent, or a "
+                "bare MODEL for every agent",
                 param_hint="--model",
             )
         else:

@@ -552,6 +552,13 @@ def test_a_model_is_named_for_one_agent_or_for_all() -> None:
     }
     with pytest.raises(click.BadParameter, match="not in this matrix"):
         _models(["claude-code=sonnet"], ["codex"])
+    # A misspelt agent was taken for a model id and handed to every agent ("claude=opus").
+    with pytest.raises(
+        click.BadParameter,
+        match="'claude=opus' names an agent 'claude' capeval does not know; write "
+        "codex=MODEL or claude-code=MODEL for one agent, or a bare MODEL for every agent",
+    ):
+        _models(["claude=opus"], both)
 
 
 @pytest.mark.slow
