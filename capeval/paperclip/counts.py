@@ -123,11 +123,13 @@ FROM turns
 GROUP BY agent
 ORDER BY agent
 """
+# Ordered by everything it reads: two matrices' rows share agent, case, grants and
+# repeat, and the report must not follow the order their files were named in.
 LIVE_FAILURES_SQL = """
 SELECT agent, caseId, grants, repeat, outcome, failures
 FROM turns
 WHERE outcome <> 'passed'
-ORDER BY agent, caseId, grants, repeat
+ORDER BY agent, caseId, grants, repeat, outcome, CAST(failures AS VARCHAR)
 """
 _RATE_KEYS = ("group", "agent", "grants", "cases", "turns", "passed", "failed", "error", "passRate")
 _AGENT_KEYS = (

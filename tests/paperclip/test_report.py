@@ -241,3 +241,24 @@ def test_a_live_file_named_twice_is_counted_once_and_a_copy_is_warned_about(
         f"{copy} holds 6 repeat(s) that {one} holds too (same run, cell and repeat); both are "
         "counted: pass one file per run (its .jsonl or its v3 export)"
     ]
+
+
+def test_the_live_section_does_not_depend_on_the_order_of_its_files(
+    mh_rows: list[Row], tmp_path: Path
+) -> None:
+    # Two matrices' rows (each a repeat 0) failing the same configuration for other
+    # reasons: the failures list was ordered by agent, case, grants and repeat only,
+    # so the report followed the order the files were named in.
+    other = {**FAILURE, "operation": "block_task", "message": "another reason"}
+    first = write_rows(
+        tmp_path / "first.jsonl", [{**live_row("mh", "granted", "failed"), "runId": "r1"}]
+    )
+    second = write_rows(
+        tmp_path / "second.jsonl",
+        [{**live_row("mh", "granted", "failed"), "runId": "r2", "failures": [other]}],
+    )
+    result = run_suite(mh_rows)
+    a = write_report(result, tmp_path / "a", live_rows=[first, second])
+    b = write_report(result, tmp_path / "b", live_rows=[second, first])
+    for p, q in zip(a[:2], b[:2], strict=True):
+        assert p.read_bytes() == q.read_bytes(), p.name
