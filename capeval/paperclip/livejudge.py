@@ -750,6 +750,9 @@ def judge(
     if never is not None:
         note(never)
     if turn:
+        if error is not None:
+            # A timeout or an exit is why the journal is short: the turn says what to fix.
+            note(error)
         return Verdict(ERROR, turn, kind)
     if error is not None or exit_code != 0:
         note(error or f"the agent CLI exited with {exit_code}")

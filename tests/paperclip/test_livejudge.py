@@ -201,6 +201,15 @@ def test_a_turn_that_did_not_finish_fails_and_one_that_could_not_run_is_an_error
     assert crashed.outcome == FAILED and classes(crashed) == [LIVE_TURN]
     timeout = judged(cm, exit_code=None, error="codex did not finish within 5 s")
     assert timeout.outcome == FAILED and "did not finish" in timeout.failures[0].message
+    # Timed out before it listed the tools: an error, which names the timeout (what to
+    # fix: --timeout) beside the surface it never saw.
+    early = judged(
+        cm, [], list_tools=False, exit_code=None, error="codex did not finish within 1 s"
+    )
+    assert early.outcome == ERROR and [f.message for f in early.failures] == [
+        "the journal shows no tools/list: the agent never saw the paperclip surface",
+        "codex did not finish within 1 s",
+    ]
     unreachable = judged(cm, exit_code=1, infra_error="stream disconnected")
     assert unreachable.outcome == ERROR and unreachable.failures[0].message == (
         "stream disconnected"
