@@ -507,7 +507,7 @@ def live(
         mark = {"passed": "PASS", "failed": "FAIL"}.get(row["outcome"], "ERROR")
         calls = ", ".join(row["operations"]) or "no calls"
         tries = f", {row['attempts']} attempts" if row.get("attempts", 1) > 1 else ""
-        nth = f" #{row['repeat'] + 1}" if repeats > 1 else ""
+        nth = f" #{row['repeat']}" if repeats > 1 else ""  # as the rows and the report count
         click.echo(
             f"{mark} {row['agent']} {row['group']} {row['id']}{nth} ({row['operation']}): "
             f"{calls} [{row['durationMs'] / 1000:.1f} s{tries}]"

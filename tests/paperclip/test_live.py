@@ -603,3 +603,24 @@ def test_an_empty_rows_file_is_not_an_earlier_matrix(
     assert proc.returncode in (0, 1), proc.stderr
     assert "earlier matrix" not in proc.stderr
     assert os.path.getsize(out / "live-rows.jsonl") > 0
+
+
+def test_progress_numbers_repeats_as_the_rows_and_the_report_do(
+    paperclip_derivative: Path, tmp_path: Path, fake_codex: Path
+) -> None:
+    # The progress said #1 and #2 for the rows' (and the report's) repeats 0 and 1,
+    # where `capeval run` says #0 and #1: a failing "#2" was "repeat 1" in the report.
+    out = tmp_path / "live"
+    proc = capeval(
+        "paperclip", "live", "--file", paperclip_derivative, "--scripted", "--agent", "codex",
+        "--codex", fake_codex, "--group", "hb", "--out", out, "--timeout", "60", "--retries", "0",
+        "--repeats", "2", timeout=180,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr  # the fake Codex never lists the tools
+    rows = [json.loads(line) for line in (out / "live-rows.jsonl").read_text().splitlines()]
+    assert [r["repeat"] for r in rows] == [0, 1]
+    shown = [line.split(" (")[0] for line in proc.stdout.splitlines() if line.startswith("ERROR")]
+    assert shown == [
+        "ERROR codex hb hb-context-01:single #0",
+        "ERROR codex hb hb-context-01:single #1",
+    ]
