@@ -208,6 +208,10 @@ def run_turn(settings: LiveSettings, runner: LiveRunner, case: LiveCase) -> dict
     if proc.timed_out:
         error = f"{agent.name} did not finish within {settings.timeout_s:g} s"
         report = agent.report(stdout, stderr, None)
+        if report.last_error:
+            # As `capeval run` says it: a CLI that cannot reach its model retries
+            # until the timeout, and only its stream says why.
+            error += f"; the last error in its stream: {report.last_error[:300]}"
         refused = report.cli_refused
     else:
         code = proc.exit_code

@@ -44,6 +44,9 @@ class TurnReport:
     cli_refused: tuple[str, ...] = ()  # paperclip operations called but never sent on
     error_kind: str | None = None  # with infra_error: a capeval.core.outcome.ERROR_KINDS kind
     provider_status: int | None = None  # the provider's HTTP status, when the CLI said it
+    # What the CLI last complained of in its stream (Codex without a network retries
+    # until the timeout, saying so there), for a turn the timeout ended.
+    last_error: str | None = None
 
 
 class LiveAgent:
@@ -302,11 +305,14 @@ class ClaudeCodeAgent(LiveAgent):
 
 def _report(parsed: Any, refused: tuple[str, ...]) -> TurnReport:
     """A parsed stream's verdict on the turn: an outage (`parsed.infra`) measured nothing."""
+    from capeval.agents.streams import reported_error
+
+    last = reported_error(parsed)
     infra = parsed.infra
     if infra is None:
-        return TurnReport(parsed.model, None, refused)
+        return TurnReport(parsed.model, None, refused, last_error=last)
     error = parsed.error or f"the turn measured nothing ({infra.kind})"
-    return TurnReport(parsed.model, error, refused, infra.kind, infra.status)
+    return TurnReport(parsed.model, error, refused, infra.kind, infra.status, last)
 
 
 AGENTS: dict[str, LiveAgent] = {a.name: a for a in (CodexAgent(), ClaudeCodeAgent())}

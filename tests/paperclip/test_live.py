@@ -624,3 +624,34 @@ def test_progress_numbers_repeats_as_the_rows_and_the_report_do(
         "ERROR codex hb hb-context-01:single #0",
         "ERROR codex hb hb-context-01:single #1",
     ]
+
+
+def test_a_turn_the_timeout_ends_says_what_the_cli_last_complained_of(
+    paperclip_derivative: Path, tmp_path: Path
+) -> None:
+    # Codex with a key but no network retries until the timeout; the turn said only
+    # "codex did not finish within N s", while its stream said why (as `capeval run`
+    # reports it: "the last error in its stream").
+    exe = tmp_path / "bin" / "codex"
+    exe.parent.mkdir()
+    waiting = "Reconnecting... waiting for network (Connection failed: error sending request)"
+    events = [
+        {"type": "thread.started", "thread_id": "t"},
+        {"type": "turn.started"},
+        {"type": "error", "message": waiting},
+    ]
+    lines = "".join(f"echo '{json.dumps(e)}'\n" for e in events)
+    version = 'if [ "$1" = --version ]; then echo "codex-cli 0.0.1"; exit 0; fi\n'
+    exe.write_text(f"#!/bin/sh\n{version}{lines}exec sleep 60\n")
+    exe.chmod(0o755)
+    out = tmp_path / "live"
+    proc = capeval(
+        "paperclip", "live", "--file", paperclip_derivative, "--scripted", "--agent", "codex",
+        "--codex", exe, "--group", "hb", "--out", out, "--timeout", "2", "--retries", "0",
+        timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    (row,) = [json.loads(line) for line in (out / "live-rows.jsonl").read_text().splitlines()]
+    said = f"codex did not finish within 2 s; the last error in its stream: codex: {waiting}"
+    assert row["status"] == "timeout" and row["error"] == said
+    assert said in proc.stdout
