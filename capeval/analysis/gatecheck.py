@@ -12,6 +12,7 @@ change the code.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from capeval.analysis.compare import add_advisory, compare_cells
 from capeval.core.cell import BaitDecl, Cell
 from capeval.core.verdict import Comparison, normalize_baits
 from capeval.results.errors import ResultFileError
+from capeval.results.formats import first_rows_search
 
 EXIT_CLEAN = 0
 EXIT_REGRESSED = 1
@@ -219,11 +221,18 @@ def _unfinished(
         errored = any(c.errors for c in cells.values())
         if short or (retry and errored):
             flag = " --retry-errors" if retry and errored else ""
-            fills += [
-                f"capeval run --resume {shlex.quote(str(p))}{flag}"
-                for p in paths
-                if p.suffix == ".jsonl"
-            ]
+            for p in paths:
+                if p.suffix != ".jsonl":
+                    continue
+                if first_rows_search(p, _LIVE_ROW) is not None:
+                    # `capeval paperclip live` rows: no plan to resume by.
+                    fills.append(
+                        f"capeval paperclip live --out {shlex.quote(str(p.parent))} --force: a "
+                        "live matrix is run again, not resumed, its error turns retried "
+                        "(--retries)"
+                    )
+                else:
+                    fills.append(f"capeval run --resume {shlex.quote(str(p))}{flag}")
         fills += [
             f"capeval run --shard {shard} --run-id {shlex.quote(run)} with the run's flags"
             for run, shard in absent
@@ -273,6 +282,10 @@ def _distinct_repeats(paths: Sequence[Path]) -> dict[str, int]:
     except (ResultFileError, OSError):
         return {}
     return {key: len(pairs) for key, pairs in seen.items()}
+
+
+# A key only the rows of a Paperclip live turn have (`capeval.paperclip.live`).
+_LIVE_ROW = re.compile(rb'"gatedOperation"\s*:')
 
 
 def _needs_workspace(

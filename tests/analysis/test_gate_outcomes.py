@@ -59,6 +59,25 @@ def test_error_repeats_are_not_judged_and_the_gate_says_how_to_fill_them(
     assert "regressed" not in done.stderr.lower().replace("0 regressed", "")
 
 
+def test_error_turns_of_a_paperclip_live_matrix_are_not_sent_to_capeval_run_resume(
+    sides: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # Live rows (`capeval paperclip live`) have no plan: `capeval run --resume` refuses
+    # them ("its plan ... is missing"). Their error turns are run again by the matrix.
+    base, _ = sides
+    live = jsonl(
+        tmp_path / "live-rows.jsonl",
+        [row("a", "passed", 0, gatedOperation=None), row("a", "error", 1, gatedOperation=None)],
+    )
+    done = capeval("gate", "--baseline", base, "--candidate", live, cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "capeval run --resume" not in done.stderr
+    assert (
+        f"capeval paperclip live --out {tmp_path} --force: a live matrix is run again, "
+        "not resumed, its error turns retried (--retries)"
+    ) in done.stderr
+
+
 def test_max_error_rate_judges_on_the_judged_repeats_and_says_so(
     sides: tuple[Path, Path], tmp_path: Path
 ) -> None:
