@@ -252,9 +252,12 @@ class Viewer:
                 self.runs = history.runs(con)
                 self.trend = history.records(
                     con,
+                    # An `error` repeat measured nothing: in no rate, as in the runs
+                    # view (`repeats` are the judged ones, as a cell's are).
                     "SELECT runId, min(runStartedAt) AS startedAt, variantId, "
-                    "count(*) AS repeats, CAST(count_if(passed) AS BIGINT) AS passed, "
-                    "count_if(passed) / count(*) AS passRate "
+                    "count_if(outcome <> 'error') AS repeats, "
+                    "CAST(count_if(passed) AS BIGINT) AS passed, "
+                    "count_if(passed) / nullif(count_if(outcome <> 'error'), 0) AS passRate "
                     "FROM repeats GROUP BY runId, variantId "
                     "ORDER BY startedAt NULLS FIRST, runId, variantId",
                 )
@@ -479,7 +482,8 @@ class Viewer:
         return {
             "repeats": cell.repeats,
             "passCount": cell.passCount,
-            "passRate": cell.passRate,
+            # No judged repeat (only errors): no rate, not 0%.
+            "passRate": cell.passRate if cell.repeats else None,
             "outcomes": outcomes,
             "medians": {m: _number(v) for m, v in cell.medians.items()},
             "mixed": cell.mixed,

@@ -413,3 +413,29 @@ def test_a_run_stream_beside_its_v3_export_is_said_to_count_once(tmp_path: Path)
     assert [m["repeats"] for m in index["matrices"]] == [
         sum(1 for line in stream.read_text().splitlines() if line.strip())
     ]
+
+
+def test_error_repeats_are_in_no_pass_rate_of_the_matrix_or_the_trend(tmp_path: Path) -> None:
+    # An error-only cell showed "0/0 0%" in red, as if it had failed, and the trend
+    # counted error repeats as failures (19/21 where the runs table said 19/20).
+    def one(case: str, repeat: int, outcome: str) -> dict[str, Any]:
+        return {
+            "runId": "r1", "runStartedAt": "2026-12-06T07:00:00Z", "id": case,
+            "variantId": "v", "resultKey": f"v::{case}", "repeat": repeat,
+            "passed": outcome == "passed", "outcome": outcome,
+        }  # fmt: skip
+
+    rows = [one("a", 0, "error"), one("b", 0, "passed"), one("b", 1, "error")]
+    stream = tmp_path / "run.jsonl"
+    stream.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    viewer = load_viewer([stream])
+    cells = matrix_cells(viewer, 0)
+    assert cells["v::a"]["sides"]["c"]["passRate"] is None
+    assert cells["v::a"]["sides"]["c"]["outcomes"]["error"] == 1
+    assert cells["v::b"]["sides"]["c"]["passRate"] == 1.0
+    index = viewer.page("index")
+    assert index is not None
+    (trend,) = index["trend"]
+    assert (trend["repeats"], trend["passed"], trend["passRate"]) == (1, 1, 1.0)
+    (run,) = index["runs"]
+    assert run["passRate"] == trend["passRate"]

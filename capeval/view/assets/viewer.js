@@ -271,7 +271,8 @@
     runs.forEach((r, i) => parts.push(svg("text", { x: x(i), y: H - B + 16, "text-anchor": "middle" }, "run " + (i + 1))));
     variants.forEach((v, k) => {
       const colour = COLOURS[k % COLOURS.length];
-      const points = trend.filter((t) => t.variantId === v && position.has(t.runId)).map((t) => [x(position.get(t.runId)), y(t.passRate), t]);
+      // A run whose repeats of this variant all errored measured nothing: no point, not 0%.
+      const points = trend.filter((t) => t.variantId === v && position.has(t.runId) && t.passRate !== null).map((t) => [x(position.get(t.runId)), y(t.passRate), t]);
       if (points.length > 1) parts.push(svg("polyline", { points: points.map((p) => p[0] + "," + p[1]).join(" "), fill: "none", stroke: colour, "stroke-width": 2 }));
       points.forEach(([px, py, t]) =>
         parts.push(svg("circle", { cx: px, cy: py, r: 4, fill: colour }, svg("title", {}, v + " · " + t.runId + ": " + t.passed + "/" + t.repeats + " passed (" + pct(t.passRate) + ")")))
