@@ -178,6 +178,19 @@ def stop() -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
         time.sleep(0.2)
+    if not Path(f"/proc/{pid}").exists():
+        _remove_runtime_dir(runtime_dir())
+
+
+def _remove_runtime_dir(folder: Path) -> None:
+    """Remove the stopped daemon's runtime folder, which it leaves a network namespace
+    mounted in: unmount what is mounted below this folder (ours alone), then delete it."""
+    prefix = str(folder) + "/"
+    with open("/proc/self/mounts", encoding="utf-8") as mounts:
+        points = [line.split()[1] for line in mounts if line.split()[1].startswith(prefix)]
+    for point in sorted(points, key=len, reverse=True):
+        _run(["umount", point])
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 # --- the image -----------------------------------------------------------------
