@@ -40,7 +40,7 @@ import os
 import secrets as random
 import shutil
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,6 +69,7 @@ ATTEMPTS_FILE = "attempts.json"
 # Prefix for a capture file whose name collides with one capeval writes.
 CAPTURE_PREFIX = "capture-"
 _STAGING = ".tmp-"
+CUT_NOTE = "capeval cut this repeat's evidence to stay within its caps:\n"
 _RETIRED = ".old-"
 # In each `<variant>/<case>/` folder: the run it belongs to (see the module docstring).
 CLAIM_FILE = ".capeval-run"
@@ -242,11 +243,7 @@ def save_repeat_artifacts(
     """
     allowance = _Allowance(max_bytes, max_total, budget)
     dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale(dest)
-    staging = dest.with_name(f".{dest.name}{_STAGING}{random.token_hex(4)}")
-    staging.mkdir()
-    try:
+    with _staged(dest) as staging:
         ours = {VERIFY_LOG, SUMMARY_FILE, CUT_FILE}
         if verify is not None:
             size = len(verify)
@@ -268,14 +265,9 @@ def save_repeat_artifacts(
                 if exc.errno not in (errno.ELOOP, errno.ENOENT):
                     raise
         if allowance.cuts:
-            note = "capeval cut this repeat's evidence to stay within its caps:\n"
-            (staging / CUT_FILE).write_text(note + "\n".join(allowance.cuts) + "\n")
+            (staging / CUT_FILE).write_text(CUT_NOTE + "\n".join(allowance.cuts) + "\n")
         if earlier is not None:
             _keep_earlier(dest, staging, earlier)
-        _publish(staging, dest)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return dest
 
 
@@ -295,11 +287,7 @@ def receive_repeat_artifacts(
     so already redacted and within the file and repeat caps) written to `dest` as it
     writes: atomically, and within what the run may still keep."""
     dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale(dest)
-    staging = dest.with_name(f".{dest.name}{_STAGING}{random.token_hex(4)}")
-    staging.mkdir()
-    try:
+    with _staged(dest) as staging:
         cuts: list[str] = []
         for name, data in sorted(files.items()):
             if not name or name in (".", "..") or "/" in name or "\0" in name:
@@ -311,14 +299,8 @@ def receive_repeat_artifacts(
             if keep or not data:
                 (staging / name).write_bytes(capped(data, len(data), (), keep))
         if cuts:
-            note = "capeval cut this repeat's evidence to stay within its caps:\n"
-            earlier = files.get(CUT_FILE, b"").decode("utf-8", "replace")
-            text = earlier or note
+            text = files.get(CUT_FILE, b"").decode("utf-8", "replace") or CUT_NOTE
             (staging / CUT_FILE).write_text(text + "\n".join(cuts) + "\n")
-        _publish(staging, dest)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return dest
 
 
@@ -342,6 +324,22 @@ def write_attempts(dest: Path, attempts: Sequence[Mapping[str, Any]]) -> None:
     tmp = dest / f".{ATTEMPTS_FILE}{_STAGING}{random.token_hex(4)}"
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, dest / ATTEMPTS_FILE)
+
+
+@contextlib.contextmanager
+def _staged(dest: Path) -> Iterator[Path]:
+    """A fresh folder beside `dest` to fill; it replaces `dest` when the block ends
+    well, and is removed when it does not (no half-written evidence is ever seen)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(dest)
+    staging = dest.with_name(f".{dest.name}{_STAGING}{random.token_hex(4)}")
+    staging.mkdir()
+    try:
+        yield staging
+        _publish(staging, dest)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
 
 
 def _publish(staging: Path, dest: Path) -> None:
